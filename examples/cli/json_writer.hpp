@@ -1,0 +1,96 @@
+// A minimal streaming JSON writer for the command-line tools (numbers, strings, arrays, objects).
+#pragma once
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace meshcast::cli {
+
+class json_writer {
+ public:
+  json_writer& begin_object() { return open('{'); }
+  json_writer& end_object() { return close('}'); }
+  json_writer& begin_array() { return open('['); }
+  json_writer& end_array() { return close(']'); }
+  json_writer& key(const std::string& k) {
+    comma();
+    string_literal(k);
+    out_ += ':';
+    after_key_ = true;
+    return *this;
+  }
+  json_writer& value(long long v) {
+    comma();
+    out_ += std::to_string(v);
+    return *this;
+  }
+  json_writer& value(double v) {
+    comma();
+    if (!std::isfinite(v)) {
+      out_ += "null";
+      return *this;
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.9g", v);
+    out_ += buf;
+    return *this;
+  }
+  json_writer& value(const std::string& s) {
+    comma();
+    string_literal(s);
+    return *this;
+  }
+  json_writer& value(const char* s) { return value(std::string(s)); }
+  template <class Range>
+  json_writer& int_array(const Range& r) {
+    begin_array();
+    for (auto v : r) value(static_cast<long long>(v));
+    return end_array();
+  }
+  const std::string& str() const { return out_; }
+
+ private:
+  json_writer& open(char c) {
+    comma();
+    out_ += c;
+    first_ = true;
+    return *this;
+  }
+  json_writer& close(char c) {
+    out_ += c;
+    first_ = false;
+    return *this;
+  }
+  void comma() {
+    if (after_key_) {
+      after_key_ = false;
+      first_ = false;
+      return;
+    }
+    if (!first_ && !out_.empty()) out_ += ',';
+    first_ = false;
+  }
+  void string_literal(const std::string& s) {
+    out_ += '"';
+    for (char c : s) {
+      if (c == '"' || c == '\\') {
+        out_ += '\\';
+        out_ += c;
+      } else if (static_cast<unsigned char>(c) < 0x20) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", c);
+        out_ += buf;
+      } else {
+        out_ += c;
+      }
+    }
+    out_ += '"';
+  }
+  std::string out_;
+  bool first_ = true;
+  bool after_key_ = false;
+};
+
+}  // namespace meshcast::cli

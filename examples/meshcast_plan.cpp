@@ -1,0 +1,56 @@
+// meshcast-plan: prints the send tasks that reshard a tensor from one mesh layout to another.
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include <meshcast/meshcast.hpp>
+
+#include "cli/json_writer.hpp"
+#include "cli/plan_options.hpp"
+#include "cli/plan_report.hpp"
+
+namespace {
+void usage(std::FILE* out) {
+  std::fprintf(out, "usage: meshcast-plan --shape 1024x512 --src-mesh 2x4 --src-spec S0,R\n"
+                    "                     --dst-mesh 3x4 --dst-spec R,S01 [options]\n%s",
+               meshcast::cli::plan_flags_help());
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace meshcast;
+  try {
+    cli::plan_flags flags;
+    for (int i = 1; i < argc; ++i) {
+      std::string arg = argv[i];
+      auto next = [&]() -> std::string {
+        if (i + 1 >= argc) throw error("flag " + arg + " needs a value");
+        return argv[++i];
+      };
+      if (!cli::parse_plan_flag(flags, arg, next)) throw error("unknown flag '" + arg + "'");
+    }
+    if (flags.help) {
+      usage(stdout);
+      return 0;
+    }
+    plan p = cli::plan_from_flags(flags);
+    auto hosts = default_hosts(p.device_count, static_cast<index_t>(p.src_devices.size()), flags.devices_per_host);
+    if (flags.json) {
+      cli::json_writer j;
+      j.begin_object();
+      cli::write_plan_fields(j, p, hosts);
+      j.end_object();
+      std::fwrite(j.str().data(), 1, j.str().size(), stdout);
+      std::fputc('\n', stdout);
+    } else {
+      cli::print_summary(stdout, p, hosts);
+    }
+    return 0;
+  } catch (const error& e) {
+    std::fprintf(stderr, "meshcast-plan: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "meshcast-plan: error: %s\n", e.what());
+    return 2;
+  }
+}

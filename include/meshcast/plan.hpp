@@ -1,0 +1,171 @@
+// The resharding plan: the exact set of N-to-M send tasks that turns one layout into another.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "layout.hpp"
+#include "placement.hpp"
+
+namespace meshcast {
+
+/// One N-to-M send task: `region` must go from any one of its senders (all replicas holding it)
+/// to every one of its receivers. Senders and receivers are read through `plan`.
+struct send_task {
+  box region;
+  index_t bytes = 0;
+  index_t src_group = 0;  ///< replica group (distinct source tile) that holds the region
+  index_t dst_group = 0;  ///< replica group (distinct destination tile) that needs it
+};
+
+/// Devices grouped by equal tile, in compressed rows: group g is members[offsets[g], offsets[g+1]).
+struct replica_groups {
+  std::vector<index_t> offsets{0};
+  std::vector<index_t> members;  ///< global device ids, ascending within a group
+  constexpr std::span<const index_t> operator[](index_t g) const noexcept {
+    return {members.data() + offsets[g], static_cast<std::size_t>(offsets[g + 1] - offsets[g])};
+  }
+  constexpr index_t size() const noexcept { return static_cast<index_t>(offsets.size()) - 1; }
+};
+
+struct plan_options {
+  index_t element_bytes = 4;
+  device_map devices{};
+};
+
+struct plan {
+  layout_value src;
+  layout_value dst;
+  index_t element_bytes = 4;
+  std::vector<index_t> src_devices;  ///< global id of each source mesh position (always 0..N-1)
+  std::vector<index_t> dst_devices;  ///< global id of each destination mesh position
+  index_t device_count = 0;          ///< global ids lie in [0, device_count)
+  replica_groups src_groups;         ///< indexed by the source tile's chunk key
+  replica_groups dst_groups;         ///< indexed by the destination tile's chunk key
+  std::vector<send_task> tasks;
+
+  constexpr std::span<const index_t> senders(const send_task& t) const noexcept { return src_groups[t.src_group]; }
+  constexpr std::span<const index_t> receivers(const send_task& t) const noexcept { return dst_groups[t.dst_group]; }
+  constexpr std::span<const index_t> senders(std::size_t i) const noexcept { return senders(tasks[i]); }
+  constexpr std::span<const index_t> receivers(std::size_t i) const noexcept { return receivers(tasks[i]); }
+  constexpr index_t total_bytes() const noexcept {
+    index_t b = 0;
+    for (const auto& t : tasks) b += t.bytes * static_cast<index_t>(receivers(t).size());
+    return b;
+  }
+};
+
+namespace detail {
+// Row-major key of a tile over the grid of chunk indices (one digit per tensor dim).
+constexpr index_t tile_key(const layout_value& l, const std::array<index_t, max_rank>& coord) noexcept {
+  index_t key = 0;
+  for (int d = 0; d < l.shape.rank; ++d) key = key * l.chunk_count(d) + l.chunk_index(d, coord);
+  return key;
+}
+
+constexpr index_t key_count(const layout_value& l) noexcept {
+  index_t n = 1;
+  for (int d = 0; d < l.shape.rank; ++d) n *= l.chunk_count(d);
+  return n;
+}
+
+// Groups the devices of a layout by tile (counting sort by key, so members stay ascending).
+constexpr replica_groups group_by_tile(const layout_value& l, const std::vector<index_t>& ids) {
+  replica_groups g;
+  index_t keys = key_count(l), n = l.device_count();
+  auto key_of = detail::filled_vector<index_t>(static_cast<std::size_t>(n), 0);
+  g.offsets = detail::filled_vector<index_t>(static_cast<std::size_t>(keys + 1), 0);
+  for (index_t i = 0; i < n; ++i) {
+    key_of[i] = tile_key(l, mesh_coordinate(l.mesh, i));
+    ++g.offsets[key_of[i] + 1];
+  }
+  for (index_t k = 0; k < keys; ++k) g.offsets[k + 1] += g.offsets[k];
+  g.members = detail::filled_vector<index_t>(static_cast<std::size_t>(n), 0);
+  std::vector<index_t> fill(g.offsets.begin(), g.offsets.end() - 1);
+  for (index_t i = 0; i < n; ++i) g.members[fill[key_of[i]]++] = ids[i];
+  return g;
+}
+}  // namespace detail
+
+/// Computes the send tasks from value-form layouts (both validated here).
+constexpr plan make_plan(const layout_value& src, const layout_value& dst, const plan_options& options = {}) {
+  validate(src);
+  validate(dst);
+  if (src.shape != dst.shape)
+    throw error("source shape '" + src.shape.to_string() + "' and destination shape '" + dst.shape.to_string() +
+                "' differ; resharding keeps the tensor's shape");
+  if (options.element_bytes < 1)
+    throw error("element size must be at least 1 byte, got " + std::to_string(options.element_bytes));
+
+  plan p;
+  p.src = src;
+  p.dst = dst;
+  p.element_bytes = options.element_bytes;
+  index_t n = src.device_count(), m = dst.device_count();
+  p.src_devices.reserve(static_cast<std::size_t>(n));
+  for (index_t i = 0; i < n; ++i) p.src_devices.push_back(i);
+  p.dst_devices = options.devices.destination_ids(n, m);
+  p.device_count = n;
+  for (index_t id : p.dst_devices) p.device_count = id + 1 > p.device_count ? id + 1 : p.device_count;
+  p.src_groups = detail::group_by_tile(src, p.src_devices);
+  p.dst_groups = detail::group_by_tile(dst, p.dst_devices);
+
+  const int rank = src.shape.rank;
+  std::array<index_t, max_rank> src_k{}, dst_k{}, dst_q{};
+  for (int d = 0; d < rank; ++d) {
+    src_k[d] = src.chunk_count(d);
+    dst_k[d] = dst.chunk_count(d);
+    dst_q[d] = chunk_size(src.shape[d], dst_k[d]);
+  }
+
+  // For each source tile, the destination chunks it meets form a contiguous run along every dim,
+  // so the tasks are enumerated directly: the work is proportional to the number of tasks.
+  const index_t src_keys = p.src_groups.size();
+  for (index_t ks = 0; ks < src_keys; ++ks) {
+    if (p.src_groups[ks].empty()) continue;
+    box tile;
+    tile.rank = rank;
+    std::array<index_t, max_rank> first{}, last{}, cur{};
+    bool empty = false;
+    index_t rem = ks;
+    for (int d = rank - 1; d >= 0; --d) {
+      index_t j = rem % src_k[d];
+      rem /= src_k[d];
+      tile.dims[d] = chunk_range(src.shape[d], src_k[d], j);
+      if (tile.dims[d].empty()) {
+        empty = true;
+        break;
+      }
+      first[d] = tile.dims[d].lo / dst_q[d];
+      last[d] = (tile.dims[d].hi - 1) / dst_q[d];
+    }
+    if (empty) continue;
+    cur = first;
+    while (true) {
+      send_task t;
+      t.region.rank = rank;
+      index_t kd = 0;
+      for (int d = 0; d < rank; ++d) {
+        kd = kd * dst_k[d] + cur[d];
+        t.region.dims[d] = intersect(tile.dims[d], chunk_range(dst.shape[d], dst_k[d], cur[d]));
+      }
+      t.bytes = t.region.volume() * options.element_bytes;
+      t.src_group = ks;
+      t.dst_group = kd;
+      p.tasks.push_back(t);
+      int d = rank - 1;
+      while (d >= 0 && cur[d] == last[d]) cur[d] = first[d], --d;
+      if (d < 0) break;
+      ++cur[d];
+    }
+  }
+  return p;
+}
+
+/// Computes the send tasks between two layouts (static, mixed or dynamic).
+template <layout_like Src, layout_like Dst>
+constexpr plan make_plan(const Src& src, const Dst& dst, const plan_options& options = {}) {
+  return make_plan(src.value(), dst.value(), options);
+}
+
+}  // namespace meshcast

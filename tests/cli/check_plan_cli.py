@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""Checks meshcast-plan's command-line contract with an oracle written independently in Python.
+
+Usage: check_plan_cli.py PATH/TO/meshcast-plan
+"""
+import itertools
+import json
+import random
+import subprocess
+import sys
+
+PLAN = sys.argv[1]
+failures = []
+
+
+def run(args):
+    return subprocess.run([PLAN] + args, capture_output=True, text=True, timeout=60)
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+
+
+def parse_spec(text):
+    return [[] if t == "R" else [int(c) for c in t[1:]] for t in text.split(",")]
+
+
+def tile(mesh, spec, shape, dev):
+    coord = []
+    for size in reversed(mesh):
+        coord.append(dev % size)
+        dev //= size
+    coord.reverse()
+    box = []
+    for d, n in enumerate(shape):
+        k, j = 1, 0
+        for a in spec[d]:
+            k *= mesh[a]
+            j = j * mesh[a] + coord[a]
+        q = -(-n // k)
+        box.append((min(j * q, n), min((j + 1) * q, n)))
+    return box
+
+
+def elements(box):
+    return itertools.product(*[range(lo, hi) for lo, hi in box])
+
+
+def expected_hosts(n_src, device_count, dph):
+    first_dst_host = -(-n_src // dph)
+    return [d // dph if d < n_src else first_dst_host + (d - n_src) // dph for d in range(device_count)]
+
+
+def check_case(shape, src_mesh, src_spec, dst_mesh, dst_spec, dtype=4, same=False, dph=None):
+    fmt = lambda xs: "x".join(map(str, xs))
+    args = ["--shape", fmt(shape), "--dtype-bytes", str(dtype), "--src-mesh", fmt(src_mesh), "--src-spec", src_spec,
+            "--dst-mesh", fmt(dst_mesh), "--dst-spec", dst_spec, "--json"]
+    if same:
+        args.append("--same-mesh")
+    if dph:
+        args += ["--devices-per-host", str(dph)]
+    name = " ".join(args)
+    r = run(args)
+    check(r.returncode == 0, f"{name}: exit {r.returncode}: {r.stderr}")
+    if r.returncode:
+        return
+    out = r.stdout.strip().splitlines()
+    check(len(out) == 1, f"{name}: expected one line of JSON")
+    j = json.loads(r.stdout)
+    n = 1
+    for s in src_mesh:
+        n *= s
+    m = 1
+    for s in dst_mesh:
+        m *= s
+    src_ids = list(range(n))
+    dst_ids = list(range(m)) if same else list(range(n, n + m))
+    check(j["shape"] == list(shape), f"{name}: shape")
+    check(j["element_bytes"] == dtype, f"{name}: element_bytes")
+    check(j["src"] == {"mesh": list(src_mesh), "spec": src_spec, "devices": src_ids}, f"{name}: src {j['src']}")
+    check(j["dst"] == {"mesh": list(dst_mesh), "spec": dst_spec, "devices": dst_ids}, f"{name}: dst {j['dst']}")
+    device_count = max(src_ids + dst_ids) + 1
+    check(j["host_of"] == expected_hosts(n, device_count, dph or src_mesh[-1]), f"{name}: host_of {j['host_of']}")
+    sspec, dspec = parse_spec(src_spec), parse_spec(dst_spec)
+    src_tiles = {src_ids[i]: tile(src_mesh, sspec, shape, i) for i in range(n)}
+    dst_tiles = {dst_ids[i]: tile(dst_mesh, dspec, shape, i) for i in range(m)}
+    got = {d: {} for d in dst_ids}
+    for t in j["tasks"]:
+        region = [tuple(r) for r in t["region"]]
+        vol = 1
+        for lo, hi in region:
+            vol *= max(0, hi - lo)
+        check(vol > 0, f"{name}: empty task")
+        check(t["bytes"] == vol * dtype, f"{name}: bytes")
+        inside = lambda box: all(b[0] <= lo and hi <= b[1] for (lo, hi), b in zip(region, box))
+        check(sorted(t["senders"]) == [s for s in src_ids if inside(src_tiles[s])], f"{name}: senders {t}")
+        first = [lo for lo, _ in region]
+        needers = [d for d in dst_ids if all(b[0] <= x < b[1] for x, b in zip(first, dst_tiles[d]))]
+        check(sorted(t["receivers"]) == needers, f"{name}: receivers {t}")
+        for r in t["receivers"]:
+            for e in elements(region):
+                got[r][e] = got[r].get(e, 0) + 1
+    for d in dst_ids:
+        want = {e: 1 for e in elements(dst_tiles[d])}
+        check(got[d] == want, f"{name}: device {d} does not receive its tile exactly once")
+
+
+random.seed(3)
+check_case((1024, 512)[:1] + (8,), (2, 4), "S0,R", (3, 4), "R,S01")
+check_case((10, 7), (2, 2), "S0,R", (2, 2), "R,S01", same=True)
+check_case((5, 3, 2), (2, 3), "S1,R,S0", (3,), "R,S0,R", dtype=2, dph=2)
+check_case((13,), (4,), "S0", (3,), "S0", dtype=8)
+check_case((0, 4), (2,), "S0,R", (2,), "R,S0")
+for _ in range(40):
+    rank = random.randint(1, 3)
+    shape = tuple(random.randint(0, 6) for _ in range(rank))
+
+    def rmesh():
+        return tuple(random.randint(1, 3) for _ in range(random.randint(1, 2)))
+
+    def rspec(mesh_rank):
+        dims = [[] for _ in range(rank)]
+        for a in random.sample(range(mesh_rank), mesh_rank):
+            d = random.randint(-1, rank - 1)
+            if d >= 0:
+                dims[d].append(a)
+        return ",".join("S" + "".join(map(str, x)) if x else "R" for x in dims)
+
+    sm = rmesh()
+    same = random.random() < 0.3
+    dm = sm if same else rmesh()
+    check_case(shape, sm, rspec(len(sm)), dm, rspec(len(dm)), dtype=random.choice([1, 2, 4, 8]), same=same,
+               dph=random.choice([None, 1, 2, 3]))
+
+# Misuse: exit status 2, a message naming the input, no stack trace.
+base = ["--shape", "8x8", "--src-mesh", "2x4", "--src-spec", "S0,R", "--dst-mesh", "2x4", "--dst-spec", "R,S1"]
+for bad, word in [(["--src-spec", "S0,Q"], "'Q'"), (["--src-mesh", "2x0"], "'2x0'"), (["--dst-spec", "S2,R"], "axis 2"),
+                  (["--dst-spec", "S0,S0"], "mesh axis 0"), (["--src-spec", "S0"], "'S0'"),
+                  (["--dst-mesh", "3x4", "--same-mesh"], "equal device counts"), (["--bogus"], "'--bogus'"),
+                  (["--shape", "8xz"], "'8xz'"), (["--dtype-bytes", "0"], "got 0")]:
+    args = list(base)
+    for flag, value in zip(bad[0::2], bad[1::2] + [None]):
+        if value is None:
+            args.append(flag)
+        elif flag in args:
+            args[args.index(flag) + 1] = value
+        else:
+            args += [flag, value]
+    r = run(args)
+    check(r.returncode == 2, f"{bad}: exit {r.returncode}, expected 2")
+    check(word in r.stderr, f"{bad}: stderr {r.stderr!r} does not name {word}")
+    check("terminate" not in r.stderr and "Aborted" not in r.stderr, f"{bad}: crashed")
+
+r = run(base)
+check(r.returncode == 0 and "tasks" in r.stdout, f"summary: {r.returncode} {r.stdout}")
+
+if failures:
+    print("\n".join(failures[:20]))
+    print(f"{len(failures)} failures")
+    sys.exit(1)
+print("meshcast-plan CLI contract: all checks passed")

@@ -1,0 +1,9 @@
+// expect: Every mesh axis must hold at least one device.
+#include <meshcast/meshcast.hpp>
+using namespace meshcast;
+#ifdef MESHCAST_MISUSE
+mesh<2, 0> bad;
+#else
+mesh<2, 1> good;
+#endif
+int main() {}
