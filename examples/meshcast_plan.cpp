@@ -1,6 +1,7 @@
 // meshcast-plan: prints the send tasks that reshard a tensor from one mesh layout to another.
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <string>
 
 #include <meshcast/meshcast.hpp>
@@ -8,12 +9,14 @@
 #include "cli/json_writer.hpp"
 #include "cli/plan_options.hpp"
 #include "cli/plan_report.hpp"
+#include "cli/schedule_options.hpp"
+#include "cli/schedule_report.hpp"
 
 namespace {
 void usage(std::FILE* out) {
   std::fprintf(out, "usage: meshcast-plan --shape 1024x512 --src-mesh 2x4 --src-spec S0,R\n"
-                    "                     --dst-mesh 3x4 --dst-spec R,S01 [options]\n%s",
-               meshcast::cli::plan_flags_help());
+                    "                     --dst-mesh 3x4 --dst-spec R,S01 [options]\n%s%s",
+               meshcast::cli::plan_flags_help(), meshcast::cli::schedule_flags_help());
 }
 }  // namespace
 
@@ -21,13 +24,14 @@ int main(int argc, char** argv) {
   using namespace meshcast;
   try {
     cli::plan_flags flags;
+    cli::schedule_flags sched;
     for (int i = 1; i < argc; ++i) {
       std::string arg = argv[i];
       auto next = [&]() -> std::string {
         if (i + 1 >= argc) throw error("flag " + arg + " needs a value");
         return argv[++i];
       };
-      if (!cli::parse_plan_flag(flags, arg, next)) throw error("unknown flag '" + arg + "'");
+      if (!cli::parse_plan_flag(flags, arg, next) && !cli::parse_schedule_flag(sched, arg, next)) throw error("unknown flag '" + arg + "'");
     }
     if (flags.help) {
       usage(stdout);
@@ -35,15 +39,29 @@ int main(int argc, char** argv) {
     }
     plan p = cli::plan_from_flags(flags);
     auto hosts = default_hosts(p.device_count, static_cast<index_t>(p.src_devices.size()), flags.devices_per_host);
+    std::optional<schedule> s;
+    double fluid_s = 0;
+    if (sched.wanted()) {
+      network net = cli::network_from_flags(sched, hosts);
+      s = cli::schedule_from_flags(sched, p, net);
+      resource_space rs{net.port_count(), net.device_count()};
+      if (!flags.json && s->ops.size() <= 20000) fluid_s = simulate_fluid(s->ops, net, rs);
+      if (!sched.trace.empty()) cli::write_trace(sched.trace, *s, net, rs);
+    }
     if (flags.json) {
       cli::json_writer j;
       j.begin_object();
       cli::write_plan_fields(j, p, hosts);
+      if (s) {
+        j.key("schedule");
+        cli::write_schedule(j, *s);
+      }
       j.end_object();
       std::fwrite(j.str().data(), 1, j.str().size(), stdout);
       std::fputc('\n', stdout);
     } else {
       cli::print_summary(stdout, p, hosts);
+      if (s) cli::print_schedule_summary(stdout, *s, fluid_s);
     }
     return 0;
   } catch (const error& e) {

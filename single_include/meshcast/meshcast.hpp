@@ -1006,6 +1006,1798 @@ constexpr plan make_plan(const Src& src, const Dst& dst, const plan_options& opt
 
 }  // namespace meshcast
 // ---- end meshcast/plan.hpp ----
+// ---- begin meshcast/network.hpp ----
+// The network model: hosts with full-duplex NICs, an intra-host link and a per-message latency.
+//
+// Every host NIC direction is a "port" that carries one operation at a time in the ordered model.
+// Device d uses NIC (d's position among its host's devices) mod (the host's NIC count), the usual
+// rail-style pairing of GPUs and NICs.
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+
+namespace meshcast {
+
+/// NICs of one host; bandwidths are per NIC, in bytes per second.
+struct host_nics {
+  int count = 1;
+  double egress_bps = 0;
+  double ingress_bps = 0;
+};
+
+class network {
+ public:
+  network() = default;
+
+  /// `host_of[d]` is the host of device d; `hosts[h]` its NICs. Throws on a bad description.
+  network(std::vector<index_t> host_of, std::vector<host_nics> hosts, double intra_bps, double latency_s)
+      : host_of_(std::move(host_of)), hosts_(std::move(hosts)), intra_bps_(intra_bps), latency_s_(latency_s) {
+    if (intra_bps_ <= 0) throw error("intra-host bandwidth must be positive, got " + std::to_string(intra_bps_));
+    if (latency_s_ < 0) throw error("latency must not be negative, got " + std::to_string(latency_s_));
+    for (std::size_t h = 0; h < hosts_.size(); ++h) {
+      if (hosts_[h].count < 1) throw error("host " + std::to_string(h) + " needs at least one NIC");
+      if (hosts_[h].egress_bps <= 0 || hosts_[h].ingress_bps <= 0)
+        throw error("host " + std::to_string(h) + " has a NIC bandwidth that is not positive");
+    }
+    port_base_.assign(hosts_.size() + 1, 0);
+    for (std::size_t h = 0; h < hosts_.size(); ++h) port_base_[h + 1] = port_base_[h] + hosts_[h].count;
+    port_of_.assign(host_of_.size(), 0);
+    std::vector<int> seen(hosts_.size(), 0);
+    for (std::size_t d = 0; d < host_of_.size(); ++d) {
+      index_t h = host_of_[d];
+      if (h < 0 || h >= static_cast<index_t>(hosts_.size()))
+        throw error("device " + std::to_string(d) + " is on host " + std::to_string(h) + ", which is not described");
+      port_of_[d] = port_base_[h] + seen[h]++ % hosts_[h].count;
+    }
+  }
+
+  /// Every host alike: `nics` NICs of `nic_bps` each way.
+  static network uniform(std::vector<index_t> host_of, double nic_bps, double intra_bps, double latency_s,
+                         int nics = 1) {
+    index_t hosts = host_of.empty() ? 0 : *std::max_element(host_of.begin(), host_of.end()) + 1;
+    return network(std::move(host_of), std::vector<host_nics>(hosts, {nics, nic_bps, nic_bps}), intra_bps, latency_s);
+  }
+  /// Alpa's testbed: 4 GPUs per host, one 10 Gbit/s NIC, NVLink-class links inside a host.
+  static network alpa_testbed(std::vector<index_t> host_of) {
+    return uniform(std::move(host_of), gbit_per_s(10), 100e9, 10e-6, 1);
+  }
+  /// A current cluster: 8 GPUs per host, one 400 Gbit/s NIC per GPU, NVLink 4.
+  static network current(std::vector<index_t> host_of) {
+    return uniform(std::move(host_of), gbit_per_s(400), 450e9, 5e-6, 8);
+  }
+  static constexpr double gbit_per_s(double gbit) { return gbit * 1e9 / 8; }
+
+  index_t device_count() const noexcept { return static_cast<index_t>(host_of_.size()); }
+  index_t host_count() const noexcept { return static_cast<index_t>(hosts_.size()); }
+  int port_count() const noexcept { return port_base_.empty() ? 0 : port_base_.back(); }
+  index_t host_of(index_t device) const noexcept { return host_of_[device]; }
+  int port_of(index_t device) const noexcept { return port_of_[device]; }
+  index_t port_host(int port) const noexcept {
+    return static_cast<index_t>(std::upper_bound(port_base_.begin(), port_base_.end(), port) - port_base_.begin()) - 1;
+  }
+  double egress_bps(int port) const noexcept { return hosts_[port_host(port)].egress_bps; }
+  double ingress_bps(int port) const noexcept { return hosts_[port_host(port)].ingress_bps; }
+  double host_egress_bps(index_t h) const noexcept { return hosts_[h].egress_bps * hosts_[h].count; }
+  double host_ingress_bps(index_t h) const noexcept { return hosts_[h].ingress_bps * hosts_[h].count; }
+  int first_port(index_t h) const noexcept { return port_base_[h]; }
+  int nic_count(index_t h) const noexcept { return hosts_[h].count; }
+  double intra_bps() const noexcept { return intra_bps_; }
+  double latency_s() const noexcept { return latency_s_; }
+  const std::vector<index_t>& hosts() const noexcept { return host_of_; }
+
+  /// Time of a point-to-point transfer of `bytes` from device s to device r on an idle network.
+  double transfer_time(index_t s, index_t r, index_t bytes) const noexcept {
+    if (s == r) return static_cast<double>(bytes) / intra_bps_;  // a local copy
+    if (host_of_[s] == host_of_[r]) return latency_s_ + static_cast<double>(bytes) / intra_bps_;
+    double bw = std::min(egress_bps(port_of_[s]), ingress_bps(port_of_[r]));
+    return latency_s_ + static_cast<double>(bytes) / bw;
+  }
+
+ private:
+  std::vector<index_t> host_of_;
+  std::vector<host_nics> hosts_;
+  double intra_bps_ = 1;
+  double latency_s_ = 0;
+  std::vector<int> port_base_;
+  std::vector<int> port_of_;
+};
+
+}  // namespace meshcast
+// ---- end meshcast/network.hpp ----
+// ---- begin meshcast/op.hpp ----
+// Operations: the transfers a schedule issues, and the resources each one occupies.
+
+#include <vector>
+
+
+namespace meshcast {
+
+/// Resources of the ordered model, each carrying one operation at a time: the egress and the
+/// ingress direction of every NIC port, then every device's stream.
+struct resource_space {
+  int ports = 0;
+  index_t devices = 0;
+  constexpr int egress(int port) const noexcept { return port; }
+  constexpr int ingress(int port) const noexcept { return ports + port; }
+  constexpr int stream(index_t device) const noexcept { return 2 * ports + static_cast<int>(device); }
+  constexpr int size() const noexcept { return 2 * ports + static_cast<int>(devices); }
+  constexpr bool is_port(int resource) const noexcept { return resource < 2 * ports; }
+};
+
+/// One transfer: `sender` sends `region` (`bytes`) to every device in `receivers`.
+struct op {
+  index_t task = 0;  ///< plan task the region belongs to
+  box region;
+  index_t bytes = 0;
+  index_t sender = 0;
+  std::vector<index_t> receivers;
+  std::vector<index_t> egress_hosts;   ///< hosts whose NIC sends for this op (chain forwarders too)
+  std::vector<index_t> ingress_hosts;  ///< hosts whose NIC receives for this op
+  std::vector<int> resources;          ///< ports and streams occupied, see resource_space
+  double duration = 0;                 ///< on an otherwise idle network
+  int after = -1;  ///< op of the same option that must finish first (its index there), or -1
+  double start = 0, end = 0;  ///< set when the op is placed in a schedule
+
+  bool uses_nic(const resource_space& rs) const noexcept {
+    for (int r : resources)
+      if (rs.is_port(r)) return true;
+    return false;
+  }
+};
+
+}  // namespace meshcast
+// ---- end meshcast/op.hpp ----
+// ---- begin meshcast/slice.hpp ----
+// Cutting a region into slices along one dim, for replica splitting and local all-gathers.
+
+#include <vector>
+
+
+namespace meshcast {
+
+/// The dim to cut a region along: the outermost dim with at least `pieces` indices (so slices
+/// stay as contiguous as possible in row-major order), else the dim with the most indices.
+constexpr int slice_dim(const box& region, index_t pieces) noexcept {
+  int best = 0;
+  for (int d = 0; d < region.rank; ++d) {
+    if (region[d].size() >= pieces) return d;
+    if (region[d].size() > region[best].size()) best = d;
+  }
+  return best;
+}
+
+/// Cuts `region` into at most `pieces` non-empty slices along `slice_dim`, by the chunk rule.
+inline std::vector<box> slice_region(const box& region, index_t pieces) {
+  if (pieces <= 1 || region.empty()) return {region};
+  int d = slice_dim(region, pieces);
+  index_t extent = region[d].size();
+  index_t n = pieces < extent ? pieces : extent;
+  std::vector<box> slices;
+  for (index_t j = 0; j < n; ++j) {
+    range r = chunk_range(extent, n, j);
+    if (r.empty()) continue;
+    box b = region;
+    b[d] = {region[d].lo + r.lo, region[d].lo + r.hi};
+    slices.push_back(b);
+  }
+  return slices;
+}
+
+/// Cuts `region` along `slice_dim(region, 2)` into consecutive slices whose sizes along that dim
+/// are `counts` (which must add up to the region's extent there); zero counts give no slice.
+inline std::vector<box> slice_by_counts(const box& region, int d, const std::vector<index_t>& counts) {
+  std::vector<box> slices;
+  index_t lo = region[d].lo;
+  for (index_t c : counts) {
+    box b = region;
+    b[d] = {lo, lo + c};
+    lo += c;
+    slices.push_back(b);
+  }
+  return slices;
+}
+
+}  // namespace meshcast
+// ---- end meshcast/slice.hpp ----
+// ---- begin meshcast/strategy.hpp ----
+// Communication strategies: how one region reaches the receivers that cannot get it on their host.
+//
+// A strategy is a tag type (see strategy/send_recv.hpp and its siblings) with a name and a static
+// `remote_ops` that appends the operations moving a region from a chosen sender to the receivers
+// on other hosts. Receivers that hold the region, or share a host with a device that holds it,
+// are served the same way under every strategy (see `deliver_locally`).
+
+#include <algorithm>
+#include <span>
+#include <string_view>
+#include <vector>
+
+
+namespace meshcast {
+
+template <class S>
+concept strategy = requires(const network& net, const resource_space& rs, index_t task, const box& region,
+                            index_t bytes, index_t sender, std::span<const index_t> remote, std::vector<op>& out) {
+  { S::name } -> std::convertible_to<std::string_view>;
+  { S::point_to_point } -> std::convertible_to<bool>;
+  S::remote_ops(net, rs, task, region, bytes, sender, remote, out);
+};
+
+namespace detail {
+inline void add_unique(std::vector<index_t>& v, index_t x) {
+  if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
+}
+}  // namespace detail
+
+/// A point-to-point transfer from `s` to `r`: a local copy, an intra-host copy, or a NIC transfer.
+inline op make_transfer(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,
+                        index_t s, index_t r) {
+  op o;
+  o.task = task;
+  o.region = region;
+  o.bytes = bytes;
+  o.sender = s;
+  o.receivers = {r};
+  o.duration = net.transfer_time(s, r, bytes);
+  o.resources.push_back(rs.stream(s));
+  if (r != s) o.resources.push_back(rs.stream(r));
+  if (net.host_of(s) != net.host_of(r)) {
+    o.resources.push_back(rs.egress(net.port_of(s)));
+    o.resources.push_back(rs.ingress(net.port_of(r)));
+    o.egress_hosts = {net.host_of(s)};
+    o.ingress_hosts = {net.host_of(r)};
+  }
+  return o;
+}
+
+/// Serves the receivers that hold `region` (local copy) or share a host with a holder (copy from
+/// the lowest-numbered holder there); returns the receivers left for the network, ascending.
+inline std::vector<index_t> deliver_locally(const network& net, const resource_space& rs, index_t task, const box& region,
+                                            index_t bytes, std::span<const index_t> senders,
+                                            std::span<const index_t> receivers, std::vector<op>& out) {
+  std::vector<index_t> remote;
+  for (index_t r : receivers) {
+    index_t holder = -1;
+    for (index_t s : senders) {
+      if (s == r) {
+        holder = s;
+        break;
+      }
+      if (holder < 0 && net.host_of(s) == net.host_of(r)) holder = s;
+    }
+    if (holder >= 0) out.push_back(make_transfer(net, rs, task, region, bytes, holder, r));
+    else remote.push_back(r);
+  }
+  return remote;
+}
+
+}  // namespace meshcast
+// ---- end meshcast/strategy.hpp ----
+// ---- begin meshcast/strategies.hpp ----
+// All built-in strategies, and the choice of one by name at run time (for command-line tools).
+
+#include <string>
+#include <string_view>
+
+// ---- begin meshcast/strategy/broadcast.hpp ----
+// broadcast: one sender to all remote receivers as a pipelined chain over the receiving hosts.
+// Each receiving host's NIC carries the bytes in once, and out once to the next host, except for
+// the last host; devices of one host get the bytes over the intra-host link.
+
+#include <map>
+
+
+namespace meshcast {
+
+struct broadcast {
+  static constexpr std::string_view name = "broadcast";
+  static constexpr bool point_to_point = false;
+
+  static void remote_ops(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,
+                         index_t sender, std::span<const index_t> remote, std::vector<op>& out) {
+    if (remote.empty()) return;
+    std::map<index_t, std::vector<index_t>> by_host;
+    for (index_t r : remote) by_host[net.host_of(r)].push_back(r);
+    op o;
+    o.task = task;
+    o.region = region;
+    o.bytes = bytes;
+    o.sender = sender;
+    o.resources.push_back(rs.stream(sender));
+    o.resources.push_back(rs.egress(net.port_of(sender)));
+    o.egress_hosts.push_back(net.host_of(sender));
+    double slowest = net.egress_bps(net.port_of(sender));
+    bool intra = false;
+    std::size_t hop = 0;
+    for (const auto& [host, receivers] : by_host) {
+      index_t entry = receivers.front();  // takes the bytes off the NIC and forwards them
+      o.resources.push_back(rs.ingress(net.port_of(entry)));
+      o.ingress_hosts.push_back(host);
+      slowest = std::min(slowest, net.ingress_bps(net.port_of(entry)));
+      if (++hop < by_host.size()) {
+        o.resources.push_back(rs.egress(net.port_of(entry)));
+        o.egress_hosts.push_back(host);
+        slowest = std::min(slowest, net.egress_bps(net.port_of(entry)));
+      }
+      for (index_t r : receivers) {
+        o.receivers.push_back(r);
+        o.resources.push_back(rs.stream(r));
+      }
+      intra |= receivers.size() > 1;
+    }
+    // Pipelined: every hop adds a latency, the bytes flow at the slowest link's rate.
+    o.duration = static_cast<double>(by_host.size()) * net.latency_s() + static_cast<double>(bytes) / slowest +
+                 (intra ? net.latency_s() : 0.0);
+    out.push_back(std::move(o));
+  }
+};
+
+}  // namespace meshcast
+// ---- end meshcast/strategy/broadcast.hpp ----
+// ---- begin meshcast/strategy/send_recv.hpp ----
+// send_recv: one point-to-point transfer from the sender to each remote receiver.
+
+
+namespace meshcast {
+
+struct send_recv {
+  static constexpr std::string_view name = "send_recv";
+  static constexpr bool point_to_point = true;
+
+  static void remote_ops(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,
+                         index_t sender, std::span<const index_t> remote, std::vector<op>& out) {
+    for (index_t r : remote) out.push_back(make_transfer(net, rs, task, region, bytes, sender, r));
+  }
+};
+
+}  // namespace meshcast
+// ---- end meshcast/strategy/send_recv.hpp ----
+// ---- begin meshcast/strategy/send_recv_allgather.hpp ----
+// send_recv_allgather (Alpa's local all-gather): each receiving host takes the region across its
+// NIC once, cut into one slice per receiver device there, then the devices exchange their slices
+// over the intra-host link.
+
+#include <map>
+
+
+namespace meshcast {
+
+struct send_recv_allgather {
+  static constexpr std::string_view name = "send_recv_allgather";
+  static constexpr bool point_to_point = true;
+
+  static void remote_ops(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,
+                         index_t sender, std::span<const index_t> remote, std::vector<op>& out) {
+    std::map<index_t, std::vector<index_t>> by_host;
+    for (index_t r : remote) by_host[net.host_of(r)].push_back(r);
+    const index_t element_bytes = region.volume() > 0 ? bytes / region.volume() : 1;
+    for (const auto& [host, receivers] : by_host) {
+      auto slices = slice_region(region, static_cast<index_t>(receivers.size()));
+      for (std::size_t i = 0; i < slices.size(); ++i) {
+        index_t slice_bytes = slices[i].volume() * element_bytes;
+        out.push_back(make_transfer(net, rs, task, slices[i], slice_bytes, sender, receivers[i]));
+        if (receivers.size() == 1) continue;
+        // The receiver of slice i passes it on to the other receivers of its host.
+        op gather;
+        gather.task = task;
+        gather.region = slices[i];
+        gather.bytes = slice_bytes;
+        gather.sender = receivers[i];
+        for (index_t r : receivers) {
+          gather.resources.push_back(rs.stream(r));
+          if (r != receivers[i]) gather.receivers.push_back(r);
+        }
+        gather.duration = net.latency_s() + static_cast<double>(slice_bytes) / net.intra_bps();
+        gather.after = static_cast<int>(out.size()) - 1;
+        out.push_back(std::move(gather));
+      }
+    }
+  }
+};
+
+}  // namespace meshcast
+// ---- end meshcast/strategy/send_recv_allgather.hpp ----
+
+namespace meshcast {
+
+/// Calls `f(Strategy{})` for the strategy named `name`; throws naming it if there is none.
+template <class F>
+decltype(auto) visit_strategy(std::string_view name, F&& f) {
+  if (name == send_recv::name) return f(send_recv{});
+  if (name == send_recv_allgather::name) return f(send_recv_allgather{});
+  if (name == broadcast::name) return f(broadcast{});
+  throw error("unknown strategy '" + std::string(name) + "' (expected send_recv, send_recv_allgather or broadcast)");
+}
+
+}  // namespace meshcast
+// ---- end meshcast/strategies.hpp ----
+// ---- begin meshcast/instance.hpp ----
+// A scheduling instance: the plan's tasks turned, by a strategy, into units of work with one
+// option per possible sender. Solvers choose an option per unit and an order for all the ops.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+
+namespace meshcast {
+
+/// The ops that deliver a unit when `sender` sends it (-1: no choice to make, e.g. local copies).
+struct option {
+  index_t sender = -1;
+  std::vector<op> ops;
+};
+
+/// A task, or a slice of one under replica splitting, with its alternatives.
+struct unit {
+  index_t task = 0;
+  box region;
+  index_t bytes = 0;
+  std::vector<option> options;
+  bool has_choice() const noexcept { return options.size() > 1; }
+};
+
+/// Keeps pointers to the plan and network it was made from: they must outlive it.
+struct instance {
+  const plan* source = nullptr;
+  const network* net = nullptr;
+  resource_space resources;
+  std::string strategy;
+  bool point_to_point = true;
+  bool split_replicas = false;
+  std::vector<unit> units;
+
+  std::size_t op_count_upper_bound() const noexcept {
+    std::size_t n = 0;
+    for (const unit& u : units) {
+      std::size_t most = 0;
+      for (const option& o : u.options) most = std::max(most, o.ops.size());
+      n += most;
+    }
+    return n;
+  }
+};
+
+/// Builds the instance of `p` on `net` under strategy `S`. With `split_replicas`, the part of a
+/// task that must cross the network is cut into one slice per replica, each with its own sender.
+template <strategy S>
+instance make_instance(const plan& p, const network& net, S, bool split_replicas = false) {
+  if (net.device_count() < p.device_count)
+    throw error("the network describes " + std::to_string(net.device_count()) + " devices but the plan uses " +
+                std::to_string(p.device_count));
+  instance in;
+  in.source = &p;
+  in.net = &net;
+  in.resources = {net.port_count(), net.device_count()};
+  in.strategy = std::string(S::name);
+  in.point_to_point = S::point_to_point;
+  in.split_replicas = split_replicas;
+  for (std::size_t i = 0; i < p.tasks.size(); ++i) {
+    const send_task& t = p.tasks[i];
+    const auto task = static_cast<index_t>(i);
+    auto senders = p.senders(t);
+    unit fixed{task, t.region, t.bytes, {option{}}};
+    std::vector<index_t> remote =
+        deliver_locally(net, in.resources, task, t.region, t.bytes, senders, p.receivers(t), fixed.options[0].ops);
+    if (!fixed.options[0].ops.empty()) in.units.push_back(std::move(fixed));
+    if (remote.empty()) continue;
+    auto slices = split_replicas ? slice_region(t.region, static_cast<index_t>(senders.size()))
+                                 : std::vector<box>{t.region};
+    for (const box& slice : slices) {
+      unit u{task, slice, slice.volume() * p.element_bytes, {}};
+      for (index_t s : senders) {
+        option o{s, {}};
+        S::remote_ops(net, in.resources, task, slice, u.bytes, s, remote, o.ops);
+        u.options.push_back(std::move(o));
+      }
+      in.units.push_back(std::move(u));
+    }
+  }
+  return in;
+}
+
+}  // namespace meshcast
+// ---- end meshcast/instance.hpp ----
+// ---- begin meshcast/schedule.hpp ----
+// Schedules: the ops a solver chose, in the order they are issued.
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+
+namespace meshcast {
+
+struct schedule {
+  std::string solver;
+  std::string strategy;
+  std::vector<op> ops;           ///< in issue order; start/end as the ordered model gives them
+  double makespan_s = 0;         ///< ordered model
+  double lower_bound_s = 0;      ///< certified lower bound of the instance
+  double solve_ms = 0;           ///< wall time of the solver
+  bool proven_optimal = false;   ///< the solver proved no schedule of the instance is shorter
+  double solver_bound_s = 0;     ///< best bound the solver itself proved (>= lower_bound_s when set)
+
+  double gap() const noexcept { return lower_bound_s > 0 ? makespan_s / lower_bound_s - 1 : 0; }
+};
+
+/// The ordered model's clock: every resource is free from some time on, and an op placed next
+/// starts when all its resources are free. Solvers use it to build schedules; `simulate` too.
+class resource_clock {
+ public:
+  explicit resource_clock(int resources) : free_(static_cast<std::size_t>(resources), 0.0) {}
+  double earliest_start(const op& o) const noexcept {
+    double t = 0;
+    for (int r : o.resources) t = std::max(t, free_[r]);
+    return t;
+  }
+  /// Places `o` as the next op: returns its end.
+  double place(op& o) noexcept {
+    o.start = earliest_start(o);
+    o.end = o.start + o.duration;
+    for (int r : o.resources) free_[r] = o.end;
+    makespan_ = std::max(makespan_, o.end);
+    return o.end;
+  }
+  double free_at(int resource) const noexcept { return free_[resource]; }
+  double makespan() const noexcept { return makespan_; }
+
+ private:
+  std::vector<double> free_;
+  double makespan_ = 0;
+};
+
+}  // namespace meshcast
+// ---- end meshcast/schedule.hpp ----
+// ---- begin meshcast/lower_bound.hpp ----
+// A certified lower bound on the makespan of any schedule of an instance (ordered model).
+//
+// The bound is the largest of
+//  - ingress: for every NIC port, the bytes that must enter it over its bandwidth, plus one latency
+//    per task entering it (no schedule can overlap two ops on one port);
+//  - egress: the least T such that the bytes that must leave the senders can be spread over the
+//    sender ports, fractionally, without any port carrying more than T of work. That is the
+//    max over every set Q of sender ports of (bytes only Q can send) / (bandwidth of Q), found by
+//    a parametric max-flow rather than by enumerating sets;
+//  - the largest single transfer that cannot be cut (only without replica splitting).
+
+#include <algorithm>
+#include <map>
+#include <vector>
+
+// ---- begin meshcast/detail/max_flow.hpp ----
+// Dinic's maximum flow on a small graph with real capacities.
+
+#include <algorithm>
+#include <limits>
+#include <queue>
+#include <vector>
+
+namespace meshcast::detail {
+
+class max_flow {
+ public:
+  explicit max_flow(int nodes) : adj_(static_cast<std::size_t>(nodes)) {}
+  /// Adds edge u -> v; returns its index for `flow_on`.
+  int add_edge(int u, int v, double capacity) {
+    adj_[u].push_back(static_cast<int>(edges_.size()));
+    edges_.push_back({v, capacity, 0});
+    adj_[v].push_back(static_cast<int>(edges_.size()));
+    edges_.push_back({u, 0, 0});
+    return static_cast<int>(edges_.size()) - 2;
+  }
+  double flow_on(int edge) const { return edges_[edge].flow; }
+  double run(int s, int t) {
+    double total = 0;
+    while (levels(s, t)) {
+      next_.assign(adj_.size(), 0);
+      while (double pushed = push(s, t, std::numeric_limits<double>::infinity())) total += pushed;
+    }
+    return total;
+  }
+
+ private:
+  struct edge {
+    int to;
+    double capacity, flow;
+  };
+  static constexpr double eps = 1e-12;
+  bool levels(int s, int t) {
+    level_.assign(adj_.size(), -1);
+    std::queue<int> q;
+    level_[s] = 0;
+    q.push(s);
+    while (!q.empty()) {
+      int u = q.front();
+      q.pop();
+      for (int e : adj_[u])
+        if (edges_[e].capacity - edges_[e].flow > eps && level_[edges_[e].to] < 0) {
+          level_[edges_[e].to] = level_[u] + 1;
+          q.push(edges_[e].to);
+        }
+    }
+    return level_[t] >= 0;
+  }
+  double push(int u, int t, double limit) {
+    if (u == t) return limit;
+    for (int& i = next_[u]; i < static_cast<int>(adj_[u].size()); ++i) {
+      int e = adj_[u][i];
+      edge& ed = edges_[e];
+      if (ed.capacity - ed.flow <= eps || level_[ed.to] != level_[u] + 1) continue;
+      if (double got = push(ed.to, t, std::min(limit, ed.capacity - ed.flow)); got > eps) {
+        ed.flow += got;
+        edges_[e ^ 1].flow -= got;
+        return got;
+      }
+    }
+    return 0;
+  }
+  std::vector<std::vector<int>> adj_;
+  std::vector<edge> edges_;
+  std::vector<int> level_, next_;
+};
+
+}  // namespace meshcast::detail
+// ---- end meshcast/detail/max_flow.hpp ----
+
+namespace meshcast {
+
+struct lower_bound_parts {
+  double ingress_s = 0;
+  double egress_s = 0;
+  double largest_transfer_s = 0;
+  double value() const noexcept { return std::max({ingress_s, egress_s, largest_transfer_s}); }
+};
+
+/// The egress optimum also yields a fractional sender assignment that reaches it.
+struct egress_split {
+  double makespan_s = 0;
+  std::vector<std::vector<double>> fraction;  ///< [unit][option], each unit's row sums to 1
+};
+
+namespace detail {
+// Bytes an option sends through each egress port.
+inline std::map<int, double> egress_bytes(const option& o, const resource_space& rs) {
+  std::map<int, double> m;
+  for (const op& x : o.ops)
+    for (int r : x.resources)
+      if (r < rs.ports) m[r] += static_cast<double>(x.bytes);
+  return m;
+}
+}  // namespace detail
+
+/// The egress part of the bound, with an assignment reaching it (see the file comment).
+inline egress_split egress_bound(const instance& in) {
+  const resource_space& rs = in.resources;
+  const network& net = *in.net;
+  std::vector<double> fixed(static_cast<std::size_t>(rs.ports), 0.0);
+  // Per unit with a choice: bytes that must leave the chosen sender's port beyond the fixed part.
+  struct flexible {
+    std::vector<int> ports;  // sender port of each option
+    double bytes;
+  };
+  std::vector<flexible> flex(in.units.size());
+  for (std::size_t u = 0; u < in.units.size(); ++u) {
+    const unit& un = in.units[u];
+    std::vector<std::map<int, double>> per_option;
+    for (const option& o : un.options) per_option.push_back(detail::egress_bytes(o, rs));
+    std::map<int, double> least = per_option[0];
+    for (auto& [port, b] : least)
+      for (const auto& m : per_option) b = std::min(b, m.count(port) ? m.at(port) : 0.0);
+    for (const auto& [port, b] : least) fixed[port] += b;
+    if (!un.has_choice()) continue;
+    double residual = std::numeric_limits<double>::infinity();
+    for (std::size_t k = 0; k < un.options.size(); ++k) {
+      int port = net.port_of(un.options[k].sender);
+      double mine = per_option[k].count(port) ? per_option[k][port] : 0.0;
+      residual = std::min(residual, mine - (least.count(port) ? least[port] : 0.0));
+      flex[u].ports.push_back(port);
+    }
+    flex[u].bytes = std::max(0.0, residual);
+  }
+  // Units offering the same set of ports are one node of the flow graph.
+  std::map<std::vector<int>, std::vector<std::size_t>> groups;
+  for (std::size_t u = 0; u < flex.size(); ++u)
+    if (flex[u].bytes > 0) {
+      std::vector<int> key = flex[u].ports;
+      std::sort(key.begin(), key.end());
+      key.erase(std::unique(key.begin(), key.end()), key.end());
+      groups[key].push_back(u);
+    }
+  double total = 0, lo = 0, slowest = std::numeric_limits<double>::infinity();
+  for (int p = 0; p < rs.ports; ++p) {
+    lo = std::max(lo, fixed[p] / net.egress_bps(p));
+    slowest = std::min(slowest, net.egress_bps(p));
+  }
+  std::vector<double> group_bytes;
+  for (const auto& [key, members] : groups) {
+    double b = 0;
+    for (std::size_t u : members) b += flex[u].bytes;
+    group_bytes.push_back(b);
+    total += b;
+  }
+  egress_split result;
+  result.fraction.resize(in.units.size());
+  for (std::size_t u = 0; u < in.units.size(); ++u) result.fraction[u].assign(in.units[u].options.size(), 0.0);
+  auto solve = [&](double T, std::vector<std::vector<double>>* share) {
+    const int g = static_cast<int>(groups.size()), source = g + rs.ports, sink = source + 1;
+    detail::max_flow f(sink + 1);
+    std::vector<std::vector<std::pair<int, int>>> edge_of(groups.size());
+    int i = 0;
+    for (const auto& [key, members] : groups) {
+      f.add_edge(source, i, group_bytes[i]);
+      for (int port : key) edge_of[i].push_back({port, f.add_edge(i, g + port, total)});
+      ++i;
+    }
+    for (int p = 0; p < rs.ports; ++p) f.add_edge(g + p, sink, std::max(0.0, T * net.egress_bps(p) - fixed[p]));
+    double got = f.run(source, sink);
+    if (share) {
+      share->assign(groups.size(), std::vector<double>(static_cast<std::size_t>(rs.ports), 0.0));
+      for (int k = 0; k < g; ++k)
+        for (auto [port, e] : edge_of[k]) (*share)[k][port] = group_bytes[k] > 0 ? f.flow_on(e) / group_bytes[k] : 0;
+    }
+    return got >= total * (1 - 1e-9);
+  };
+  double hi = lo + total / slowest;
+  if (total > 0) {
+    for (int it = 0; it < 60 && hi - lo > 1e-9 * hi; ++it) {
+      double mid = 0.5 * (lo + hi);
+      (solve(mid, nullptr) ? hi : lo) = mid;
+    }
+  }
+  result.makespan_s = total > 0 ? lo : lo;  // lo is never feasible-but-lower: a certified bound
+  std::vector<std::vector<double>> share;
+  if (total > 0) solve(hi, &share);
+  int k = 0;
+  for (const auto& [key, members] : groups) {
+    for (std::size_t u : members) {
+      // The unit's share of each port goes to its first option on that port.
+      for (int port : key) {
+        for (std::size_t o = 0; o < flex[u].ports.size(); ++o)
+          if (flex[u].ports[o] == port) {
+            result.fraction[u][o] += share[k][port];
+            break;
+          }
+      }
+    }
+    ++k;
+  }
+  for (std::size_t u = 0; u < in.units.size(); ++u) {
+    double sum = 0;
+    for (double x : result.fraction[u]) sum += x;
+    if (sum <= 0) result.fraction[u][0] = 1;
+    else
+      for (double& x : result.fraction[u]) x /= sum;
+  }
+  return result;
+}
+
+inline lower_bound_parts lower_bound(const instance& in) {
+  const resource_space& rs = in.resources;
+  const network& net = *in.net;
+  lower_bound_parts lb;
+  // Ingress: the least any option puts on each port, summed over units.
+  std::vector<double> ingress(static_cast<std::size_t>(rs.ports), 0.0);
+  std::vector<std::vector<index_t>> tasks_into(static_cast<std::size_t>(rs.ports));
+  for (const unit& u : in.units) {
+    std::map<int, double> least;
+    for (std::size_t k = 0; k < u.options.size(); ++k) {
+      std::map<int, double> mine;
+      for (const op& x : u.options[k].ops)
+        for (int r : x.resources)
+          if (r >= rs.ports && r < 2 * rs.ports) mine[r - rs.ports] += static_cast<double>(x.bytes);
+      if (k == 0) least = mine;
+      for (auto& [port, b] : least) b = std::min(b, mine.count(port) ? mine[port] : 0.0);
+    }
+    for (const auto& [port, b] : least)
+      if (b > 0) {
+        ingress[port] += b / net.ingress_bps(port);
+        if (tasks_into[port].empty() || tasks_into[port].back() != u.task) tasks_into[port].push_back(u.task);
+      }
+  }
+  for (int p = 0; p < rs.ports; ++p) {
+    auto& t = tasks_into[p];
+    std::sort(t.begin(), t.end());
+    t.erase(std::unique(t.begin(), t.end()), t.end());
+    lb.ingress_s = std::max(lb.ingress_s, ingress[p] + static_cast<double>(t.size()) * net.latency_s());
+  }
+  egress_split e = egress_bound(in);
+  lb.egress_s = e.makespan_s > 0 ? e.makespan_s + net.latency_s() : 0;
+  for (const unit& u : in.units) {
+    if (in.split_replicas && u.has_choice()) continue;  // may be cut further among replicas
+    double best = std::numeric_limits<double>::infinity();
+    for (const option& o : u.options) {
+      double longest = 0;
+      for (const op& x : o.ops) longest = std::max(longest, x.duration);
+      best = std::min(best, longest);
+    }
+    lb.largest_transfer_s = std::max(lb.largest_transfer_s, best);
+  }
+  return lb;
+}
+
+}  // namespace meshcast
+// ---- end meshcast/lower_bound.hpp ----
+// ---- begin meshcast/solver.hpp ----
+// The solver concept: a policy that picks a sender (option) for every unit of an instance and
+// an order for all the ops.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+
+namespace meshcast {
+
+struct solver_options {
+  double time_limit_s = 1.0;  ///< for the searching solvers; heuristics stay well below it
+  std::uint64_t seed = 1;     ///< for the randomised ones
+};
+
+/// What a solver hands back: ops in issue order, and what it proved.
+struct solver_result {
+  std::vector<op> ops;
+  bool proven_optimal = false;
+  double bound_s = 0;  ///< a lower bound the solver proved (0 if none)
+};
+
+/// `supports(in)` returns nullptr when the solver applies to the instance, else a sentence saying
+/// why not; `solve(in, options)` must then return every op of one option of every unit, each op
+/// after the op named by its `after`.
+template <class S>
+concept solver = requires(const S& s, const instance& in, const solver_options& o) {
+  { S::name } -> std::convertible_to<std::string_view>;
+  { s.supports(in) } -> std::convertible_to<const char*>;
+  { s.solve(in, o) } -> std::same_as<solver_result>;
+};
+
+namespace detail {
+/// Appends the ops of option `k` of unit `u` in their listed order (which respects `after`).
+inline void emit(const instance& in, std::size_t u, std::size_t k, std::vector<op>& out) {
+  for (const op& o : in.units[u].options[k].ops) out.push_back(o);
+}
+
+/// Bytes the chosen sender pushes through its NIC under an option.
+inline double sender_nic_bytes(const instance& in, const option& o) {
+  double b = 0;
+  const int port = in.resources.egress(in.net->port_of(o.sender));
+  for (const op& x : o.ops)
+    for (int r : x.resources)
+      if (r == port) b += static_cast<double>(x.bytes);
+  return b;
+}
+}  // namespace detail
+
+}  // namespace meshcast
+// ---- end meshcast/solver.hpp ----
+// ---- begin meshcast/solvers.hpp ----
+// All built-in solvers that need nothing beyond the standard library, and the choice of one by
+// name at run time (for command-line tools). The ILP solver needs COIN-OR CBC: see solver/ilp.hpp.
+
+#include <string>
+#include <string_view>
+
+// ---- begin meshcast/solver/alpa_dfs.hpp ----
+// alpa_dfs: Alpa's depth-first search over (task order x sender), kept faithful as a baseline.
+//
+// Every remaining unit, with every sender, may come next; the unit's ops are appended in the
+// ordered model. A branch is pruned when Alpa's estimate reaches the best schedule found: the
+// current busy time of each port plus the remaining work on it, where remaining units are given to
+// senders greedily (least loaded first). That estimate is not a lower bound (the greedy assignment
+// can load a port more than the best assignment would), so the search can cut away an optimum.
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <vector>
+
+
+namespace meshcast {
+
+struct alpa_dfs {
+  static constexpr std::string_view name = "alpa_dfs";
+
+  const char* supports(const instance&) const { return nullptr; }
+
+  solver_result solve(const instance& in, const solver_options& options) const {
+    state s(in, options.time_limit_s);
+    s.dfs(0.0, 0);
+    solver_result r;
+    for (auto [u, k] : s.best_order) detail::emit(in, u, k, r.ops);
+    return r;
+  }
+
+ private:
+  struct state {
+    state(const instance& i, double limit_s)
+        : in(i),
+          deadline(std::chrono::steady_clock::now() +
+                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(limit_s))),
+          free(static_cast<std::size_t>(i.resources.size()), 0.0),
+          used(i.units.size(), 0) {}
+    const instance& in;
+    std::chrono::steady_clock::time_point deadline;
+    std::vector<double> free;
+    std::vector<char> used;
+    std::vector<std::pair<std::size_t, std::size_t>> order, best_order;
+    double best = std::numeric_limits<double>::infinity();
+    long long nodes = 0;
+    bool timed_out = false;
+
+    double estimate(double makespan) const {
+      std::vector<double> busy = free;
+      for (std::size_t u = 0; u < in.units.size(); ++u) {
+        if (used[u]) continue;
+        const unit& un = in.units[u];
+        std::size_t pick = 0;
+        if (un.has_choice()) {
+          auto port_of = [&](std::size_t k) { return in.resources.egress(in.net->port_of(un.options[k].sender)); };
+          for (std::size_t k = 1; k < un.options.size(); ++k)
+            if (busy[port_of(k)] < busy[port_of(pick)]) pick = k;
+        }
+        for (const op& x : un.options[pick].ops)
+          for (int r : x.resources)
+            if (in.resources.is_port(r)) busy[r] += x.duration;
+      }
+      double e = makespan;
+      for (int r = 0; r < 2 * in.resources.ports; ++r) e = std::max(e, busy[r]);
+      return e;
+    }
+
+    void dfs(double makespan, std::size_t placed) {
+      if ((++nodes & 255) == 0 && std::chrono::steady_clock::now() > deadline) timed_out = true;
+      if (timed_out && !best_order.empty()) return;  // the first dive always completes
+      if (placed == in.units.size()) {
+        if (makespan < best) best = makespan, best_order = order;
+        return;
+      }
+      if (estimate(makespan) >= best) return;
+      std::vector<std::pair<int, double>> saved;
+      for (std::size_t u = 0; u < in.units.size(); ++u) {
+        if (used[u]) continue;
+        for (std::size_t k = 0; k < in.units[u].options.size(); ++k) {
+          saved.clear();
+          double end_all = makespan;
+          for (const op& x : in.units[u].options[k].ops) {
+            double start = 0;
+            for (int r : x.resources) start = std::max(start, free[r]);
+            for (int r : x.resources) saved.push_back({r, free[r]}), free[r] = start + x.duration;
+            end_all = std::max(end_all, start + x.duration);
+          }
+          used[u] = 1;
+          order.push_back({u, k});
+          dfs(end_all, placed + 1);
+          order.pop_back();
+          used[u] = 0;
+          for (auto it = saved.rbegin(); it != saved.rend(); ++it) free[it->first] = it->second;
+          if (timed_out && !best_order.empty()) return;
+        }
+      }
+    }
+  };
+};
+
+}  // namespace meshcast
+// ---- end meshcast/solver/alpa_dfs.hpp ----
+// ---- begin meshcast/solver/alpa_greedy.hpp ----
+// alpa_greedy: Alpa's greedy load-balancing algorithm. Work proceeds in rounds; in each round 100
+// seeded random trials build a set of transfers in which no receiving host is busy twice and
+// every sending host is free, drawing the sender of each transfer with weight
+// (max_load - load + 1); the largest set wins, ties going to the smallest spread of host loads.
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+
+namespace meshcast {
+
+struct alpa_greedy {
+  static constexpr std::string_view name = "alpa_greedy";
+  int trials = 100;
+
+  const char* supports(const instance&) const { return nullptr; }
+
+  solver_result solve(const instance& in, const solver_options& options) const {
+    const network& net = *in.net;
+    solver_result r;
+    std::vector<std::size_t> pending;
+    for (std::size_t u = 0; u < in.units.size(); ++u) {
+      if (in.units[u].has_choice() || uses_network(in, u)) pending.push_back(u);
+      else detail::emit(in, u, 0, r.ops);  // local work needs no round
+    }
+    const auto hosts = static_cast<std::size_t>(net.host_count());
+    std::vector<double> load(hosts, 0.0);
+    std::mt19937_64 rng(options.seed);
+    while (!pending.empty()) {
+      std::vector<std::pair<std::size_t, std::size_t>> best;  // (unit, option)
+      std::vector<double> best_load;
+      double best_spread = 0;
+      for (int trial = 0; trial < trials; ++trial) {
+        std::vector<std::size_t> order = pending;
+        std::shuffle(order.begin(), order.end(), rng);
+        std::vector<char> sending(hosts, 0), receiving(hosts, 0);
+        std::vector<double> trial_load = load;
+        std::vector<std::pair<std::size_t, std::size_t>> chosen;
+        for (std::size_t u : order) {
+          const unit& un = in.units[u];
+          std::vector<index_t> into = receiving_hosts(un.options[0]);
+          if (std::any_of(into.begin(), into.end(), [&](index_t h) { return receiving[h]; })) continue;
+          std::vector<std::size_t> free;
+          for (std::size_t k = 0; k < un.options.size(); ++k)
+            if (!sending[net.host_of(un.options[k].sender)]) free.push_back(k);
+          if (free.empty()) continue;
+          double max_load = 0;
+          for (std::size_t k : free) max_load = std::max(max_load, trial_load[net.host_of(un.options[k].sender)]);
+          std::vector<double> weight;
+          for (std::size_t k : free) weight.push_back(max_load - trial_load[net.host_of(un.options[k].sender)] + 1);
+          std::size_t k = free[std::discrete_distribution<std::size_t>(weight.begin(), weight.end())(rng)];
+          index_t h = net.host_of(un.options[k].sender);
+          sending[h] = 1;
+          for (index_t x : into) receiving[x] = 1;
+          trial_load[h] += static_cast<double>(un.bytes);
+          chosen.push_back({u, k});
+        }
+        auto [lo, hi] = std::minmax_element(trial_load.begin(), trial_load.end());
+        double spread = *hi - *lo;
+        if (chosen.size() > best.size() || (chosen.size() == best.size() && spread < best_spread)) {
+          best = std::move(chosen);
+          best_load = std::move(trial_load);
+          best_spread = spread;
+        }
+      }
+      load = best_load;
+      for (auto [u, k] : best) {
+        detail::emit(in, u, k, r.ops);
+        pending.erase(std::find(pending.begin(), pending.end(), u));
+      }
+    }
+    return r;
+  }
+
+ private:
+  static bool uses_network(const instance& in, std::size_t u) {
+    for (const op& o : in.units[u].options[0].ops)
+      if (o.uses_nic(in.resources)) return true;
+    return false;
+  }
+  static std::vector<index_t> receiving_hosts(const option& o) {
+    std::vector<index_t> h;
+    for (const op& x : o.ops)
+      for (index_t r : x.ingress_hosts)
+        if (std::find(h.begin(), h.end(), r) == h.end()) h.push_back(r);
+    return h;
+  }
+};
+
+}  // namespace meshcast
+// ---- end meshcast/solver/alpa_greedy.hpp ----
+// ---- begin meshcast/solver/alpa_least_loaded.hpp ----
+// alpa_least_loaded (Alpa's default): in plan order, each task goes to the replica whose host has
+// sent the fewest bytes so far.
+
+#include <vector>
+
+
+namespace meshcast {
+
+struct alpa_least_loaded {
+  static constexpr std::string_view name = "alpa_least_loaded";
+  const char* supports(const instance&) const { return nullptr; }
+  solver_result solve(const instance& in, const solver_options&) const {
+    solver_result r;
+    std::vector<double> load(static_cast<std::size_t>(in.net->host_count()), 0.0);
+    for (std::size_t u = 0; u < in.units.size(); ++u) {
+      const unit& un = in.units[u];
+      std::size_t best = 0;
+      if (un.has_choice()) {
+        for (std::size_t k = 1; k < un.options.size(); ++k)
+          if (load[in.net->host_of(un.options[k].sender)] < load[in.net->host_of(un.options[best].sender)]) best = k;
+        load[in.net->host_of(un.options[best].sender)] += detail::sender_nic_bytes(in, un.options[best]);
+      }
+      detail::emit(in, u, best, r.ops);
+    }
+    return r;
+  }
+};
+
+}  // namespace meshcast
+// ---- end meshcast/solver/alpa_least_loaded.hpp ----
+// ---- begin meshcast/solver/branch_and_bound.hpp ----
+// branch_and_bound: exact search over the schedules of the ordered model.
+//
+// Each step places one op (choosing the unit's sender with its first op) where all its resources
+// are free. Only sequences whose (start, unit, op) keys increase are explored: sorting any
+// schedule by start time and replaying it never delays an op, so an optimal schedule of that form
+// exists, and each schedule is met once. A node is cut when an admissible bound (per resource:
+// work that must still run there after max(its free time, the last start); per set of sender
+// ports: the same on average) reaches the incumbent, which starts as the greedy schedule.
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+// ---- begin meshcast/solver/greedy.hpp ----
+// greedy: list scheduling in the ordered model. Units go longest first; each takes the option
+// (sender) that finishes it earliest given what is already placed. A short local search then
+// moves units earlier in the list while that does not lengthen the schedule.
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+#include <random>
+#include <vector>
+
+
+namespace meshcast {
+
+struct greedy {
+  static constexpr std::string_view name = "greedy";
+  /// Upper limit on the local search (the construction itself is not limited).
+  double search_limit_s = 0.03;
+
+  const char* supports(const instance&) const { return nullptr; }
+
+  solver_result solve(const instance& in, const solver_options& options) const {
+    const auto begin = std::chrono::steady_clock::now();
+    const double limit = std::min(options.time_limit_s, search_limit_s);
+    std::vector<double> weight(in.units.size(), 0.0);
+    for (std::size_t u = 0; u < in.units.size(); ++u)
+      for (const option& o : in.units[u].options) {
+        double w = 0;
+        for (const op& x : o.ops) w += x.duration;
+        weight[u] = std::max(weight[u], w);
+      }
+    std::vector<std::size_t> order(in.units.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return weight[a] > weight[b]; });
+    solver_result best;
+    double best_makespan = list_schedule(in, order, best.ops);
+    {  // plan order as a second start
+      std::vector<std::size_t> plain(in.units.size());
+      std::iota(plain.begin(), plain.end(), 0);
+      std::vector<op> ops;
+      if (double m = list_schedule(in, plain, ops); m < best_makespan) {
+        best_makespan = m;
+        best.ops = std::move(ops);
+        order = plain;
+      }
+    }
+    std::mt19937_64 rng(options.seed);
+    std::vector<op> ops;
+    for (int it = 0; order.size() > 1; ++it) {
+      if ((it & 7) == 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() > limit) break;
+      std::vector<std::size_t> trial = order;
+      std::size_t i = rng() % trial.size(), j = rng() % trial.size();
+      if (i == j) continue;
+      if (i > j) std::swap(i, j);
+      std::rotate(trial.begin() + i, trial.begin() + j, trial.begin() + j + 1);  // move j before i
+      if (double m = list_schedule(in, trial, ops); m <= best_makespan) {
+        best_makespan = m;
+        best.ops.swap(ops);
+        order.swap(trial);
+      }
+    }
+    return best;
+  }
+
+  /// Places the units in the given order, each with its earliest-finishing option.
+  static double list_schedule(const instance& in, const std::vector<std::size_t>& order, std::vector<op>& out) {
+    out.clear();
+    std::vector<double> free(static_cast<std::size_t>(in.resources.size()), 0.0);
+    std::vector<std::pair<int, double>> touched;
+    double makespan = 0;
+    for (std::size_t u : order) {
+      const unit& un = in.units[u];
+      std::size_t best = 0;
+      double best_finish = 0, best_tie = 0;
+      for (std::size_t k = 0; k < un.options.size(); ++k) {
+        double finish = try_option(un.options[k], free, touched);
+        double tie = un.options[k].sender >= 0 ? free[in.resources.egress(in.net->port_of(un.options[k].sender))] : 0;
+        if (k == 0 || finish < best_finish - 1e-15 || (finish <= best_finish + 1e-15 && tie < best_tie)) {
+          best = k;
+          best_finish = finish;
+          best_tie = tie;
+        }
+      }
+      for (const op& x : un.options[best].ops) {
+        op& placed = out.emplace_back(x);
+        double start = 0;
+        for (int r : placed.resources) start = std::max(start, free[r]);
+        placed.start = start;
+        placed.end = start + placed.duration;
+        for (int r : placed.resources) free[r] = placed.end;
+        makespan = std::max(makespan, placed.end);
+      }
+    }
+    return makespan;
+  }
+
+ private:
+  // Finish time of an option appended now, without changing `free`.
+  static double try_option(const option& o, const std::vector<double>& free, std::vector<std::pair<int, double>>& touched) {
+    touched.clear();
+    auto at = [&](int r) {
+      for (auto& [res, t] : touched)
+        if (res == r) return t;
+      return free[r];
+    };
+    double finish = 0;
+    for (const op& x : o.ops) {
+      double start = 0;
+      for (int r : x.resources) start = std::max(start, at(r));
+      double end = start + x.duration;
+      for (int r : x.resources) {
+        auto it = std::find_if(touched.begin(), touched.end(), [&](auto& p) { return p.first == r; });
+        if (it == touched.end()) touched.push_back({r, end});
+        else it->second = end;
+      }
+      finish = std::max(finish, end);
+    }
+    return finish;
+  }
+};
+
+}  // namespace meshcast
+// ---- end meshcast/solver/greedy.hpp ----
+
+namespace meshcast {
+
+struct branch_and_bound {
+  static constexpr std::string_view name = "branch_and_bound";
+
+  const char* supports(const instance& in) const {
+    for (const unit& u : in.units)
+      for (const option& o : u.options)
+        if (o.ops.size() > 64) return "an option has more than 64 ops, more than the search tracks";
+    return nullptr;
+  }
+
+  solver_result solve(const instance& in, const solver_options& options) const {
+    search s(in, options.time_limit_s);
+    return s.run(options);
+  }
+
+ private:
+  struct search {
+    using clock = std::chrono::steady_clock;
+    const instance& in;
+    const std::size_t n_units;
+    const int n_res;
+    clock::time_point deadline;
+    bool timed_out = false;
+    std::uint64_t nodes = 0;
+    // per unit and option: resource -> total duration
+    std::vector<std::vector<std::vector<std::pair<int, double>>>> load;
+    std::vector<double> free;
+    std::vector<int> chosen;
+    std::vector<std::uint64_t> done;
+    struct step {
+      std::size_t u, k, j;
+    };
+    std::vector<step> path, best_path;
+    double best = std::numeric_limits<double>::infinity();
+
+    search(const instance& i, double limit_s)
+        : in(i), n_units(i.units.size()), n_res(i.resources.size()),
+          deadline(clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(limit_s))) {
+      load.resize(n_units);
+      for (std::size_t u = 0; u < n_units; ++u)
+        for (const option& o : in.units[u].options) {
+          std::vector<std::pair<int, double>> m;
+          for (const op& x : o.ops)
+            for (int r : x.resources) {
+              auto it = std::find_if(m.begin(), m.end(), [&](auto& p) { return p.first == r; });
+              if (it == m.end()) m.push_back({r, x.duration});
+              else it->second += x.duration;
+            }
+          load[u].push_back(std::move(m));
+        }
+    }
+
+    solver_result run(const solver_options& options) {
+      // Incumbent: the greedy schedule, replayed so that its order is the one we return.
+      solver_result seed = greedy{}.solve(in, options);
+      std::vector<op> ops = seed.ops;
+      resource_clock c(n_res);
+      for (op& o : ops) c.place(o);
+      best = c.makespan();
+      solver_result out;
+      out.ops = ops;
+      free.assign(static_cast<std::size_t>(n_res), 0.0);
+      chosen.assign(n_units, -1);
+      done.assign(n_units, 0);
+      double root = bound(0, 0);
+      dfs(0.0, 0.0, -1);
+      if (!best_path.empty()) {
+        out.ops.clear();
+        for (const step& s : best_path) out.ops.push_back(in.units[s.u].options[s.k].ops[s.j]);
+      }
+      out.proven_optimal = !timed_out;
+      out.bound_s = timed_out ? std::min(root, best) : best;
+      return out;
+    }
+
+    bool complete(std::size_t u) const {
+      if (chosen[u] < 0) return false;
+      std::size_t n = in.units[u].options[chosen[u]].ops.size();
+      return done[u] == (n == 64 ? ~std::uint64_t{0} : ((std::uint64_t{1} << n) - 1));
+    }
+
+    // Admissible bound on any completion of the current node.
+    double bound(double makespan, double last_start) const {
+      std::vector<double> demand(static_cast<std::size_t>(n_res), 0.0);
+      std::vector<char> flexible_port(static_cast<std::size_t>(in.resources.ports), 0);
+      double flexible = 0;
+      for (std::size_t u = 0; u < n_units; ++u) {
+        if (chosen[u] >= 0) {
+          const auto& ops = in.units[u].options[chosen[u]].ops;
+          for (std::size_t j = 0; j < ops.size(); ++j)
+            if (!(done[u] >> j & 1))
+              for (int r : ops[j].resources) demand[r] += ops[j].duration;
+          continue;
+        }
+        // Unchosen: what every option puts on a resource is certain; the sender's extra is not,
+        // but it lands on one of the unit's sender ports.
+        for (const auto& [r, d] : load[u][0]) demand[r] += certain_share(u, r);
+        if (in.units[u].has_choice()) {
+          double least_extra = std::numeric_limits<double>::infinity();
+          for (std::size_t k = 0; k < load[u].size(); ++k) {
+            int p = in.resources.egress(in.net->port_of(in.units[u].options[k].sender));
+            flexible_port[p] = 1;
+            double mine = 0;
+            for (const auto& [r, d] : load[u][k])
+              if (r == p) mine = d;
+            least_extra = std::min(least_extra, mine - certain_share(u, p));
+          }
+          flexible += std::max(0.0, least_extra);
+        }
+      }
+      double b = makespan;
+      double sum_base = 0;
+      int count = 0;
+      for (int r = 0; r < n_res; ++r) {
+        double base = std::max(free[r], last_start);
+        if (demand[r] > 0) b = std::max(b, base + demand[r]);
+        if (r < in.resources.ports && flexible_port[r]) sum_base += base + demand[r], ++count;
+      }
+      if (count > 0 && flexible > 0) b = std::max(b, (sum_base + flexible) / count);
+      return b;
+    }
+
+    // The part of unit u's load on resource p that every option carries.
+    double certain_share(std::size_t u, int p) const {
+      double least = std::numeric_limits<double>::infinity();
+      for (const auto& m : load[u]) {
+        double mine = 0;
+        for (const auto& [r, d] : m)
+          if (r == p) mine = d;
+        least = std::min(least, mine);
+      }
+      return least;
+    }
+
+    void dfs(double makespan, double last_start, long long last_key) {
+      if ((++nodes & 1023) == 0 && clock::now() > deadline) timed_out = true;
+      if (timed_out) return;
+      bool all_done = true;
+      for (std::size_t u = 0; u < n_units && all_done; ++u) all_done = complete(u);
+      if (all_done) {
+        if (makespan < best - 1e-12) {
+          best = makespan;
+          best_path = path;
+        }
+        return;
+      }
+      if (bound(makespan, last_start) >= best - 1e-12) return;
+      struct candidate {
+        std::size_t u, k, j;
+        double start;
+      };
+      std::vector<candidate> cands;
+      for (std::size_t u = 0; u < n_units; ++u) {
+        if (complete(u)) continue;
+        std::size_t k0 = chosen[u] >= 0 ? static_cast<std::size_t>(chosen[u]) : 0;
+        std::size_t k1 = chosen[u] >= 0 ? k0 + 1 : in.units[u].options.size();
+        for (std::size_t k = k0; k < k1; ++k) {
+          const auto& ops = in.units[u].options[k].ops;
+          for (std::size_t j = 0; j < ops.size(); ++j) {
+            if (done[u] >> j & 1) continue;
+            if (ops[j].after >= 0 && !(done[u] >> ops[j].after & 1)) continue;
+            double start = 0;
+            for (int r : ops[j].resources) start = std::max(start, free[r]);
+            long long key = static_cast<long long>(u) * 64 + static_cast<long long>(j);
+            if (start < last_start - 1e-12 || (start <= last_start + 1e-12 && key <= last_key)) continue;
+            cands.push_back({u, k, j, start});
+          }
+        }
+      }
+      // Earliest-finishing first, so good schedules are met early.
+      std::sort(cands.begin(), cands.end(), [&](const candidate& a, const candidate& b) {
+        return a.start + in.units[a.u].options[a.k].ops[a.j].duration <
+               b.start + in.units[b.u].options[b.k].ops[b.j].duration;
+      });
+      std::vector<std::pair<int, double>> saved;
+      for (const candidate& c : cands) {
+        const op& x = in.units[c.u].options[c.k].ops[c.j];
+        double end = c.start + x.duration;
+        if (end >= best - 1e-12) continue;
+        saved.clear();
+        for (int r : x.resources) saved.push_back({r, free[r]}), free[r] = end;
+        int was = chosen[c.u];
+        chosen[c.u] = static_cast<int>(c.k);
+        done[c.u] |= std::uint64_t{1} << c.j;
+        path.push_back({c.u, c.k, c.j});
+        dfs(std::max(makespan, end), c.start, static_cast<long long>(c.u) * 64 + static_cast<long long>(c.j));
+        path.pop_back();
+        done[c.u] &= ~(std::uint64_t{1} << c.j);
+        chosen[c.u] = was;
+        for (auto [r, t] : saved) free[r] = t;
+        if (timed_out) return;
+      }
+    }
+  };
+};
+
+}  // namespace meshcast
+// ---- end meshcast/solver/branch_and_bound.hpp ----
+// ---- begin meshcast/solver/naive.hpp ----
+// naive (Alpa's "no_loadbalance"): the first replica sends every task, in plan order.
+
+
+namespace meshcast {
+
+struct naive {
+  static constexpr std::string_view name = "naive";
+  const char* supports(const instance&) const { return nullptr; }
+  solver_result solve(const instance& in, const solver_options&) const {
+    solver_result r;
+    for (std::size_t u = 0; u < in.units.size(); ++u) detail::emit(in, u, 0, r.ops);
+    return r;
+  }
+};
+
+}  // namespace meshcast
+// ---- end meshcast/solver/naive.hpp ----
+// ---- begin meshcast/solver/open_shop.hpp ----
+// open_shop: for point-to-point strategies, reach the lower bound up to chunking and latency.
+//
+// 1. Spread every unit over its replicas in the proportions of the egress bound's optimal flow
+//    (with replica splitting; otherwise each unit goes whole to its largest share).
+// 2. Cut every NIC transfer into chunks of about (lower bound / rounds) seconds.
+// 3. The chunks form a bipartite multigraph between egress and ingress ports. By Koenig's
+//    theorem its edges can be coloured with as many colours as the largest degree; each colour is
+//    a round in which no port is used twice. Rounds are issued one after another.
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+
+namespace meshcast {
+
+struct open_shop {
+  static constexpr std::string_view name = "open_shop";
+  int rounds = 256;  ///< target number of chunks on the busiest port
+
+  const char* supports(const instance& in) const {
+    if (!in.point_to_point)
+      return "open_shop colours point-to-point transfers; a broadcast chain holds several ports at once";
+    return nullptr;
+  }
+
+  solver_result solve(const instance& in, const solver_options&) const {
+    const network& net = *in.net;
+    const resource_space& rs = in.resources;
+    egress_split split = egress_bound(in);
+    const double chunk_s = std::max(lower_bound(in).value() / rounds, 1e-9);
+    solver_result out;
+    std::vector<op> chunks;
+    struct followup {
+      std::size_t pending;  // chunks of the transfer still to be issued
+      std::vector<op> then;  // ops that need the whole transfer first (local all-gather)
+    };
+    std::vector<followup> follow;
+    std::vector<std::size_t> follow_of;  // chunk -> followup index, or npos
+
+    for (std::size_t u = 0; u < in.units.size(); ++u) {
+      const unit& un = in.units[u];
+      if (!un.has_choice() && !any_nic(un.options[0], rs)) {
+        detail::emit(in, u, 0, out.ops);  // local and intra-host work goes first
+        continue;
+      }
+      std::vector<double> share = split.fraction[u];
+      if (!in.split_replicas || !same_shape(un)) {
+        std::size_t top = std::max_element(share.begin(), share.end()) - share.begin();
+        std::fill(share.begin(), share.end(), 0.0);
+        share[top] = 1;
+      }
+      const auto& ops0 = un.options[0].ops;
+      for (std::size_t j = 0; j < ops0.size(); ++j) {
+        if (ops0[j].after >= 0) continue;  // handled with the transfer it waits for
+        if (!ops0[j].uses_nic(rs)) {
+          out.ops.push_back(ops0[j]);
+          for (const op& x : ops0)
+            if (x.after == static_cast<int>(j)) out.ops.push_back(x);
+          continue;
+        }
+        const box& region = ops0[j].region;
+        const index_t element_bytes = region.volume() > 0 ? ops0[j].bytes / region.volume() : 1;
+        int d = slice_dim(region, 2);
+        std::vector<index_t> rows = apportion(region[d].size(), share);
+        std::vector<box> blocks = slice_by_counts(region, d, rows);
+        std::size_t first_chunk = chunks.size();
+        for (std::size_t k = 0; k < blocks.size(); ++k) {
+          if (rows[k] == 0) continue;
+          const op& model = un.options[k].ops[j];
+          index_t block_bytes = blocks[k].volume() * element_bytes;
+          double t = net.transfer_time(model.sender, model.receivers[0], block_bytes);
+          auto pieces = slice_region(blocks[k], std::max<index_t>(1, std::llround(t / chunk_s)));
+          for (const box& piece : pieces) {
+            op c = model;
+            c.region = piece;
+            c.bytes = piece.volume() * element_bytes;
+            c.duration = net.transfer_time(model.sender, model.receivers[0], c.bytes);
+            chunks.push_back(std::move(c));
+          }
+        }
+        std::vector<op> then;
+        for (const op& x : ops0)
+          if (x.after == static_cast<int>(j)) then.push_back(x);
+        std::size_t f = then.empty() ? npos : follow.size();
+        if (!then.empty()) follow.push_back({chunks.size() - first_chunk, std::move(then)});
+        follow_of.resize(chunks.size(), f);
+      }
+    }
+
+    // Colour the chunk graph: vertices are egress ports (left) and ingress ports (right).
+    const int ports = rs.ports;
+    std::vector<int> degree(static_cast<std::size_t>(2 * ports), 0);
+    std::vector<std::pair<int, int>> ends(chunks.size());
+    for (std::size_t e = 0; e < chunks.size(); ++e) {
+      int a = -1, b = -1;
+      for (int r : chunks[e].resources) {
+        if (r < ports) a = r;
+        else if (r < 2 * ports) b = r;
+      }
+      ends[e] = {a, b};
+      ++degree[a], ++degree[b];
+    }
+    const int colours = chunks.empty() ? 0 : *std::max_element(degree.begin(), degree.end());
+    std::vector<int> colour = edge_colour(ends, 2 * ports, colours);
+    std::vector<std::vector<std::size_t>> by_round(static_cast<std::size_t>(colours));
+    for (std::size_t e = 0; e < chunks.size(); ++e) by_round[colour[e]].push_back(e);
+    for (const auto& round : by_round) {
+      std::vector<std::size_t> finished;
+      for (std::size_t e : round) {
+        out.ops.push_back(chunks[e]);
+        if (follow_of[e] != npos && --follow[follow_of[e]].pending == 0) finished.push_back(follow_of[e]);
+      }
+      for (std::size_t f : finished)
+        for (const op& x : follow[f].then) out.ops.push_back(x);
+    }
+    return out;
+  }
+
+  /// Colours the edges of a bipartite multigraph with `colours` >= max degree colours, no two
+  /// edges of one colour sharing a vertex (alternating-path recolouring).
+  static std::vector<int> edge_colour(const std::vector<std::pair<int, int>>& ends, int vertices, int colours) {
+    std::vector<int> colour(ends.size(), -1);
+    // at[v * colours + c]: the edge of colour c at vertex v, or -1
+    std::vector<int> at(static_cast<std::size_t>(vertices) * static_cast<std::size_t>(colours), -1);
+    std::vector<int> next_free(static_cast<std::size_t>(vertices), 0);
+    auto slot = [&](int v, int c) -> int& { return at[static_cast<std::size_t>(v) * colours + c]; };
+    auto free_colour = [&](int v) {
+      int& c = next_free[v];
+      while (slot(v, c) >= 0) c = (c + 1) % colours;
+      return c;
+    };
+    auto other = [&](int e, int v) { return ends[e].first == v ? ends[e].second : ends[e].first; };
+    std::vector<int> path;
+    for (std::size_t e = 0; e < ends.size(); ++e) {
+      auto [u, v] = ends[e];
+      int a = free_colour(u), b = free_colour(v);
+      if (slot(v, a) >= 0) {
+        // Swap a and b along the path from v that alternates a, b, a, ...; it cannot reach u.
+        path.clear();
+        int w = v, c = a;
+        while (slot(w, c) >= 0) {
+          int f = slot(w, c);
+          path.push_back(f);
+          w = other(f, w);
+          c = c == a ? b : a;
+        }
+        for (int f : path) {
+          slot(ends[f].first, colour[f]) = -1;
+          slot(ends[f].second, colour[f]) = -1;
+        }
+        for (int f : path) {
+          colour[f] = colour[f] == a ? b : a;
+          slot(ends[f].first, colour[f]) = f;
+          slot(ends[f].second, colour[f]) = f;
+        }
+      }
+      colour[e] = a;
+      slot(u, a) = static_cast<int>(e);
+      slot(v, a) = static_cast<int>(e);
+    }
+    return colour;
+  }
+
+ private:
+  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
+  static bool any_nic(const option& o, const resource_space& rs) {
+    return std::any_of(o.ops.begin(), o.ops.end(), [&](const op& x) { return x.uses_nic(rs); });
+  }
+  // Options that differ only in the sender can share one unit's transfers between replicas.
+  static bool same_shape(const unit& u) {
+    for (const option& o : u.options) {
+      if (o.ops.size() != u.options[0].ops.size()) return false;
+      for (std::size_t j = 0; j < o.ops.size(); ++j)
+        if (o.ops[j].receivers != u.options[0].ops[j].receivers || !(o.ops[j].region == u.options[0].ops[j].region))
+          return false;
+    }
+    return true;
+  }
+  // Splits n indices in the given proportions (largest remainder).
+  static std::vector<index_t> apportion(index_t n, const std::vector<double>& share) {
+    std::vector<index_t> counts(share.size(), 0);
+    std::vector<std::pair<double, std::size_t>> rest;
+    index_t given = 0;
+    for (std::size_t k = 0; k < share.size(); ++k) {
+      double exact = share[k] * static_cast<double>(n);
+      counts[k] = static_cast<index_t>(std::floor(exact));
+      given += counts[k];
+      rest.push_back({exact - std::floor(exact), k});
+    }
+    std::sort(rest.begin(), rest.end(), [](auto& a, auto& b) { return a.first > b.first; });
+    for (std::size_t i = 0; given < n; ++i, ++given) ++counts[rest[i % rest.size()].second];
+    return counts;
+  }
+};
+
+}  // namespace meshcast
+// ---- end meshcast/solver/open_shop.hpp ----
+
+namespace meshcast {
+
+/// Calls `f(Solver{})` for the built-in solver named `name`; returns false if there is none.
+template <class F>
+bool visit_solver(std::string_view name, F&& f) {
+  if (name == naive::name) return f(naive{}), true;
+  if (name == alpa_least_loaded::name) return f(alpa_least_loaded{}), true;
+  if (name == alpa_greedy::name) return f(alpa_greedy{}), true;
+  if (name == alpa_dfs::name) return f(alpa_dfs{}), true;
+  if (name == greedy::name) return f(greedy{}), true;
+  if (name == branch_and_bound::name) return f(branch_and_bound{}), true;
+  if (name == open_shop::name) return f(open_shop{}), true;
+  return false;
+}
+
+}  // namespace meshcast
+// ---- end meshcast/solvers.hpp ----
+// ---- begin meshcast/simulate.hpp ----
+// Discrete-event simulation of a schedule under two models.
+//
+// ordered: ops issued in the schedule's order on the streams of their devices; each NIC direction
+//   carries one op at a time, in that order (single port). This is what the executors do.
+// fluid: every op issued at once; concurrent flows share each NIC direction max-min fairly, the
+//   way a "launch everything" executor behaves.
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+
+namespace meshcast {
+
+/// Sets every op's start and end under the ordered model; returns the makespan.
+inline double simulate_ordered(std::vector<op>& ops, const resource_space& rs) {
+  resource_clock clock(rs.size());
+  for (op& o : ops) clock.place(o);
+  return clock.makespan();
+}
+
+inline double simulate_ordered(schedule& s, const resource_space& rs) {
+  s.makespan_s = simulate_ordered(s.ops, rs);
+  return s.makespan_s;
+}
+
+/// Makespan under the fluid model (ops' start and end are not changed). Each op first waits one
+/// latency, then moves its bytes at the max-min fair rate of the NIC directions it crosses; ops
+/// that cross no NIC run at their own (intra-host) speed.
+inline double simulate_fluid(const std::vector<op>& ops, const network& net, const resource_space& rs) {
+  struct flow {
+    double remaining;  // bytes
+    std::vector<int> ports;
+    double rate = 0;
+  };
+  std::vector<flow> flows;
+  double makespan = 0;
+  for (const op& o : ops) {
+    flow f{static_cast<double>(o.bytes), {}};
+    for (int r : o.resources)
+      if (rs.is_port(r)) f.ports.push_back(r);
+    if (f.ports.empty()) makespan = std::max(makespan, o.duration);  // intra-host: never contended
+    else if (f.remaining > 0) flows.push_back(std::move(f));
+  }
+  auto capacity = [&](int r) { return r < rs.ports ? net.egress_bps(r) : net.ingress_bps(r - rs.ports); };
+  const bool any_flow = !flows.empty();
+  double t = net.latency_s();
+  std::vector<double> left(static_cast<std::size_t>(2 * rs.ports));
+  std::vector<int> users(static_cast<std::size_t>(2 * rs.ports));
+  std::vector<char> frozen;
+  while (!flows.empty()) {
+    // Water-filling: repeatedly saturate the resource with the smallest fair share.
+    for (int r = 0; r < 2 * rs.ports; ++r) left[r] = capacity(r);
+    frozen.assign(flows.size(), 0);
+    std::size_t unfrozen = flows.size();
+    while (unfrozen > 0) {
+      std::fill(users.begin(), users.end(), 0);
+      for (std::size_t i = 0; i < flows.size(); ++i)
+        if (!frozen[i])
+          for (int r : flows[i].ports) ++users[r];
+      int bottleneck = -1;
+      double share = std::numeric_limits<double>::infinity();
+      for (int r = 0; r < 2 * rs.ports; ++r)
+        if (users[r] > 0 && left[r] / users[r] < share) share = left[r] / users[r], bottleneck = r;
+      for (std::size_t i = 0; i < flows.size(); ++i) {
+        if (frozen[i] || std::find(flows[i].ports.begin(), flows[i].ports.end(), bottleneck) == flows[i].ports.end())
+          continue;
+        flows[i].rate = share;
+        frozen[i] = 1;
+        --unfrozen;
+        for (int r : flows[i].ports) left[r] -= share;
+      }
+    }
+    double step = std::numeric_limits<double>::infinity();
+    for (const flow& f : flows) step = std::min(step, f.remaining / f.rate);
+    t += step;
+    for (flow& f : flows) f.remaining -= f.rate * step;
+    std::erase_if(flows, [](const flow& f) { return f.remaining <= 1e-6; });
+  }
+  return any_flow ? std::max(makespan, t) : makespan;
+}
+
+}  // namespace meshcast
+// ---- end meshcast/simulate.hpp ----
+// ---- begin meshcast/solve.hpp ----
+// Running a solver on an instance: the schedule, its simulated makespan and the lower bound.
+
+#include <chrono>
+#include <string>
+
+
+namespace meshcast {
+
+/// Solves `in` with solver `S`; throws `meshcast::error` if the solver does not apply to it.
+template <solver S>
+schedule solve(const instance& in, const S& s, const solver_options& options = {}) {
+  if (const char* why = s.supports(in))
+    throw error("solver '" + std::string(S::name) + "' does not apply to strategy '" + in.strategy + "': " + why);
+  const auto begin = std::chrono::steady_clock::now();
+  solver_result r = s.solve(in, options);
+  const auto end = std::chrono::steady_clock::now();
+  schedule out;
+  out.solver = std::string(S::name);
+  out.strategy = in.strategy;
+  out.ops = std::move(r.ops);
+  out.solve_ms = std::chrono::duration<double, std::milli>(end - begin).count();
+  out.proven_optimal = r.proven_optimal;
+  out.lower_bound_s = lower_bound(in).value();
+  out.solver_bound_s = std::max(r.bound_s, out.lower_bound_s);
+  simulate_ordered(out, in.resources);
+  return out;
+}
+
+}  // namespace meshcast
+// ---- end meshcast/solve.hpp ----
 // ---- begin meshcast/version.hpp ----
 // Library version, kept in step with the CMake and Meson project versions.
 

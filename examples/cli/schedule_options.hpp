@@ -1,0 +1,102 @@
+// Command-line flags for networks, strategies and solvers, shared by the command-line tools.
+#pragma once
+
+#include <string>
+
+#include <meshcast/meshcast.hpp>
+#if MESHCAST_HAS_CBC
+#include <meshcast/solver/ilp.hpp>
+#endif
+
+#include "plan_options.hpp"
+
+namespace meshcast::cli {
+
+struct schedule_flags {
+  std::string solver, strategy;
+  bool split_replicas = false;
+  double nic_gbps = 10, intra_gbps = 800, latency_us = 10;
+  int nics_per_host = 1;
+  double time_limit_ms = 1000;
+  std::uint64_t seed = 1;
+  std::string trace;
+  bool wanted() const { return !solver.empty() || !strategy.empty(); }
+};
+
+inline double parse_real(const std::string& flag, const std::string& text) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty() || !(v >= 0)) throw error(flag + " '" + text + "' is not a non-negative number");
+  return v;
+}
+
+template <class Next>
+bool parse_schedule_flag(schedule_flags& f, const std::string& arg, Next&& next) {
+  if (arg == "--solver") f.solver = next();
+  else if (arg == "--strategy") f.strategy = next();
+  else if (arg == "--split-replicas") f.split_replicas = true;
+  else if (arg == "--nic-gbps") f.nic_gbps = parse_real(arg, next());
+  else if (arg == "--intra-gbps") f.intra_gbps = parse_real(arg, next());
+  else if (arg == "--latency-us") f.latency_us = parse_real(arg, next());
+  else if (arg == "--nics-per-host") f.nics_per_host = static_cast<int>(parse_count(arg, next()));
+  else if (arg == "--time-limit-ms") f.time_limit_ms = parse_real(arg, next());
+  else if (arg == "--seed") f.seed = static_cast<std::uint64_t>(parse_count(arg, next()));
+  else if (arg == "--trace") f.trace = next();
+  else return false;
+  return true;
+}
+
+inline network network_from_flags(const schedule_flags& f, std::vector<index_t> host_of) {
+  if (f.nic_gbps <= 0) throw error("--nic-gbps must be positive");
+  if (f.intra_gbps <= 0) throw error("--intra-gbps must be positive");
+  if (f.nics_per_host < 1) throw error("--nics-per-host must be at least 1");
+  return network::uniform(std::move(host_of), network::gbit_per_s(f.nic_gbps), network::gbit_per_s(f.intra_gbps),
+                          f.latency_us * 1e-6, f.nics_per_host);
+}
+
+/// Runs the named solver on the named strategy; throws `error` for unknown or inapplicable names.
+inline schedule schedule_from_flags(const schedule_flags& f, const plan& p, const network& net) {
+  const std::string strategy = f.strategy.empty() ? "send_recv" : f.strategy;
+  const std::string solver_name = f.solver.empty() ? "greedy" : f.solver;
+  solver_options o;
+  o.time_limit_s = f.time_limit_ms / 1000;
+  o.seed = f.seed;
+  return visit_strategy(strategy, [&](auto s) {
+    instance in = make_instance(p, net, s, f.split_replicas);
+    schedule result;
+    bool known = visit_solver(solver_name, [&](auto solver) { result = solve(in, solver, o); });
+    if (!known && solver_name == "ilp") {
+#if MESHCAST_HAS_CBC
+      result = solve(in, ilp{}, o);
+      known = true;
+#else
+      throw error("solver 'ilp' needs COIN-OR CBC, and this program was built without it");
+#endif
+    }
+    if (!known)
+      throw error("unknown solver '" + solver_name +
+                  "' (expected naive, alpa_least_loaded, alpa_greedy, alpa_dfs, greedy, branch_and_bound, ilp or open_shop)");
+    return result;
+  });
+}
+
+inline const char* schedule_flags_help() {
+  return "  --solver NAME           naive, alpa_least_loaded, alpa_greedy, alpa_dfs, greedy,\n"
+         "                          branch_and_bound, ilp, open_shop (default greedy when --strategy is given)\n"
+         "  --strategy NAME         send_recv, send_recv_allgather, broadcast (default send_recv)\n"
+         "  --split-replicas        let several replicas send slices of one task\n"
+         "  --nic-gbps X            NIC bandwidth per direction, Gbit/s (default 10)\n"
+         "  --nics-per-host N       NICs per host (default 1)\n"
+         "  --intra-gbps X          intra-host link bandwidth, Gbit/s (default 800)\n"
+         "  --latency-us X          per-message latency, microseconds (default 10)\n"
+         "  --time-limit-ms N       limit for the searching solvers (default 1000)\n"
+         "  --seed N                seed for the randomised solvers (default 1)\n"
+         "  --trace FILE            write a Chrome trace-event JSON of the schedule (open in Perfetto)\n";
+}
+
+}  // namespace meshcast::cli

@@ -1,0 +1,93 @@
+// Printing a schedule: the "schedule" JSON object, a Chrome trace, and the human summary.
+#pragma once
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include <meshcast/meshcast.hpp>
+
+#include "json_writer.hpp"
+
+namespace meshcast::cli {
+
+inline void write_schedule(json_writer& j, const schedule& s) {
+  j.begin_object();
+  j.key("solver").value(s.solver);
+  j.key("strategy").value(s.strategy);
+  j.key("makespan_s").value(s.makespan_s);
+  j.key("lower_bound_s").value(s.lower_bound_s);
+  j.key("solve_ms").value(s.solve_ms);
+  j.key("ops").begin_array();
+  for (const op& o : s.ops) {
+    j.begin_object();
+    j.key("task").value(static_cast<long long>(o.task));
+    j.key("region").begin_array();
+    for (int d = 0; d < o.region.rank; ++d)
+      j.begin_array().value(static_cast<long long>(o.region[d].lo)).value(static_cast<long long>(o.region[d].hi)).end_array();
+    j.end_array();
+    j.key("bytes").value(static_cast<long long>(o.bytes));
+    j.key("sender").value(static_cast<long long>(o.sender));
+    j.key("receivers").int_array(o.receivers);
+    j.key("egress_hosts").int_array(o.egress_hosts);
+    j.key("ingress_hosts").int_array(o.ingress_hosts);
+    j.key("start_s").value(o.start);
+    j.key("end_s").value(o.end);
+    j.end_object();
+  }
+  j.end_array();
+  j.end_object();
+}
+
+/// Chrome trace-event JSON: one process per host, one track per NIC direction (and one for
+/// intra-host copies), one complete event per op on every track it occupies.
+inline void write_trace(const std::string& path, const schedule& s, const network& net, const resource_space& rs) {
+  json_writer j;
+  j.begin_object().key("displayTimeUnit").value("ms").key("traceEvents").begin_array();
+  auto meta = [&](const char* what, index_t pid, long long tid, const std::string& name) {
+    j.begin_object().key("ph").value("M").key("name").value(what).key("pid").value(static_cast<long long>(pid));
+    j.key("tid").value(tid).key("args").begin_object().key("name").value(name).end_object().end_object();
+  };
+  for (index_t h = 0; h < net.host_count(); ++h) {
+    meta("process_name", h, 0, "host " + std::to_string(h));
+    for (int n = 0; n < net.nic_count(h); ++n) {
+      meta("thread_name", h, 2 * n, "NIC " + std::to_string(n) + " egress");
+      meta("thread_name", h, 2 * n + 1, "NIC " + std::to_string(n) + " ingress");
+    }
+    meta("thread_name", h, 1000, "intra-host");
+  }
+  auto event = [&](const op& o, index_t pid, long long tid) {
+    j.begin_object().key("ph").value("X").key("cat").value(s.strategy);
+    j.key("name").value("task " + std::to_string(o.task) + " " + std::to_string(o.sender) + "->" +
+                        (o.receivers.size() == 1 ? std::to_string(o.receivers[0]) : std::to_string(o.receivers.size()) + " devices"));
+    j.key("pid").value(static_cast<long long>(pid)).key("tid").value(tid);
+    j.key("ts").value(o.start * 1e6).key("dur").value((o.end - o.start) * 1e6);
+    j.key("args").begin_object().key("bytes").value(static_cast<long long>(o.bytes)).key("region").value(o.region.to_string());
+    j.end_object().end_object();
+  };
+  for (const op& o : s.ops) {
+    bool nic = false;
+    for (int r : o.resources) {
+      if (!rs.is_port(r)) continue;
+      nic = true;
+      int port = r < rs.ports ? r : r - rs.ports;
+      index_t h = net.port_host(port);
+      event(o, h, 2LL * (port - net.first_port(h)) + (r < rs.ports ? 0 : 1));
+    }
+    if (!nic) event(o, net.host_of(o.sender), 1000);
+  }
+  j.end_array().end_object();
+  std::ofstream out(path);
+  if (!out) throw error("cannot write trace file '" + path + "'");
+  out << j.str() << '\n';
+}
+
+inline void print_schedule_summary(std::FILE* out, const schedule& s, double fluid_s) {
+  std::fprintf(out, "  schedule: solver %s, strategy %s, %zu ops\n", s.solver.c_str(), s.strategy.c_str(), s.ops.size());
+  std::fprintf(out, "    makespan %.6g s (ordered model), lower bound %.6g s, gap %.2f%%%s\n", s.makespan_s,
+               s.lower_bound_s, 100 * s.gap(), s.proven_optimal ? ", proven optimal" : "");
+  if (fluid_s > 0) std::fprintf(out, "    all ops launched at once (fluid model): %.6g s\n", fluid_s);
+  std::fprintf(out, "    solve time %.3f ms\n", s.solve_ms);
+}
+
+}  // namespace meshcast::cli

@@ -1,0 +1,196 @@
+// A certified lower bound on the makespan of any schedule of an instance (ordered model).
+//
+// The bound is the largest of
+//  - ingress: for every NIC port, the bytes that must enter it over its bandwidth, plus one latency
+//    per task entering it (no schedule can overlap two ops on one port);
+//  - egress: the least T such that the bytes that must leave the senders can be spread over the
+//    sender ports, fractionally, without any port carrying more than T of work. That is the
+//    max over every set Q of sender ports of (bytes only Q can send) / (bandwidth of Q), found by
+//    a parametric max-flow rather than by enumerating sets;
+//  - the largest single transfer that cannot be cut (only without replica splitting).
+#pragma once
+
+#include <algorithm>
+#include <map>
+#include <vector>
+
+#include "detail/max_flow.hpp"
+#include "instance.hpp"
+
+namespace meshcast {
+
+struct lower_bound_parts {
+  double ingress_s = 0;
+  double egress_s = 0;
+  double largest_transfer_s = 0;
+  double value() const noexcept { return std::max({ingress_s, egress_s, largest_transfer_s}); }
+};
+
+/// The egress optimum also yields a fractional sender assignment that reaches it.
+struct egress_split {
+  double makespan_s = 0;
+  std::vector<std::vector<double>> fraction;  ///< [unit][option], each unit's row sums to 1
+};
+
+namespace detail {
+// Bytes an option sends through each egress port.
+inline std::map<int, double> egress_bytes(const option& o, const resource_space& rs) {
+  std::map<int, double> m;
+  for (const op& x : o.ops)
+    for (int r : x.resources)
+      if (r < rs.ports) m[r] += static_cast<double>(x.bytes);
+  return m;
+}
+}  // namespace detail
+
+/// The egress part of the bound, with an assignment reaching it (see the file comment).
+inline egress_split egress_bound(const instance& in) {
+  const resource_space& rs = in.resources;
+  const network& net = *in.net;
+  std::vector<double> fixed(static_cast<std::size_t>(rs.ports), 0.0);
+  // Per unit with a choice: bytes that must leave the chosen sender's port beyond the fixed part.
+  struct flexible {
+    std::vector<int> ports;  // sender port of each option
+    double bytes;
+  };
+  std::vector<flexible> flex(in.units.size());
+  for (std::size_t u = 0; u < in.units.size(); ++u) {
+    const unit& un = in.units[u];
+    std::vector<std::map<int, double>> per_option;
+    for (const option& o : un.options) per_option.push_back(detail::egress_bytes(o, rs));
+    std::map<int, double> least = per_option[0];
+    for (auto& [port, b] : least)
+      for (const auto& m : per_option) b = std::min(b, m.count(port) ? m.at(port) : 0.0);
+    for (const auto& [port, b] : least) fixed[port] += b;
+    if (!un.has_choice()) continue;
+    double residual = std::numeric_limits<double>::infinity();
+    for (std::size_t k = 0; k < un.options.size(); ++k) {
+      int port = net.port_of(un.options[k].sender);
+      double mine = per_option[k].count(port) ? per_option[k][port] : 0.0;
+      residual = std::min(residual, mine - (least.count(port) ? least[port] : 0.0));
+      flex[u].ports.push_back(port);
+    }
+    flex[u].bytes = std::max(0.0, residual);
+  }
+  // Units offering the same set of ports are one node of the flow graph.
+  std::map<std::vector<int>, std::vector<std::size_t>> groups;
+  for (std::size_t u = 0; u < flex.size(); ++u)
+    if (flex[u].bytes > 0) {
+      std::vector<int> key = flex[u].ports;
+      std::sort(key.begin(), key.end());
+      key.erase(std::unique(key.begin(), key.end()), key.end());
+      groups[key].push_back(u);
+    }
+  double total = 0, lo = 0, slowest = std::numeric_limits<double>::infinity();
+  for (int p = 0; p < rs.ports; ++p) {
+    lo = std::max(lo, fixed[p] / net.egress_bps(p));
+    slowest = std::min(slowest, net.egress_bps(p));
+  }
+  std::vector<double> group_bytes;
+  for (const auto& [key, members] : groups) {
+    double b = 0;
+    for (std::size_t u : members) b += flex[u].bytes;
+    group_bytes.push_back(b);
+    total += b;
+  }
+  egress_split result;
+  result.fraction.resize(in.units.size());
+  for (std::size_t u = 0; u < in.units.size(); ++u) result.fraction[u].assign(in.units[u].options.size(), 0.0);
+  auto solve = [&](double T, std::vector<std::vector<double>>* share) {
+    const int g = static_cast<int>(groups.size()), source = g + rs.ports, sink = source + 1;
+    detail::max_flow f(sink + 1);
+    std::vector<std::vector<std::pair<int, int>>> edge_of(groups.size());
+    int i = 0;
+    for (const auto& [key, members] : groups) {
+      f.add_edge(source, i, group_bytes[i]);
+      for (int port : key) edge_of[i].push_back({port, f.add_edge(i, g + port, total)});
+      ++i;
+    }
+    for (int p = 0; p < rs.ports; ++p) f.add_edge(g + p, sink, std::max(0.0, T * net.egress_bps(p) - fixed[p]));
+    double got = f.run(source, sink);
+    if (share) {
+      share->assign(groups.size(), std::vector<double>(static_cast<std::size_t>(rs.ports), 0.0));
+      for (int k = 0; k < g; ++k)
+        for (auto [port, e] : edge_of[k]) (*share)[k][port] = group_bytes[k] > 0 ? f.flow_on(e) / group_bytes[k] : 0;
+    }
+    return got >= total * (1 - 1e-9);
+  };
+  double hi = lo + total / slowest;
+  if (total > 0) {
+    for (int it = 0; it < 60 && hi - lo > 1e-9 * hi; ++it) {
+      double mid = 0.5 * (lo + hi);
+      (solve(mid, nullptr) ? hi : lo) = mid;
+    }
+  }
+  result.makespan_s = total > 0 ? lo : lo;  // lo is never feasible-but-lower: a certified bound
+  std::vector<std::vector<double>> share;
+  if (total > 0) solve(hi, &share);
+  int k = 0;
+  for (const auto& [key, members] : groups) {
+    for (std::size_t u : members) {
+      // The unit's share of each port goes to its first option on that port.
+      for (int port : key) {
+        for (std::size_t o = 0; o < flex[u].ports.size(); ++o)
+          if (flex[u].ports[o] == port) {
+            result.fraction[u][o] += share[k][port];
+            break;
+          }
+      }
+    }
+    ++k;
+  }
+  for (std::size_t u = 0; u < in.units.size(); ++u) {
+    double sum = 0;
+    for (double x : result.fraction[u]) sum += x;
+    if (sum <= 0) result.fraction[u][0] = 1;
+    else
+      for (double& x : result.fraction[u]) x /= sum;
+  }
+  return result;
+}
+
+inline lower_bound_parts lower_bound(const instance& in) {
+  const resource_space& rs = in.resources;
+  const network& net = *in.net;
+  lower_bound_parts lb;
+  // Ingress: the least any option puts on each port, summed over units.
+  std::vector<double> ingress(static_cast<std::size_t>(rs.ports), 0.0);
+  std::vector<std::vector<index_t>> tasks_into(static_cast<std::size_t>(rs.ports));
+  for (const unit& u : in.units) {
+    std::map<int, double> least;
+    for (std::size_t k = 0; k < u.options.size(); ++k) {
+      std::map<int, double> mine;
+      for (const op& x : u.options[k].ops)
+        for (int r : x.resources)
+          if (r >= rs.ports && r < 2 * rs.ports) mine[r - rs.ports] += static_cast<double>(x.bytes);
+      if (k == 0) least = mine;
+      for (auto& [port, b] : least) b = std::min(b, mine.count(port) ? mine[port] : 0.0);
+    }
+    for (const auto& [port, b] : least)
+      if (b > 0) {
+        ingress[port] += b / net.ingress_bps(port);
+        if (tasks_into[port].empty() || tasks_into[port].back() != u.task) tasks_into[port].push_back(u.task);
+      }
+  }
+  for (int p = 0; p < rs.ports; ++p) {
+    auto& t = tasks_into[p];
+    std::sort(t.begin(), t.end());
+    t.erase(std::unique(t.begin(), t.end()), t.end());
+    lb.ingress_s = std::max(lb.ingress_s, ingress[p] + static_cast<double>(t.size()) * net.latency_s());
+  }
+  egress_split e = egress_bound(in);
+  lb.egress_s = e.makespan_s > 0 ? e.makespan_s + net.latency_s() : 0;
+  for (const unit& u : in.units) {
+    if (in.split_replicas && u.has_choice()) continue;  // may be cut further among replicas
+    double best = std::numeric_limits<double>::infinity();
+    for (const option& o : u.options) {
+      double longest = 0;
+      for (const op& x : o.ops) longest = std::max(longest, x.duration);
+      best = std::min(best, longest);
+    }
+    lb.largest_transfer_s = std::max(lb.largest_transfer_s, best);
+  }
+  return lb;
+}
+
+}  // namespace meshcast

@@ -1,0 +1,218 @@
+// branch_and_bound: exact search over the schedules of the ordered model.
+//
+// Each step places one op (choosing the unit's sender with its first op) where all its resources
+// are free. Only sequences whose (start, unit, op) keys increase are explored: sorting any
+// schedule by start time and replaying it never delays an op, so an optimal schedule of that form
+// exists, and each schedule is met once. A node is cut when an admissible bound (per resource:
+// work that must still run there after max(its free time, the last start); per set of sender
+// ports: the same on average) reaches the incumbent, which starts as the greedy schedule.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "../solver.hpp"
+#include "greedy.hpp"
+
+namespace meshcast {
+
+struct branch_and_bound {
+  static constexpr std::string_view name = "branch_and_bound";
+
+  const char* supports(const instance& in) const {
+    for (const unit& u : in.units)
+      for (const option& o : u.options)
+        if (o.ops.size() > 64) return "an option has more than 64 ops, more than the search tracks";
+    return nullptr;
+  }
+
+  solver_result solve(const instance& in, const solver_options& options) const {
+    search s(in, options.time_limit_s);
+    return s.run(options);
+  }
+
+ private:
+  struct search {
+    using clock = std::chrono::steady_clock;
+    const instance& in;
+    const std::size_t n_units;
+    const int n_res;
+    clock::time_point deadline;
+    bool timed_out = false;
+    std::uint64_t nodes = 0;
+    // per unit and option: resource -> total duration
+    std::vector<std::vector<std::vector<std::pair<int, double>>>> load;
+    std::vector<double> free;
+    std::vector<int> chosen;
+    std::vector<std::uint64_t> done;
+    struct step {
+      std::size_t u, k, j;
+    };
+    std::vector<step> path, best_path;
+    double best = std::numeric_limits<double>::infinity();
+
+    search(const instance& i, double limit_s)
+        : in(i), n_units(i.units.size()), n_res(i.resources.size()),
+          deadline(clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(limit_s))) {
+      load.resize(n_units);
+      for (std::size_t u = 0; u < n_units; ++u)
+        for (const option& o : in.units[u].options) {
+          std::vector<std::pair<int, double>> m;
+          for (const op& x : o.ops)
+            for (int r : x.resources) {
+              auto it = std::find_if(m.begin(), m.end(), [&](auto& p) { return p.first == r; });
+              if (it == m.end()) m.push_back({r, x.duration});
+              else it->second += x.duration;
+            }
+          load[u].push_back(std::move(m));
+        }
+    }
+
+    solver_result run(const solver_options& options) {
+      // Incumbent: the greedy schedule, replayed so that its order is the one we return.
+      solver_result seed = greedy{}.solve(in, options);
+      std::vector<op> ops = seed.ops;
+      resource_clock c(n_res);
+      for (op& o : ops) c.place(o);
+      best = c.makespan();
+      solver_result out;
+      out.ops = ops;
+      free.assign(static_cast<std::size_t>(n_res), 0.0);
+      chosen.assign(n_units, -1);
+      done.assign(n_units, 0);
+      double root = bound(0, 0);
+      dfs(0.0, 0.0, -1);
+      if (!best_path.empty()) {
+        out.ops.clear();
+        for (const step& s : best_path) out.ops.push_back(in.units[s.u].options[s.k].ops[s.j]);
+      }
+      out.proven_optimal = !timed_out;
+      out.bound_s = timed_out ? std::min(root, best) : best;
+      return out;
+    }
+
+    bool complete(std::size_t u) const {
+      if (chosen[u] < 0) return false;
+      std::size_t n = in.units[u].options[chosen[u]].ops.size();
+      return done[u] == (n == 64 ? ~std::uint64_t{0} : ((std::uint64_t{1} << n) - 1));
+    }
+
+    // Admissible bound on any completion of the current node.
+    double bound(double makespan, double last_start) const {
+      std::vector<double> demand(static_cast<std::size_t>(n_res), 0.0);
+      std::vector<char> flexible_port(static_cast<std::size_t>(in.resources.ports), 0);
+      double flexible = 0;
+      for (std::size_t u = 0; u < n_units; ++u) {
+        if (chosen[u] >= 0) {
+          const auto& ops = in.units[u].options[chosen[u]].ops;
+          for (std::size_t j = 0; j < ops.size(); ++j)
+            if (!(done[u] >> j & 1))
+              for (int r : ops[j].resources) demand[r] += ops[j].duration;
+          continue;
+        }
+        // Unchosen: what every option puts on a resource is certain; the sender's extra is not,
+        // but it lands on one of the unit's sender ports.
+        for (const auto& [r, d] : load[u][0]) demand[r] += certain_share(u, r);
+        if (in.units[u].has_choice()) {
+          double least_extra = std::numeric_limits<double>::infinity();
+          for (std::size_t k = 0; k < load[u].size(); ++k) {
+            int p = in.resources.egress(in.net->port_of(in.units[u].options[k].sender));
+            flexible_port[p] = 1;
+            double mine = 0;
+            for (const auto& [r, d] : load[u][k])
+              if (r == p) mine = d;
+            least_extra = std::min(least_extra, mine - certain_share(u, p));
+          }
+          flexible += std::max(0.0, least_extra);
+        }
+      }
+      double b = makespan;
+      double sum_base = 0;
+      int count = 0;
+      for (int r = 0; r < n_res; ++r) {
+        double base = std::max(free[r], last_start);
+        if (demand[r] > 0) b = std::max(b, base + demand[r]);
+        if (r < in.resources.ports && flexible_port[r]) sum_base += base + demand[r], ++count;
+      }
+      if (count > 0 && flexible > 0) b = std::max(b, (sum_base + flexible) / count);
+      return b;
+    }
+
+    // The part of unit u's load on resource p that every option carries.
+    double certain_share(std::size_t u, int p) const {
+      double least = std::numeric_limits<double>::infinity();
+      for (const auto& m : load[u]) {
+        double mine = 0;
+        for (const auto& [r, d] : m)
+          if (r == p) mine = d;
+        least = std::min(least, mine);
+      }
+      return least;
+    }
+
+    void dfs(double makespan, double last_start, long long last_key) {
+      if ((++nodes & 1023) == 0 && clock::now() > deadline) timed_out = true;
+      if (timed_out) return;
+      bool all_done = true;
+      for (std::size_t u = 0; u < n_units && all_done; ++u) all_done = complete(u);
+      if (all_done) {
+        if (makespan < best - 1e-12) {
+          best = makespan;
+          best_path = path;
+        }
+        return;
+      }
+      if (bound(makespan, last_start) >= best - 1e-12) return;
+      struct candidate {
+        std::size_t u, k, j;
+        double start;
+      };
+      std::vector<candidate> cands;
+      for (std::size_t u = 0; u < n_units; ++u) {
+        if (complete(u)) continue;
+        std::size_t k0 = chosen[u] >= 0 ? static_cast<std::size_t>(chosen[u]) : 0;
+        std::size_t k1 = chosen[u] >= 0 ? k0 + 1 : in.units[u].options.size();
+        for (std::size_t k = k0; k < k1; ++k) {
+          const auto& ops = in.units[u].options[k].ops;
+          for (std::size_t j = 0; j < ops.size(); ++j) {
+            if (done[u] >> j & 1) continue;
+            if (ops[j].after >= 0 && !(done[u] >> ops[j].after & 1)) continue;
+            double start = 0;
+            for (int r : ops[j].resources) start = std::max(start, free[r]);
+            long long key = static_cast<long long>(u) * 64 + static_cast<long long>(j);
+            if (start < last_start - 1e-12 || (start <= last_start + 1e-12 && key <= last_key)) continue;
+            cands.push_back({u, k, j, start});
+          }
+        }
+      }
+      // Earliest-finishing first, so good schedules are met early.
+      std::sort(cands.begin(), cands.end(), [&](const candidate& a, const candidate& b) {
+        return a.start + in.units[a.u].options[a.k].ops[a.j].duration <
+               b.start + in.units[b.u].options[b.k].ops[b.j].duration;
+      });
+      std::vector<std::pair<int, double>> saved;
+      for (const candidate& c : cands) {
+        const op& x = in.units[c.u].options[c.k].ops[c.j];
+        double end = c.start + x.duration;
+        if (end >= best - 1e-12) continue;
+        saved.clear();
+        for (int r : x.resources) saved.push_back({r, free[r]}), free[r] = end;
+        int was = chosen[c.u];
+        chosen[c.u] = static_cast<int>(c.k);
+        done[c.u] |= std::uint64_t{1} << c.j;
+        path.push_back({c.u, c.k, c.j});
+        dfs(std::max(makespan, end), c.start, static_cast<long long>(c.u) * 64 + static_cast<long long>(c.j));
+        path.pop_back();
+        done[c.u] &= ~(std::uint64_t{1} << c.j);
+        chosen[c.u] = was;
+        for (auto [r, t] : saved) free[r] = t;
+        if (timed_out) return;
+      }
+    }
+  };
+};
+
+}  // namespace meshcast

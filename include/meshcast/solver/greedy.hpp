@@ -1,0 +1,123 @@
+// greedy: list scheduling in the ordered model. Units go longest first; each takes the option
+// (sender) that finishes it earliest given what is already placed. A short local search then
+// moves units earlier in the list while that does not lengthen the schedule.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "../solver.hpp"
+
+namespace meshcast {
+
+struct greedy {
+  static constexpr std::string_view name = "greedy";
+  /// Upper limit on the local search (the construction itself is not limited).
+  double search_limit_s = 0.03;
+
+  const char* supports(const instance&) const { return nullptr; }
+
+  solver_result solve(const instance& in, const solver_options& options) const {
+    const auto begin = std::chrono::steady_clock::now();
+    const double limit = std::min(options.time_limit_s, search_limit_s);
+    std::vector<double> weight(in.units.size(), 0.0);
+    for (std::size_t u = 0; u < in.units.size(); ++u)
+      for (const option& o : in.units[u].options) {
+        double w = 0;
+        for (const op& x : o.ops) w += x.duration;
+        weight[u] = std::max(weight[u], w);
+      }
+    std::vector<std::size_t> order(in.units.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return weight[a] > weight[b]; });
+    solver_result best;
+    double best_makespan = list_schedule(in, order, best.ops);
+    {  // plan order as a second start
+      std::vector<std::size_t> plain(in.units.size());
+      std::iota(plain.begin(), plain.end(), 0);
+      std::vector<op> ops;
+      if (double m = list_schedule(in, plain, ops); m < best_makespan) {
+        best_makespan = m;
+        best.ops = std::move(ops);
+        order = plain;
+      }
+    }
+    std::mt19937_64 rng(options.seed);
+    std::vector<op> ops;
+    for (int it = 0; order.size() > 1; ++it) {
+      if ((it & 7) == 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() > limit) break;
+      std::vector<std::size_t> trial = order;
+      std::size_t i = rng() % trial.size(), j = rng() % trial.size();
+      if (i == j) continue;
+      if (i > j) std::swap(i, j);
+      std::rotate(trial.begin() + i, trial.begin() + j, trial.begin() + j + 1);  // move j before i
+      if (double m = list_schedule(in, trial, ops); m <= best_makespan) {
+        best_makespan = m;
+        best.ops.swap(ops);
+        order.swap(trial);
+      }
+    }
+    return best;
+  }
+
+  /// Places the units in the given order, each with its earliest-finishing option.
+  static double list_schedule(const instance& in, const std::vector<std::size_t>& order, std::vector<op>& out) {
+    out.clear();
+    std::vector<double> free(static_cast<std::size_t>(in.resources.size()), 0.0);
+    std::vector<std::pair<int, double>> touched;
+    double makespan = 0;
+    for (std::size_t u : order) {
+      const unit& un = in.units[u];
+      std::size_t best = 0;
+      double best_finish = 0, best_tie = 0;
+      for (std::size_t k = 0; k < un.options.size(); ++k) {
+        double finish = try_option(un.options[k], free, touched);
+        double tie = un.options[k].sender >= 0 ? free[in.resources.egress(in.net->port_of(un.options[k].sender))] : 0;
+        if (k == 0 || finish < best_finish - 1e-15 || (finish <= best_finish + 1e-15 && tie < best_tie)) {
+          best = k;
+          best_finish = finish;
+          best_tie = tie;
+        }
+      }
+      for (const op& x : un.options[best].ops) {
+        op& placed = out.emplace_back(x);
+        double start = 0;
+        for (int r : placed.resources) start = std::max(start, free[r]);
+        placed.start = start;
+        placed.end = start + placed.duration;
+        for (int r : placed.resources) free[r] = placed.end;
+        makespan = std::max(makespan, placed.end);
+      }
+    }
+    return makespan;
+  }
+
+ private:
+  // Finish time of an option appended now, without changing `free`.
+  static double try_option(const option& o, const std::vector<double>& free, std::vector<std::pair<int, double>>& touched) {
+    touched.clear();
+    auto at = [&](int r) {
+      for (auto& [res, t] : touched)
+        if (res == r) return t;
+      return free[r];
+    };
+    double finish = 0;
+    for (const op& x : o.ops) {
+      double start = 0;
+      for (int r : x.resources) start = std::max(start, at(r));
+      double end = start + x.duration;
+      for (int r : x.resources) {
+        auto it = std::find_if(touched.begin(), touched.end(), [&](auto& p) { return p.first == r; });
+        if (it == touched.end()) touched.push_back({r, end});
+        else it->second = end;
+      }
+      finish = std::max(finish, end);
+    }
+    return finish;
+  }
+};
+
+}  // namespace meshcast

@@ -1,0 +1,202 @@
+// open_shop: for point-to-point strategies, reach the lower bound up to chunking and latency.
+//
+// 1. Spread every unit over its replicas in the proportions of the egress bound's optimal flow
+//    (with replica splitting; otherwise each unit goes whole to its largest share).
+// 2. Cut every NIC transfer into chunks of about (lower bound / rounds) seconds.
+// 3. The chunks form a bipartite multigraph between egress and ingress ports. By Koenig's
+//    theorem its edges can be coloured with as many colours as the largest degree; each colour is
+//    a round in which no port is used twice. Rounds are issued one after another.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "../lower_bound.hpp"
+#include "../slice.hpp"
+#include "../solver.hpp"
+
+namespace meshcast {
+
+struct open_shop {
+  static constexpr std::string_view name = "open_shop";
+  int rounds = 256;  ///< target number of chunks on the busiest port
+
+  const char* supports(const instance& in) const {
+    if (!in.point_to_point)
+      return "open_shop colours point-to-point transfers; a broadcast chain holds several ports at once";
+    return nullptr;
+  }
+
+  solver_result solve(const instance& in, const solver_options&) const {
+    const network& net = *in.net;
+    const resource_space& rs = in.resources;
+    egress_split split = egress_bound(in);
+    const double chunk_s = std::max(lower_bound(in).value() / rounds, 1e-9);
+    solver_result out;
+    std::vector<op> chunks;
+    struct followup {
+      std::size_t pending;  // chunks of the transfer still to be issued
+      std::vector<op> then;  // ops that need the whole transfer first (local all-gather)
+    };
+    std::vector<followup> follow;
+    std::vector<std::size_t> follow_of;  // chunk -> followup index, or npos
+
+    for (std::size_t u = 0; u < in.units.size(); ++u) {
+      const unit& un = in.units[u];
+      if (!un.has_choice() && !any_nic(un.options[0], rs)) {
+        detail::emit(in, u, 0, out.ops);  // local and intra-host work goes first
+        continue;
+      }
+      std::vector<double> share = split.fraction[u];
+      if (!in.split_replicas || !same_shape(un)) {
+        std::size_t top = std::max_element(share.begin(), share.end()) - share.begin();
+        std::fill(share.begin(), share.end(), 0.0);
+        share[top] = 1;
+      }
+      const auto& ops0 = un.options[0].ops;
+      for (std::size_t j = 0; j < ops0.size(); ++j) {
+        if (ops0[j].after >= 0) continue;  // handled with the transfer it waits for
+        if (!ops0[j].uses_nic(rs)) {
+          out.ops.push_back(ops0[j]);
+          for (const op& x : ops0)
+            if (x.after == static_cast<int>(j)) out.ops.push_back(x);
+          continue;
+        }
+        const box& region = ops0[j].region;
+        const index_t element_bytes = region.volume() > 0 ? ops0[j].bytes / region.volume() : 1;
+        int d = slice_dim(region, 2);
+        std::vector<index_t> rows = apportion(region[d].size(), share);
+        std::vector<box> blocks = slice_by_counts(region, d, rows);
+        std::size_t first_chunk = chunks.size();
+        for (std::size_t k = 0; k < blocks.size(); ++k) {
+          if (rows[k] == 0) continue;
+          const op& model = un.options[k].ops[j];
+          index_t block_bytes = blocks[k].volume() * element_bytes;
+          double t = net.transfer_time(model.sender, model.receivers[0], block_bytes);
+          auto pieces = slice_region(blocks[k], std::max<index_t>(1, std::llround(t / chunk_s)));
+          for (const box& piece : pieces) {
+            op c = model;
+            c.region = piece;
+            c.bytes = piece.volume() * element_bytes;
+            c.duration = net.transfer_time(model.sender, model.receivers[0], c.bytes);
+            chunks.push_back(std::move(c));
+          }
+        }
+        std::vector<op> then;
+        for (const op& x : ops0)
+          if (x.after == static_cast<int>(j)) then.push_back(x);
+        std::size_t f = then.empty() ? npos : follow.size();
+        if (!then.empty()) follow.push_back({chunks.size() - first_chunk, std::move(then)});
+        follow_of.resize(chunks.size(), f);
+      }
+    }
+
+    // Colour the chunk graph: vertices are egress ports (left) and ingress ports (right).
+    const int ports = rs.ports;
+    std::vector<int> degree(static_cast<std::size_t>(2 * ports), 0);
+    std::vector<std::pair<int, int>> ends(chunks.size());
+    for (std::size_t e = 0; e < chunks.size(); ++e) {
+      int a = -1, b = -1;
+      for (int r : chunks[e].resources) {
+        if (r < ports) a = r;
+        else if (r < 2 * ports) b = r;
+      }
+      ends[e] = {a, b};
+      ++degree[a], ++degree[b];
+    }
+    const int colours = chunks.empty() ? 0 : *std::max_element(degree.begin(), degree.end());
+    std::vector<int> colour = edge_colour(ends, 2 * ports, colours);
+    std::vector<std::vector<std::size_t>> by_round(static_cast<std::size_t>(colours));
+    for (std::size_t e = 0; e < chunks.size(); ++e) by_round[colour[e]].push_back(e);
+    for (const auto& round : by_round) {
+      std::vector<std::size_t> finished;
+      for (std::size_t e : round) {
+        out.ops.push_back(chunks[e]);
+        if (follow_of[e] != npos && --follow[follow_of[e]].pending == 0) finished.push_back(follow_of[e]);
+      }
+      for (std::size_t f : finished)
+        for (const op& x : follow[f].then) out.ops.push_back(x);
+    }
+    return out;
+  }
+
+  /// Colours the edges of a bipartite multigraph with `colours` >= max degree colours, no two
+  /// edges of one colour sharing a vertex (alternating-path recolouring).
+  static std::vector<int> edge_colour(const std::vector<std::pair<int, int>>& ends, int vertices, int colours) {
+    std::vector<int> colour(ends.size(), -1);
+    // at[v * colours + c]: the edge of colour c at vertex v, or -1
+    std::vector<int> at(static_cast<std::size_t>(vertices) * static_cast<std::size_t>(colours), -1);
+    std::vector<int> next_free(static_cast<std::size_t>(vertices), 0);
+    auto slot = [&](int v, int c) -> int& { return at[static_cast<std::size_t>(v) * colours + c]; };
+    auto free_colour = [&](int v) {
+      int& c = next_free[v];
+      while (slot(v, c) >= 0) c = (c + 1) % colours;
+      return c;
+    };
+    auto other = [&](int e, int v) { return ends[e].first == v ? ends[e].second : ends[e].first; };
+    std::vector<int> path;
+    for (std::size_t e = 0; e < ends.size(); ++e) {
+      auto [u, v] = ends[e];
+      int a = free_colour(u), b = free_colour(v);
+      if (slot(v, a) >= 0) {
+        // Swap a and b along the path from v that alternates a, b, a, ...; it cannot reach u.
+        path.clear();
+        int w = v, c = a;
+        while (slot(w, c) >= 0) {
+          int f = slot(w, c);
+          path.push_back(f);
+          w = other(f, w);
+          c = c == a ? b : a;
+        }
+        for (int f : path) {
+          slot(ends[f].first, colour[f]) = -1;
+          slot(ends[f].second, colour[f]) = -1;
+        }
+        for (int f : path) {
+          colour[f] = colour[f] == a ? b : a;
+          slot(ends[f].first, colour[f]) = f;
+          slot(ends[f].second, colour[f]) = f;
+        }
+      }
+      colour[e] = a;
+      slot(u, a) = static_cast<int>(e);
+      slot(v, a) = static_cast<int>(e);
+    }
+    return colour;
+  }
+
+ private:
+  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
+  static bool any_nic(const option& o, const resource_space& rs) {
+    return std::any_of(o.ops.begin(), o.ops.end(), [&](const op& x) { return x.uses_nic(rs); });
+  }
+  // Options that differ only in the sender can share one unit's transfers between replicas.
+  static bool same_shape(const unit& u) {
+    for (const option& o : u.options) {
+      if (o.ops.size() != u.options[0].ops.size()) return false;
+      for (std::size_t j = 0; j < o.ops.size(); ++j)
+        if (o.ops[j].receivers != u.options[0].ops[j].receivers || !(o.ops[j].region == u.options[0].ops[j].region))
+          return false;
+    }
+    return true;
+  }
+  // Splits n indices in the given proportions (largest remainder).
+  static std::vector<index_t> apportion(index_t n, const std::vector<double>& share) {
+    std::vector<index_t> counts(share.size(), 0);
+    std::vector<std::pair<double, std::size_t>> rest;
+    index_t given = 0;
+    for (std::size_t k = 0; k < share.size(); ++k) {
+      double exact = share[k] * static_cast<double>(n);
+      counts[k] = static_cast<index_t>(std::floor(exact));
+      given += counts[k];
+      rest.push_back({exact - std::floor(exact), k});
+    }
+    std::sort(rest.begin(), rest.end(), [](auto& a, auto& b) { return a.first > b.first; });
+    for (std::size_t i = 0; given < n; ++i, ++given) ++counts[rest[i % rest.size()].second];
+    return counts;
+  }
+};
+
+}  // namespace meshcast

@@ -1,0 +1,46 @@
+// send_recv_allgather (Alpa's local all-gather): each receiving host takes the region across its
+// NIC once, cut into one slice per receiver device there, then the devices exchange their slices
+// over the intra-host link.
+#pragma once
+
+#include <map>
+
+#include "../slice.hpp"
+#include "../strategy.hpp"
+
+namespace meshcast {
+
+struct send_recv_allgather {
+  static constexpr std::string_view name = "send_recv_allgather";
+  static constexpr bool point_to_point = true;
+
+  static void remote_ops(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,
+                         index_t sender, std::span<const index_t> remote, std::vector<op>& out) {
+    std::map<index_t, std::vector<index_t>> by_host;
+    for (index_t r : remote) by_host[net.host_of(r)].push_back(r);
+    const index_t element_bytes = region.volume() > 0 ? bytes / region.volume() : 1;
+    for (const auto& [host, receivers] : by_host) {
+      auto slices = slice_region(region, static_cast<index_t>(receivers.size()));
+      for (std::size_t i = 0; i < slices.size(); ++i) {
+        index_t slice_bytes = slices[i].volume() * element_bytes;
+        out.push_back(make_transfer(net, rs, task, slices[i], slice_bytes, sender, receivers[i]));
+        if (receivers.size() == 1) continue;
+        // The receiver of slice i passes it on to the other receivers of its host.
+        op gather;
+        gather.task = task;
+        gather.region = slices[i];
+        gather.bytes = slice_bytes;
+        gather.sender = receivers[i];
+        for (index_t r : receivers) {
+          gather.resources.push_back(rs.stream(r));
+          if (r != receivers[i]) gather.receivers.push_back(r);
+        }
+        gather.duration = net.latency_s() + static_cast<double>(slice_bytes) / net.intra_bps();
+        gather.after = static_cast<int>(out.size()) - 1;
+        out.push_back(std::move(gather));
+      }
+    }
+  }
+};
+
+}  // namespace meshcast
