@@ -2,6 +2,9 @@
 #include <doctest/doctest.h>
 
 #include <meshcast/meshcast.hpp>
+
+#include "support/oracle.hpp"
+#include "support/random_layouts.hpp"
 #include <algorithm>
 #include <random>
 #include <string>
@@ -10,72 +13,9 @@
 using namespace meshcast;
 
 namespace {
-
-struct random_layout_source {
-  std::mt19937_64 rng;
-  int uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
-
-  dynamic_mesh random_mesh() {
-    std::vector<index_t> sizes(uniform(1, 3));
-    for (auto& s : sizes) s = uniform(1, 4);
-    return dynamic_mesh(sizes);
-  }
-  // Each mesh axis goes to at most one dim, in random order within the dim.
-  spec_value random_spec(int mesh_rank, int tensor_rank) {
-    spec_value v;
-    v.rank = tensor_rank;
-    std::vector<int> axes(mesh_rank);
-    for (int a = 0; a < mesh_rank; ++a) axes[a] = a;
-    std::shuffle(axes.begin(), axes.end(), rng);
-    for (int a : axes) {
-      int d = uniform(-1, tensor_rank - 1);
-      if (d >= 0) v.dims[d].axes[v.dims[d].axis_count++] = a;
-    }
-    return v;
-  }
-  dynamic_shape random_shape(int rank) {
-    std::vector<index_t> n(rank);
-    for (auto& x : n) x = uniform(0, 5) == 0 ? uniform(0, 2) : uniform(1, 13);  // tiny and uneven dims
-    return dynamic_shape(n);
-  }
-};
-
-// Independent statement of the chunk rule: does the device at mesh index `dev` hold element `e`?
-bool holds(const layout_value& l, index_t dev, const std::vector<index_t>& e) {
-  std::vector<index_t> coord(l.mesh.rank);
-  for (int a = l.mesh.rank - 1; a >= 0; --a) coord[a] = dev % l.mesh[a], dev /= l.mesh[a];
-  for (int d = 0; d < l.shape.rank; ++d) {
-    index_t k = 1, j = 0;
-    for (int x = 0; x < l.spec.dims[d].axis_count; ++x) {
-      int a = l.spec.dims[d].axes[x];
-      k *= l.mesh[a];
-      j = j * l.mesh[a] + coord[a];
-    }
-    index_t q = (l.shape[d] + k - 1) / k;
-    if (e[d] / q != j) return false;
-  }
-  return true;
-}
-
-// Calls f(element) for every element of a box, row-major.
-template <class F>
-void for_each_element(const box& b, F&& f) {
-  if (b.empty()) return;
-  std::vector<index_t> e(b.rank);
-  for (int d = 0; d < b.rank; ++d) e[d] = b[d].lo;
-  while (true) {
-    f(e);
-    int d = b.rank - 1;
-    while (d >= 0 && ++e[d] == b[d].hi) e[d] = b[d].lo, --d;
-    if (d < 0) return;
-  }
-}
-
-index_t linear(const extents_value& shape, const std::vector<index_t>& e) {
-  index_t x = 0;
-  for (int d = 0; d < shape.rank; ++d) x = x * shape[d] + e[d];
-  return x;
-}
+using meshcast::testing::for_each_element;
+using meshcast::testing::holds;
+using meshcast::testing::linear;
 
 void check_against_oracle(const plan& p) {
   const layout_value &src = p.src, &dst = p.dst;
@@ -116,7 +56,7 @@ void check_against_oracle(const plan& p) {
 }  // namespace
 
 TEST_CASE("plans deliver every destination element exactly once from a holder (random oracle)") {
-  random_layout_source gen{std::mt19937_64(20261122)};
+  meshcast::testing::random_layout_source gen{std::mt19937_64(20261122)};
   int cases = 0, same = 0, listed = 0;
   for (int iteration = 0; iteration < 600; ++iteration) {
     int tensor_rank = gen.uniform(1, 3);
@@ -172,7 +112,7 @@ TEST_CASE("law: chunks partition [0, n) in order, each at most ceil(n/k) long") 
 }
 
 TEST_CASE("law: the distinct tiles of a layout partition the tensor; replicas share equal tiles") {
-  random_layout_source gen{std::mt19937_64(7)};
+  meshcast::testing::random_layout_source gen{std::mt19937_64(7)};
   for (int iteration = 0; iteration < 300; ++iteration) {
     int rank = gen.uniform(1, 3);
     dynamic_shape shape = gen.random_shape(rank);

@@ -1899,11 +1899,13 @@ namespace meshcast {
 
 struct alpa_dfs {
   static constexpr std::string_view name = "alpa_dfs";
+  /// Off: the same search without Alpa's estimate (exhaustive), to show what the estimate cuts.
+  bool prune = true;
 
   const char* supports(const instance&) const { return nullptr; }
 
   solver_result solve(const instance& in, const solver_options& options) const {
-    state s(in, options.time_limit_s);
+    state s(in, options.time_limit_s, prune);
     s.dfs(0.0, 0);
     solver_result r;
     for (auto [u, k] : s.best_order) detail::emit(in, u, k, r.ops);
@@ -1912,13 +1914,15 @@ struct alpa_dfs {
 
  private:
   struct state {
-    state(const instance& i, double limit_s)
+    state(const instance& i, double limit_s, bool use_estimate)
         : in(i),
+          prune(use_estimate),
           deadline(std::chrono::steady_clock::now() +
                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(limit_s))),
           free(static_cast<std::size_t>(i.resources.size()), 0.0),
           used(i.units.size(), 0) {}
     const instance& in;
+    bool prune;
     std::chrono::steady_clock::time_point deadline;
     std::vector<double> free;
     std::vector<char> used;
@@ -1954,7 +1958,8 @@ struct alpa_dfs {
         if (makespan < best) best = makespan, best_order = order;
         return;
       }
-      if (estimate(makespan) >= best) return;
+      if (!prune && makespan >= best) return;  // still exact: the makespan only grows
+      if (prune && estimate(makespan) >= best) return;
       std::vector<std::pair<int, double>> saved;
       for (std::size_t u = 0; u < in.units.size(); ++u) {
         if (used[u]) continue;
@@ -2144,6 +2149,19 @@ struct greedy {
   const char* supports(const instance&) const { return nullptr; }
 
   solver_result solve(const instance& in, const solver_options& options) const {
+    solver_result r;
+    r.ops = search(in, options).ops;
+    return r;
+  }
+
+  /// The best list found: unit order, option of each unit, and the ops in issue order.
+  struct outcome {
+    std::vector<std::size_t> order, choice;
+    std::vector<op> ops;
+    double makespan = 0;
+  };
+
+  outcome search(const instance& in, const solver_options& options) const {
     const auto begin = std::chrono::steady_clock::now();
     const double limit = std::min(options.time_limit_s, search_limit_s);
     std::vector<double> weight(in.units.size(), 0.0);
@@ -2153,42 +2171,38 @@ struct greedy {
         for (const op& x : o.ops) w += x.duration;
         weight[u] = std::max(weight[u], w);
       }
-    std::vector<std::size_t> order(in.units.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return weight[a] > weight[b]; });
-    solver_result best;
-    double best_makespan = list_schedule(in, order, best.ops);
-    {  // plan order as a second start
-      std::vector<std::size_t> plain(in.units.size());
-      std::iota(plain.begin(), plain.end(), 0);
-      std::vector<op> ops;
-      if (double m = list_schedule(in, plain, ops); m < best_makespan) {
-        best_makespan = m;
-        best.ops = std::move(ops);
-        order = plain;
-      }
+    outcome best;
+    best.order.resize(in.units.size());
+    std::iota(best.order.begin(), best.order.end(), 0);
+    std::vector<std::size_t> plain = best.order;
+    std::stable_sort(best.order.begin(), best.order.end(),
+                     [&](std::size_t a, std::size_t b) { return weight[a] > weight[b]; });
+    best.makespan = list_schedule(in, best.order, best.ops, &best.choice);
+    outcome trial;
+    trial.makespan = list_schedule(in, plain, trial.ops, &trial.choice);  // plan order as a second start
+    if (trial.makespan < best.makespan) {
+      trial.order = plain;
+      std::swap(best, trial);
     }
     std::mt19937_64 rng(options.seed);
-    std::vector<op> ops;
-    for (int it = 0; order.size() > 1; ++it) {
+    for (int it = 0; best.order.size() > 1; ++it) {
       if ((it & 7) == 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() > limit) break;
-      std::vector<std::size_t> trial = order;
-      std::size_t i = rng() % trial.size(), j = rng() % trial.size();
+      trial.order = best.order;
+      std::size_t i = rng() % trial.order.size(), j = rng() % trial.order.size();
       if (i == j) continue;
       if (i > j) std::swap(i, j);
-      std::rotate(trial.begin() + i, trial.begin() + j, trial.begin() + j + 1);  // move j before i
-      if (double m = list_schedule(in, trial, ops); m <= best_makespan) {
-        best_makespan = m;
-        best.ops.swap(ops);
-        order.swap(trial);
-      }
+      std::rotate(trial.order.begin() + i, trial.order.begin() + j, trial.order.begin() + j + 1);  // j before i
+      trial.makespan = list_schedule(in, trial.order, trial.ops, &trial.choice);
+      if (trial.makespan <= best.makespan) std::swap(best, trial);
     }
     return best;
   }
 
   /// Places the units in the given order, each with its earliest-finishing option.
-  static double list_schedule(const instance& in, const std::vector<std::size_t>& order, std::vector<op>& out) {
+  static double list_schedule(const instance& in, const std::vector<std::size_t>& order, std::vector<op>& out,
+                              std::vector<std::size_t>* choice = nullptr) {
     out.clear();
+    if (choice) choice->assign(in.units.size(), 0);
     std::vector<double> free(static_cast<std::size_t>(in.resources.size()), 0.0);
     std::vector<std::pair<int, double>> touched;
     double makespan = 0;
@@ -2205,6 +2219,7 @@ struct greedy {
           best_tie = tie;
         }
       }
+      if (choice) (*choice)[u] = best;
       for (const op& x : un.options[best].ops) {
         op& placed = out.emplace_back(x);
         double start = 0;
@@ -2483,7 +2498,7 @@ namespace meshcast {
 
 struct open_shop {
   static constexpr std::string_view name = "open_shop";
-  int rounds = 256;  ///< target number of chunks on the busiest port
+  int rounds = 256;  ///< target number of chunks on the busiest port (fewer when latency dominates)
 
   const char* supports(const instance& in) const {
     if (!in.point_to_point)
@@ -2495,7 +2510,10 @@ struct open_shop {
     const network& net = *in.net;
     const resource_space& rs = in.resources;
     egress_split split = egress_bound(in);
-    const double chunk_s = std::max(lower_bound(in).value() / rounds, 1e-9);
+    // Every chunk pays one latency: keep chunks at least 50 latencies long (<= 2% overhead).
+    const double bound = lower_bound(in).value();
+    const double wanted_rounds = net.latency_s() > 0 ? std::min<double>(rounds, bound / (50 * net.latency_s())) : rounds;
+    const double chunk_s = std::max(bound / std::max(1.0, wanted_rounds), 1e-12);
     solver_result out;
     std::vector<op> chunks;
     struct followup {

@@ -18,11 +18,13 @@ namespace meshcast {
 
 struct alpa_dfs {
   static constexpr std::string_view name = "alpa_dfs";
+  /// Off: the same search without Alpa's estimate (exhaustive), to show what the estimate cuts.
+  bool prune = true;
 
   const char* supports(const instance&) const { return nullptr; }
 
   solver_result solve(const instance& in, const solver_options& options) const {
-    state s(in, options.time_limit_s);
+    state s(in, options.time_limit_s, prune);
     s.dfs(0.0, 0);
     solver_result r;
     for (auto [u, k] : s.best_order) detail::emit(in, u, k, r.ops);
@@ -31,13 +33,15 @@ struct alpa_dfs {
 
  private:
   struct state {
-    state(const instance& i, double limit_s)
+    state(const instance& i, double limit_s, bool use_estimate)
         : in(i),
+          prune(use_estimate),
           deadline(std::chrono::steady_clock::now() +
                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(limit_s))),
           free(static_cast<std::size_t>(i.resources.size()), 0.0),
           used(i.units.size(), 0) {}
     const instance& in;
+    bool prune;
     std::chrono::steady_clock::time_point deadline;
     std::vector<double> free;
     std::vector<char> used;
@@ -73,7 +77,8 @@ struct alpa_dfs {
         if (makespan < best) best = makespan, best_order = order;
         return;
       }
-      if (estimate(makespan) >= best) return;
+      if (!prune && makespan >= best) return;  // still exact: the makespan only grows
+      if (prune && estimate(makespan) >= best) return;
       std::vector<std::pair<int, double>> saved;
       for (std::size_t u = 0; u < in.units.size(); ++u) {
         if (used[u]) continue;

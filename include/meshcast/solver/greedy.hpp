@@ -21,6 +21,19 @@ struct greedy {
   const char* supports(const instance&) const { return nullptr; }
 
   solver_result solve(const instance& in, const solver_options& options) const {
+    solver_result r;
+    r.ops = search(in, options).ops;
+    return r;
+  }
+
+  /// The best list found: unit order, option of each unit, and the ops in issue order.
+  struct outcome {
+    std::vector<std::size_t> order, choice;
+    std::vector<op> ops;
+    double makespan = 0;
+  };
+
+  outcome search(const instance& in, const solver_options& options) const {
     const auto begin = std::chrono::steady_clock::now();
     const double limit = std::min(options.time_limit_s, search_limit_s);
     std::vector<double> weight(in.units.size(), 0.0);
@@ -30,42 +43,38 @@ struct greedy {
         for (const op& x : o.ops) w += x.duration;
         weight[u] = std::max(weight[u], w);
       }
-    std::vector<std::size_t> order(in.units.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return weight[a] > weight[b]; });
-    solver_result best;
-    double best_makespan = list_schedule(in, order, best.ops);
-    {  // plan order as a second start
-      std::vector<std::size_t> plain(in.units.size());
-      std::iota(plain.begin(), plain.end(), 0);
-      std::vector<op> ops;
-      if (double m = list_schedule(in, plain, ops); m < best_makespan) {
-        best_makespan = m;
-        best.ops = std::move(ops);
-        order = plain;
-      }
+    outcome best;
+    best.order.resize(in.units.size());
+    std::iota(best.order.begin(), best.order.end(), 0);
+    std::vector<std::size_t> plain = best.order;
+    std::stable_sort(best.order.begin(), best.order.end(),
+                     [&](std::size_t a, std::size_t b) { return weight[a] > weight[b]; });
+    best.makespan = list_schedule(in, best.order, best.ops, &best.choice);
+    outcome trial;
+    trial.makespan = list_schedule(in, plain, trial.ops, &trial.choice);  // plan order as a second start
+    if (trial.makespan < best.makespan) {
+      trial.order = plain;
+      std::swap(best, trial);
     }
     std::mt19937_64 rng(options.seed);
-    std::vector<op> ops;
-    for (int it = 0; order.size() > 1; ++it) {
+    for (int it = 0; best.order.size() > 1; ++it) {
       if ((it & 7) == 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() > limit) break;
-      std::vector<std::size_t> trial = order;
-      std::size_t i = rng() % trial.size(), j = rng() % trial.size();
+      trial.order = best.order;
+      std::size_t i = rng() % trial.order.size(), j = rng() % trial.order.size();
       if (i == j) continue;
       if (i > j) std::swap(i, j);
-      std::rotate(trial.begin() + i, trial.begin() + j, trial.begin() + j + 1);  // move j before i
-      if (double m = list_schedule(in, trial, ops); m <= best_makespan) {
-        best_makespan = m;
-        best.ops.swap(ops);
-        order.swap(trial);
-      }
+      std::rotate(trial.order.begin() + i, trial.order.begin() + j, trial.order.begin() + j + 1);  // j before i
+      trial.makespan = list_schedule(in, trial.order, trial.ops, &trial.choice);
+      if (trial.makespan <= best.makespan) std::swap(best, trial);
     }
     return best;
   }
 
   /// Places the units in the given order, each with its earliest-finishing option.
-  static double list_schedule(const instance& in, const std::vector<std::size_t>& order, std::vector<op>& out) {
+  static double list_schedule(const instance& in, const std::vector<std::size_t>& order, std::vector<op>& out,
+                              std::vector<std::size_t>* choice = nullptr) {
     out.clear();
+    if (choice) choice->assign(in.units.size(), 0);
     std::vector<double> free(static_cast<std::size_t>(in.resources.size()), 0.0);
     std::vector<std::pair<int, double>> touched;
     double makespan = 0;
@@ -82,6 +91,7 @@ struct greedy {
           best_tie = tie;
         }
       }
+      if (choice) (*choice)[u] = best;
       for (const op& x : un.options[best].ops) {
         op& placed = out.emplace_back(x);
         double start = 0;

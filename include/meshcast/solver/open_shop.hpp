@@ -20,7 +20,7 @@ namespace meshcast {
 
 struct open_shop {
   static constexpr std::string_view name = "open_shop";
-  int rounds = 256;  ///< target number of chunks on the busiest port
+  int rounds = 256;  ///< target number of chunks on the busiest port (fewer when latency dominates)
 
   const char* supports(const instance& in) const {
     if (!in.point_to_point)
@@ -32,7 +32,10 @@ struct open_shop {
     const network& net = *in.net;
     const resource_space& rs = in.resources;
     egress_split split = egress_bound(in);
-    const double chunk_s = std::max(lower_bound(in).value() / rounds, 1e-9);
+    // Every chunk pays one latency: keep chunks at least 50 latencies long (<= 2% overhead).
+    const double bound = lower_bound(in).value();
+    const double wanted_rounds = net.latency_s() > 0 ? std::min<double>(rounds, bound / (50 * net.latency_s())) : rounds;
+    const double chunk_s = std::max(bound / std::max(1.0, wanted_rounds), 1e-12);
     solver_result out;
     std::vector<op> chunks;
     struct followup {

@@ -1,0 +1,235 @@
+// ilp: a time-indexed integer program solved by COIN-OR CBC through its C interface.
+//
+// Time is cut into slots of length delta (the shortest op when the horizon allows it); op
+// durations are rounded up to whole slots. Binary x[u,k,j,t] says op j of option k of unit u
+// starts in slot t, binary y[u,k] that unit u uses option k. Every op of the chosen option starts
+// once; no resource (NIC direction or device stream) carries two ops in one slot; an op waits for
+// the op named by its `after`; C >= every end; minimise C. The greedy schedule is the MIP start.
+// When every duration is a whole number of slots, the optimum is the ordered model's optimum.
+//
+// Needs CBC (Debian: coinor-libcbc-dev; link with `pkg-config --libs cbc`).
+#pragma once
+
+#if !__has_include(<coin/Cbc_C_Interface.h>)
+#error "meshcast/solver/ilp.hpp needs COIN-OR CBC's C interface (Debian package coinor-libcbc-dev)."
+#endif
+
+#include <coin/Cbc_C_Interface.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <numeric>
+#include <vector>
+
+#include "../solver.hpp"
+#include "greedy.hpp"
+
+namespace meshcast {
+
+struct ilp {
+  static constexpr std::string_view name = "ilp";
+  int max_slots = 64;  ///< horizon length in slots, at most
+
+  const char* supports(const instance&) const { return nullptr; }
+
+  solver_result solve(const instance& in, const solver_options& options) const {
+    // Slot length.
+    double shortest = std::numeric_limits<double>::infinity();
+    for (const unit& u : in.units)
+      for (const option& o : u.options)
+        for (const op& x : o.ops)
+          if (x.duration > 0) shortest = std::min(shortest, x.duration);
+    if (!std::isfinite(shortest)) shortest = 1;
+    greedy::outcome seed = greedy{}.search(in, options);
+    // Prefer a slot that divides every duration (then the program is exact), e.g. 768 and 640
+    // bytes at one bandwidth: slot = 128 bytes' worth.
+    auto divides_all = [&](double d) {
+      for (const unit& u : in.units)
+        for (const option& o : u.options)
+          for (const op& x : o.ops)
+            if (double q = x.duration / d; std::abs(q - std::round(q)) > 1e-6 * std::max(1.0, q)) return false;
+      return true;
+    };
+    double delta = shortest;
+    for (int m = 1; m <= 16; ++m)
+      if (divides_all(shortest / m)) {
+        delta = shortest / m;
+        break;
+      }
+    int horizon = replay(in, delta, seed, nullptr);
+    if (horizon > max_slots) {
+      delta = delta * horizon / max_slots * (1 + 1e-9);
+      horizon = replay(in, delta, seed, nullptr);
+    }
+    auto slots = [&](double d) { return std::max(1, static_cast<int>(std::ceil(d / delta - 1e-9))); };
+    bool exact = true;
+    for (const unit& u : in.units)
+      for (const option& o : u.options)
+        for (const op& x : o.ops) exact &= std::abs(slots(x.duration) * delta - x.duration) <= 1e-9 * delta;
+
+    // Columns.
+    struct column_set {
+      int first;  // index of x[.., t = 0]
+      int count;  // starts 0 .. count-1
+    };
+    std::vector<std::vector<int>> y(in.units.size());
+    std::vector<std::vector<std::vector<column_set>>> x(in.units.size());
+    std::vector<double> lb, ub, obj;
+    auto add_column = [&](double lo, double hi, double cost) {
+      lb.push_back(lo), ub.push_back(hi), obj.push_back(cost);
+      return static_cast<int>(lb.size()) - 1;
+    };
+    const int c = add_column(0, horizon, 1);
+    for (std::size_t u = 0; u < in.units.size(); ++u) {
+      const unit& un = in.units[u];
+      x[u].resize(un.options.size());
+      for (std::size_t k = 0; k < un.options.size(); ++k) {
+        y[u].push_back(add_column(un.options.size() == 1 ? 1 : 0, 1, 0));
+        for (const op& o : un.options[k].ops) {
+          int n = horizon - slots(o.duration) + 1;
+          column_set cs{static_cast<int>(lb.size()), std::max(n, 0)};
+          for (int t = 0; t < cs.count; ++t) add_column(0, 1, 0);
+          x[u][k].push_back(cs);
+        }
+      }
+    }
+    const int columns = static_cast<int>(lb.size());
+    // Rows, built as lists then turned into compressed columns.
+    std::vector<std::vector<std::pair<int, double>>> rows;
+    std::vector<double> row_lo, row_hi;
+    auto add_row = [&](std::vector<std::pair<int, double>> r, double lo, double hi) {
+      rows.push_back(std::move(r)), row_lo.push_back(lo), row_hi.push_back(hi);
+    };
+    const double inf = 1e30;
+    std::vector<std::vector<std::vector<std::pair<int, double>>>> busy(
+        static_cast<std::size_t>(in.resources.size()), std::vector<std::vector<std::pair<int, double>>>(horizon));
+    for (std::size_t u = 0; u < in.units.size(); ++u) {
+      const unit& un = in.units[u];
+      std::vector<std::pair<int, double>> one;
+      for (int col : y[u]) one.push_back({col, 1});
+      add_row(one, 1, 1);
+      for (std::size_t k = 0; k < un.options.size(); ++k) {
+        const auto& ops = un.options[k].ops;
+        for (std::size_t j = 0; j < ops.size(); ++j) {
+          const column_set cs = x[u][k][j];
+          const int d = slots(ops[j].duration);
+          std::vector<std::pair<int, double>> once{{y[u][k], -1}}, end{{c, -1}};
+          for (int t = 0; t < cs.count; ++t) {
+            once.push_back({cs.first + t, 1});
+            end.push_back({cs.first + t, t + d});
+            for (int r : ops[j].resources)
+              for (int s = t; s < t + d; ++s) busy[r][s].push_back({cs.first + t, 1});
+          }
+          add_row(once, 0, 0);
+          add_row(end, -inf, 0);
+          if (ops[j].after >= 0) {
+            const column_set before = x[u][k][ops[j].after];
+            const int db = slots(ops[ops[j].after].duration);
+            std::vector<std::pair<int, double>> wait;
+            for (int t = 0; t < cs.count; ++t) wait.push_back({cs.first + t, t});
+            for (int t = 0; t < before.count; ++t) wait.push_back({before.first + t, -(t + db)});
+            add_row(wait, 0, inf);
+          }
+        }
+      }
+    }
+    // Each resource's total work fits before C: implied by the rows above, but it gives the
+    // relaxation the load bound at once.
+    std::vector<std::vector<std::pair<int, double>>> work(static_cast<std::size_t>(in.resources.size()));
+    for (std::size_t u = 0; u < in.units.size(); ++u)
+      for (std::size_t k = 0; k < in.units[u].options.size(); ++k)
+        for (std::size_t j = 0; j < in.units[u].options[k].ops.size(); ++j) {
+          const op& o = in.units[u].options[k].ops[j];
+          for (int r : o.resources)
+            for (int t = 0; t < x[u][k][j].count; ++t) work[r].push_back({x[u][k][j].first + t, slots(o.duration)});
+        }
+    for (auto& w : work)
+      if (!w.empty()) {
+        w.push_back({c, -1});
+        add_row(std::move(w), -inf, 0);
+      }
+    for (auto& per_slot : busy)
+      for (auto& r : per_slot)
+        if (r.size() > 1) add_row(std::move(r), -inf, 1);
+
+    std::vector<std::vector<std::pair<int, double>>> by_column(static_cast<std::size_t>(columns));
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      for (auto [col, v] : rows[i]) by_column[col].push_back({static_cast<int>(i), v});
+    std::vector<CoinBigIndex> start{0};
+    std::vector<int> index;
+    std::vector<double> value;
+    for (const auto& col : by_column) {
+      for (auto [row, v] : col) index.push_back(row), value.push_back(v);
+      start.push_back(static_cast<CoinBigIndex>(index.size()));
+    }
+
+    std::unique_ptr<Cbc_Model, void (*)(Cbc_Model*)> model(Cbc_newModel(), Cbc_deleteModel);
+    Cbc_loadProblem(model.get(), columns, static_cast<int>(rows.size()), start.data(), index.data(), value.data(),
+                    lb.data(), ub.data(), obj.data(), row_lo.data(), row_hi.data());
+    for (int col = 1; col < columns; ++col) Cbc_setInteger(model.get(), col);
+    Cbc_setLogLevel(model.get(), 0);
+    Cbc_setMaximumSeconds(model.get(), std::max(options.time_limit_s, 0.01));
+
+    // MIP start: the list schedule.
+    std::vector<int> start_slot_of;  // flattened per (u, k, j) of the chosen option
+    std::vector<double> initial(static_cast<std::size_t>(columns), 0.0);
+    {
+      std::vector<std::vector<int>> starts;
+      int makespan = replay(in, delta, seed, &starts);
+      initial[c] = makespan;
+      for (std::size_t u = 0; u < in.units.size(); ++u) {
+        std::size_t k = seed.choice[u];
+        initial[y[u][k]] = 1;
+        for (std::size_t j = 0; j < starts[u].size(); ++j) initial[x[u][k][j].first + starts[u][j]] = 1;
+      }
+    }
+    std::vector<int> all(static_cast<std::size_t>(columns));
+    std::iota(all.begin(), all.end(), 0);
+    Cbc_setMIPStartI(model.get(), columns, all.data(), initial.data());
+    Cbc_solve(model.get());
+
+    const double* sol = Cbc_getColSolution(model.get());
+    struct placed {
+      int t;
+      std::size_t u, k, j;
+    };
+    std::vector<placed> chosen;
+    for (std::size_t u = 0; u < in.units.size(); ++u)
+      for (std::size_t k = 0; k < in.units[u].options.size(); ++k) {
+        if (sol[y[u][k]] < 0.5) continue;
+        for (std::size_t j = 0; j < x[u][k].size(); ++j)
+          for (int t = 0; t < x[u][k][j].count; ++t)
+            if (sol[x[u][k][j].first + t] > 0.5) chosen.push_back({t, u, k, j});
+      }
+    std::sort(chosen.begin(), chosen.end(), [](const placed& a, const placed& b) {
+      return std::tie(a.t, a.u, a.j) < std::tie(b.t, b.u, b.j);
+    });
+    solver_result r;
+    for (const placed& p : chosen) r.ops.push_back(in.units[p.u].options[p.k].ops[p.j]);
+    r.proven_optimal = exact && Cbc_isProvenOptimal(model.get());
+    if (exact) r.bound_s = std::max(0.0, Cbc_getBestPossibleObjValue(model.get())) * delta;
+    return r;
+  }
+
+ private:
+  // The greedy schedule with durations in whole slots (ordered model). Returns its makespan in
+  // slots; with `starts`, also the start slot of every op of each unit's chosen option.
+  static int replay(const instance& in, double delta, const greedy::outcome& g, std::vector<std::vector<int>>* starts) {
+    auto slots = [&](double d) { return std::max(1, static_cast<int>(std::ceil(d / delta - 1e-9))); };
+    if (starts) starts->assign(in.units.size(), {});
+    std::vector<int> free(static_cast<std::size_t>(in.resources.size()), 0);
+    int makespan = 0;
+    for (std::size_t u : g.order)
+      for (const op& x : in.units[u].options[g.choice[u]].ops) {
+        int s = 0;
+        for (int r : x.resources) s = std::max(s, free[r]);
+        for (int r : x.resources) free[r] = s + slots(x.duration);
+        if (starts) (*starts)[u].push_back(s);
+        makespan = std::max(makespan, s + slots(x.duration));
+      }
+    return makespan;
+  }
+};
+
+}  // namespace meshcast
