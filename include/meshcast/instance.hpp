@@ -2,6 +2,8 @@
 // option per possible sender. Solvers choose an option per unit and an order for all the ops.
 #pragma once
 
+#include <algorithm>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,8 +51,41 @@ struct instance {
   }
 };
 
+/// Most slices a task is cut into under replica splitting.
+inline constexpr index_t max_slices = 8;
+/// Most sender options a unit offers; with more replicas than this, a unit offers one device on
+/// each of `max_options` sender ports spread over all of them (keeps instances linear in size).
+inline constexpr std::size_t max_options = 8;
+
+/// Distinct NIC ports of a task's senders, in order of first appearance.
+inline std::vector<int> sender_ports(const network& net, std::span<const index_t> senders) {
+  std::vector<int> ports;
+  for (index_t s : senders)
+    if (std::find(ports.begin(), ports.end(), net.port_of(s)) == ports.end()) ports.push_back(net.port_of(s));
+  return ports;
+}
+
+/// The devices offered as senders of one unit: every replica when there are few; otherwise one
+/// device on each of `max_options` ports, picked by `key` so that different units get different
+/// ports and different devices behind a port.
+inline std::vector<index_t> sender_choices(const network& net, std::span<const index_t> senders, index_t key) {
+  if (senders.size() <= max_options) return {senders.begin(), senders.end()};
+  std::vector<int> ports = sender_ports(net, senders);
+  const std::size_t n = ports.size(), take = std::min(n, max_options), stride = n / take;
+  std::vector<index_t> picked;
+  for (std::size_t i = 0; i < take; ++i) {
+    int port = ports[(static_cast<std::size_t>(key) + i * stride) % n];
+    std::vector<index_t> behind;
+    for (index_t s : senders)
+      if (net.port_of(s) == port) behind.push_back(s);
+    picked.push_back(behind[static_cast<std::size_t>(key / static_cast<index_t>(n)) % behind.size()]);
+  }
+  return picked;
+}
+
 /// Builds the instance of `p` on `net` under strategy `S`. With `split_replicas`, the part of a
-/// task that must cross the network is cut into one slice per replica, each with its own sender.
+/// task that must cross the network is cut into one slice per sender NIC port (at most
+/// `max_slices`), each slice with its own choice of sender.
 template <strategy S>
 instance make_instance(const plan& p, const network& net, S, bool split_replicas = false) {
   if (net.device_count() < p.device_count)
@@ -72,11 +107,15 @@ instance make_instance(const plan& p, const network& net, S, bool split_replicas
         deliver_locally(net, in.resources, task, t.region, t.bytes, senders, p.receivers(t), fixed.options[0].ops);
     if (!fixed.options[0].ops.empty()) in.units.push_back(std::move(fixed));
     if (remote.empty()) continue;
-    auto slices = split_replicas ? slice_region(t.region, static_cast<index_t>(senders.size()))
+    // Replicas behind one NIC port cannot share its load, so a task is cut once per sender port.
+    const auto ports = static_cast<index_t>(sender_ports(net, senders).size());
+    auto slices = split_replicas ? slice_region(t.region, std::min<index_t>(ports, max_slices))
                                  : std::vector<box>{t.region};
-    for (const box& slice : slices) {
+    for (std::size_t k = 0; k < slices.size(); ++k) {
+      const box& slice = slices[k];
+      std::vector<index_t> choices = sender_choices(net, senders, task * max_slices + static_cast<index_t>(k));
       unit u{task, slice, slice.volume() * p.element_bytes, {}};
-      for (index_t s : senders) {
+      for (index_t s : choices) {
         option o{s, {}};
         S::remote_ops(net, in.resources, task, slice, u.bytes, s, remote, o.ops);
         u.options.push_back(std::move(o));

@@ -2,12 +2,14 @@
 //
 // The bound is the largest of
 //  - ingress: for every NIC port, the bytes that must enter it over its bandwidth, plus one latency
-//    per task entering it (no schedule can overlap two ops on one port);
+//    per op entering it (no schedule overlaps two ops on one port; solvers may cut a unit's ops
+//    into more pieces, never into fewer);
 //  - egress: the least T such that the bytes that must leave the senders can be spread over the
 //    sender ports, fractionally, without any port carrying more than T of work. That is the
 //    max over every set Q of sender ports of (bytes only Q can send) / (bandwidth of Q), found by
 //    a parametric max-flow rather than by enumerating sets;
-//  - the largest single transfer that cannot be cut (only without replica splitting).
+//  - the largest single transfer that cannot be cut (only without replica splitting);
+//  - for every device, the work its stream must carry whichever options are chosen.
 #pragma once
 
 #include <algorithm>
@@ -23,7 +25,8 @@ struct lower_bound_parts {
   double ingress_s = 0;
   double egress_s = 0;
   double largest_transfer_s = 0;
-  double value() const noexcept { return std::max({ingress_s, egress_s, largest_transfer_s}); }
+  double device_s = 0;  ///< work that must run on one device's stream
+  double value() const noexcept { return std::max({ingress_s, egress_s, largest_transfer_s, device_s}); }
 };
 
 /// The egress optimum also yields a fractional sender assignment that reaches it.
@@ -43,8 +46,10 @@ inline std::map<int, double> egress_bytes(const option& o, const resource_space&
 }
 }  // namespace detail
 
-/// The egress part of the bound, with an assignment reaching it (see the file comment).
-inline egress_split egress_bound(const instance& in) {
+/// The egress part of the bound, with an assignment reaching it (see the file comment). With
+/// `all_replicas`, a unit may leave through the port of any replica of its task (the bound then
+/// holds for every sender choice, not only the instance's options); the assignment is then empty.
+inline egress_split egress_bound(const instance& in, bool all_replicas = false) {
   const resource_space& rs = in.resources;
   const network& net = *in.net;
   std::vector<double> fixed(static_cast<std::size_t>(rs.ports), 0.0);
@@ -71,6 +76,9 @@ inline egress_split egress_bound(const instance& in) {
       flex[u].ports.push_back(port);
     }
     flex[u].bytes = std::max(0.0, residual);
+    // Any replica moves the same bytes out of its port: what must reach the other hosts does not
+    // depend on who sends it, since receivers beside a replica are served locally.
+    if (all_replicas) flex[u].ports = sender_ports(net, in.source->senders(static_cast<std::size_t>(un.task)));
   }
   // Units offering the same set of ports are one node of the flow graph.
   std::map<std::vector<int>, std::vector<std::size_t>> groups;
@@ -94,8 +102,6 @@ inline egress_split egress_bound(const instance& in) {
     total += b;
   }
   egress_split result;
-  result.fraction.resize(in.units.size());
-  for (std::size_t u = 0; u < in.units.size(); ++u) result.fraction[u].assign(in.units[u].options.size(), 0.0);
   auto solve = [&](double T, std::vector<std::vector<double>>* share) {
     const int g = static_cast<int>(groups.size()), source = g + rs.ports, sink = source + 1;
     detail::max_flow f(sink + 1);
@@ -122,7 +128,10 @@ inline egress_split egress_bound(const instance& in) {
       (solve(mid, nullptr) ? hi : lo) = mid;
     }
   }
-  result.makespan_s = total > 0 ? lo : lo;  // lo is never feasible-but-lower: a certified bound
+  result.makespan_s = lo;  // every T below lo was found infeasible: a certified bound
+  if (all_replicas) return result;
+  result.fraction.resize(in.units.size());
+  for (std::size_t u = 0; u < in.units.size(); ++u) result.fraction[u].assign(in.units[u].options.size(), 0.0);
   std::vector<std::vector<double>> share;
   if (total > 0) solve(hi, &share);
   int k = 0;
@@ -153,32 +162,32 @@ inline lower_bound_parts lower_bound(const instance& in) {
   const resource_space& rs = in.resources;
   const network& net = *in.net;
   lower_bound_parts lb;
-  // Ingress: the least any option puts on each port, summed over units.
+  // Ingress and device streams: the least work any option puts on each such resource (bytes over
+  // the port's bandwidth plus one latency per op entering it; op durations on a stream).
   std::vector<double> ingress(static_cast<std::size_t>(rs.ports), 0.0);
-  std::vector<std::vector<index_t>> tasks_into(static_cast<std::size_t>(rs.ports));
+  std::vector<double> stream(static_cast<std::size_t>(rs.devices), 0.0);
   for (const unit& u : in.units) {
     std::map<int, double> least;
     for (std::size_t k = 0; k < u.options.size(); ++k) {
       std::map<int, double> mine;
       for (const op& x : u.options[k].ops)
-        for (int r : x.resources)
-          if (r >= rs.ports && r < 2 * rs.ports) mine[r - rs.ports] += static_cast<double>(x.bytes);
+        for (int r : x.resources) {
+          if (r >= rs.ports && r < 2 * rs.ports)
+            mine[r] += static_cast<double>(x.bytes) / net.ingress_bps(r - rs.ports) + net.latency_s();
+          else if (r >= 2 * rs.ports)
+            mine[r] += x.duration;
+        }
       if (k == 0) least = mine;
-      for (auto& [port, b] : least) b = std::min(b, mine.count(port) ? mine[port] : 0.0);
+      for (auto& [r, t] : least) t = std::min(t, mine.count(r) ? mine[r] : 0.0);
     }
-    for (const auto& [port, b] : least)
-      if (b > 0) {
-        ingress[port] += b / net.ingress_bps(port);
-        if (tasks_into[port].empty() || tasks_into[port].back() != u.task) tasks_into[port].push_back(u.task);
-      }
+    for (const auto& [r, t] : least) {
+      if (r < 2 * rs.ports) ingress[r - rs.ports] += t;
+      else stream[r - 2 * rs.ports] += t;
+    }
   }
-  for (int p = 0; p < rs.ports; ++p) {
-    auto& t = tasks_into[p];
-    std::sort(t.begin(), t.end());
-    t.erase(std::unique(t.begin(), t.end()), t.end());
-    lb.ingress_s = std::max(lb.ingress_s, ingress[p] + static_cast<double>(t.size()) * net.latency_s());
-  }
-  egress_split e = egress_bound(in);
+  for (double t : ingress) lb.ingress_s = std::max(lb.ingress_s, t);
+  for (double t : stream) lb.device_s = std::max(lb.device_s, t);
+  egress_split e = egress_bound(in, /*all_replicas=*/true);
   lb.egress_s = e.makespan_s > 0 ? e.makespan_s + net.latency_s() : 0;
   for (const unit& u : in.units) {
     if (in.split_replicas && u.has_choice()) continue;  // may be cut further among replicas

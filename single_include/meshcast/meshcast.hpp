@@ -1389,7 +1389,8 @@ struct send_recv_allgather {
           gather.resources.push_back(rs.stream(r));
           if (r != receivers[i]) gather.receivers.push_back(r);
         }
-        gather.duration = net.latency_s() + static_cast<double>(slice_bytes) / net.intra_bps();
+        // The host's exchanges are one all-gather launch: only the first pays the latency.
+        gather.duration = (i == 0 ? net.latency_s() : 0.0) + static_cast<double>(slice_bytes) / net.intra_bps();
         gather.after = static_cast<int>(out.size()) - 1;
         out.push_back(std::move(gather));
       }
@@ -1417,6 +1418,8 @@ decltype(auto) visit_strategy(std::string_view name, F&& f) {
 // A scheduling instance: the plan's tasks turned, by a strategy, into units of work with one
 // option per possible sender. Solvers choose an option per unit and an order for all the ops.
 
+#include <algorithm>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -1460,8 +1463,41 @@ struct instance {
   }
 };
 
+/// Most slices a task is cut into under replica splitting.
+inline constexpr index_t max_slices = 8;
+/// Most sender options a unit offers; with more replicas than this, a unit offers one device on
+/// each of `max_options` sender ports spread over all of them (keeps instances linear in size).
+inline constexpr std::size_t max_options = 8;
+
+/// Distinct NIC ports of a task's senders, in order of first appearance.
+inline std::vector<int> sender_ports(const network& net, std::span<const index_t> senders) {
+  std::vector<int> ports;
+  for (index_t s : senders)
+    if (std::find(ports.begin(), ports.end(), net.port_of(s)) == ports.end()) ports.push_back(net.port_of(s));
+  return ports;
+}
+
+/// The devices offered as senders of one unit: every replica when there are few; otherwise one
+/// device on each of `max_options` ports, picked by `key` so that different units get different
+/// ports and different devices behind a port.
+inline std::vector<index_t> sender_choices(const network& net, std::span<const index_t> senders, index_t key) {
+  if (senders.size() <= max_options) return {senders.begin(), senders.end()};
+  std::vector<int> ports = sender_ports(net, senders);
+  const std::size_t n = ports.size(), take = std::min(n, max_options), stride = n / take;
+  std::vector<index_t> picked;
+  for (std::size_t i = 0; i < take; ++i) {
+    int port = ports[(static_cast<std::size_t>(key) + i * stride) % n];
+    std::vector<index_t> behind;
+    for (index_t s : senders)
+      if (net.port_of(s) == port) behind.push_back(s);
+    picked.push_back(behind[static_cast<std::size_t>(key / static_cast<index_t>(n)) % behind.size()]);
+  }
+  return picked;
+}
+
 /// Builds the instance of `p` on `net` under strategy `S`. With `split_replicas`, the part of a
-/// task that must cross the network is cut into one slice per replica, each with its own sender.
+/// task that must cross the network is cut into one slice per sender NIC port (at most
+/// `max_slices`), each slice with its own choice of sender.
 template <strategy S>
 instance make_instance(const plan& p, const network& net, S, bool split_replicas = false) {
   if (net.device_count() < p.device_count)
@@ -1483,11 +1519,15 @@ instance make_instance(const plan& p, const network& net, S, bool split_replicas
         deliver_locally(net, in.resources, task, t.region, t.bytes, senders, p.receivers(t), fixed.options[0].ops);
     if (!fixed.options[0].ops.empty()) in.units.push_back(std::move(fixed));
     if (remote.empty()) continue;
-    auto slices = split_replicas ? slice_region(t.region, static_cast<index_t>(senders.size()))
+    // Replicas behind one NIC port cannot share its load, so a task is cut once per sender port.
+    const auto ports = static_cast<index_t>(sender_ports(net, senders).size());
+    auto slices = split_replicas ? slice_region(t.region, std::min<index_t>(ports, max_slices))
                                  : std::vector<box>{t.region};
-    for (const box& slice : slices) {
+    for (std::size_t k = 0; k < slices.size(); ++k) {
+      const box& slice = slices[k];
+      std::vector<index_t> choices = sender_choices(net, senders, task * max_slices + static_cast<index_t>(k));
       unit u{task, slice, slice.volume() * p.element_bytes, {}};
-      for (index_t s : senders) {
+      for (index_t s : choices) {
         option o{s, {}};
         S::remote_ops(net, in.resources, task, slice, u.bytes, s, remote, o.ops);
         u.options.push_back(std::move(o));
@@ -1556,12 +1596,14 @@ class resource_clock {
 //
 // The bound is the largest of
 //  - ingress: for every NIC port, the bytes that must enter it over its bandwidth, plus one latency
-//    per task entering it (no schedule can overlap two ops on one port);
+//    per op entering it (no schedule overlaps two ops on one port; solvers may cut a unit's ops
+//    into more pieces, never into fewer);
 //  - egress: the least T such that the bytes that must leave the senders can be spread over the
 //    sender ports, fractionally, without any port carrying more than T of work. That is the
 //    max over every set Q of sender ports of (bytes only Q can send) / (bandwidth of Q), found by
 //    a parametric max-flow rather than by enumerating sets;
-//  - the largest single transfer that cannot be cut (only without replica splitting).
+//  - the largest single transfer that cannot be cut (only without replica splitting);
+//  - for every device, the work its stream must carry whichever options are chosen.
 
 #include <algorithm>
 #include <map>
@@ -1648,7 +1690,8 @@ struct lower_bound_parts {
   double ingress_s = 0;
   double egress_s = 0;
   double largest_transfer_s = 0;
-  double value() const noexcept { return std::max({ingress_s, egress_s, largest_transfer_s}); }
+  double device_s = 0;  ///< work that must run on one device's stream
+  double value() const noexcept { return std::max({ingress_s, egress_s, largest_transfer_s, device_s}); }
 };
 
 /// The egress optimum also yields a fractional sender assignment that reaches it.
@@ -1668,8 +1711,10 @@ inline std::map<int, double> egress_bytes(const option& o, const resource_space&
 }
 }  // namespace detail
 
-/// The egress part of the bound, with an assignment reaching it (see the file comment).
-inline egress_split egress_bound(const instance& in) {
+/// The egress part of the bound, with an assignment reaching it (see the file comment). With
+/// `all_replicas`, a unit may leave through the port of any replica of its task (the bound then
+/// holds for every sender choice, not only the instance's options); the assignment is then empty.
+inline egress_split egress_bound(const instance& in, bool all_replicas = false) {
   const resource_space& rs = in.resources;
   const network& net = *in.net;
   std::vector<double> fixed(static_cast<std::size_t>(rs.ports), 0.0);
@@ -1696,6 +1741,9 @@ inline egress_split egress_bound(const instance& in) {
       flex[u].ports.push_back(port);
     }
     flex[u].bytes = std::max(0.0, residual);
+    // Any replica moves the same bytes out of its port: what must reach the other hosts does not
+    // depend on who sends it, since receivers beside a replica are served locally.
+    if (all_replicas) flex[u].ports = sender_ports(net, in.source->senders(static_cast<std::size_t>(un.task)));
   }
   // Units offering the same set of ports are one node of the flow graph.
   std::map<std::vector<int>, std::vector<std::size_t>> groups;
@@ -1719,8 +1767,6 @@ inline egress_split egress_bound(const instance& in) {
     total += b;
   }
   egress_split result;
-  result.fraction.resize(in.units.size());
-  for (std::size_t u = 0; u < in.units.size(); ++u) result.fraction[u].assign(in.units[u].options.size(), 0.0);
   auto solve = [&](double T, std::vector<std::vector<double>>* share) {
     const int g = static_cast<int>(groups.size()), source = g + rs.ports, sink = source + 1;
     detail::max_flow f(sink + 1);
@@ -1747,7 +1793,10 @@ inline egress_split egress_bound(const instance& in) {
       (solve(mid, nullptr) ? hi : lo) = mid;
     }
   }
-  result.makespan_s = total > 0 ? lo : lo;  // lo is never feasible-but-lower: a certified bound
+  result.makespan_s = lo;  // every T below lo was found infeasible: a certified bound
+  if (all_replicas) return result;
+  result.fraction.resize(in.units.size());
+  for (std::size_t u = 0; u < in.units.size(); ++u) result.fraction[u].assign(in.units[u].options.size(), 0.0);
   std::vector<std::vector<double>> share;
   if (total > 0) solve(hi, &share);
   int k = 0;
@@ -1778,32 +1827,32 @@ inline lower_bound_parts lower_bound(const instance& in) {
   const resource_space& rs = in.resources;
   const network& net = *in.net;
   lower_bound_parts lb;
-  // Ingress: the least any option puts on each port, summed over units.
+  // Ingress and device streams: the least work any option puts on each such resource (bytes over
+  // the port's bandwidth plus one latency per op entering it; op durations on a stream).
   std::vector<double> ingress(static_cast<std::size_t>(rs.ports), 0.0);
-  std::vector<std::vector<index_t>> tasks_into(static_cast<std::size_t>(rs.ports));
+  std::vector<double> stream(static_cast<std::size_t>(rs.devices), 0.0);
   for (const unit& u : in.units) {
     std::map<int, double> least;
     for (std::size_t k = 0; k < u.options.size(); ++k) {
       std::map<int, double> mine;
       for (const op& x : u.options[k].ops)
-        for (int r : x.resources)
-          if (r >= rs.ports && r < 2 * rs.ports) mine[r - rs.ports] += static_cast<double>(x.bytes);
+        for (int r : x.resources) {
+          if (r >= rs.ports && r < 2 * rs.ports)
+            mine[r] += static_cast<double>(x.bytes) / net.ingress_bps(r - rs.ports) + net.latency_s();
+          else if (r >= 2 * rs.ports)
+            mine[r] += x.duration;
+        }
       if (k == 0) least = mine;
-      for (auto& [port, b] : least) b = std::min(b, mine.count(port) ? mine[port] : 0.0);
+      for (auto& [r, t] : least) t = std::min(t, mine.count(r) ? mine[r] : 0.0);
     }
-    for (const auto& [port, b] : least)
-      if (b > 0) {
-        ingress[port] += b / net.ingress_bps(port);
-        if (tasks_into[port].empty() || tasks_into[port].back() != u.task) tasks_into[port].push_back(u.task);
-      }
+    for (const auto& [r, t] : least) {
+      if (r < 2 * rs.ports) ingress[r - rs.ports] += t;
+      else stream[r - 2 * rs.ports] += t;
+    }
   }
-  for (int p = 0; p < rs.ports; ++p) {
-    auto& t = tasks_into[p];
-    std::sort(t.begin(), t.end());
-    t.erase(std::unique(t.begin(), t.end()), t.end());
-    lb.ingress_s = std::max(lb.ingress_s, ingress[p] + static_cast<double>(t.size()) * net.latency_s());
-  }
-  egress_split e = egress_bound(in);
+  for (double t : ingress) lb.ingress_s = std::max(lb.ingress_s, t);
+  for (double t : stream) lb.device_s = std::max(lb.device_s, t);
+  egress_split e = egress_bound(in, /*all_replicas=*/true);
   lb.egress_s = e.makespan_s > 0 ? e.makespan_s + net.latency_s() : 0;
   for (const unit& u : in.units) {
     if (in.split_replicas && u.has_choice()) continue;  // may be cut further among replicas
@@ -2128,13 +2177,20 @@ struct alpa_least_loaded {
 #include <vector>
 
 // ---- begin meshcast/solver/greedy.hpp ----
-// greedy: list scheduling in the ordered model. Units go longest first; each takes the option
-// (sender) that finishes it earliest given what is already placed. A short local search then
-// moves units earlier in the list while that does not lengthen the schedule.
+// greedy: list scheduling in the ordered model. Three orders are tried: (a) rounds: each unit goes
+// to the first round in which none of its NIC ports is taken yet (first-fit colouring, the
+// diagonal rounds of an open shop), longest first within a round; (b) the unit that can finish
+// earliest goes next (small instances only: it re-evaluates units as resources fill); (c)
+// longest unit first. Each unit takes the option (sender) that finishes it earliest given what is
+// already placed. A short local search then moves units earlier in the best list while that does
+// not lengthen the schedule.
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <numeric>
+#include <queue>
+#include <tuple>
 #include <random>
 #include <vector>
 
@@ -2143,21 +2199,23 @@ namespace meshcast {
 
 struct greedy {
   static constexpr std::string_view name = "greedy";
-  /// Upper limit on the local search (the construction itself is not limited).
+  /// Time after which the local search stops (counted from the start, construction included).
   double search_limit_s = 0.03;
+  /// Largest instance (in units) for the earliest-finish order, whose cost grows faster than linearly.
+  std::size_t earliest_finish_limit = 256;
 
   const char* supports(const instance&) const { return nullptr; }
 
   solver_result solve(const instance& in, const solver_options& options) const {
     solver_result r;
-    r.ops = search(in, options).ops;
+    outcome best = search(in, options);
+    r.ops = ops_of(in, best.order, best.choice);
     return r;
   }
 
-  /// The best list found: unit order, option of each unit, and the ops in issue order.
+  /// The best list found: unit order, option of each unit, and its makespan.
   struct outcome {
     std::vector<std::size_t> order, choice;
-    std::vector<op> ops;
     double makespan = 0;
   };
 
@@ -2172,18 +2230,20 @@ struct greedy {
         weight[u] = std::max(weight[u], w);
       }
     outcome best;
-    best.order.resize(in.units.size());
-    std::iota(best.order.begin(), best.order.end(), 0);
-    std::vector<std::size_t> plain = best.order;
-    std::stable_sort(best.order.begin(), best.order.end(),
-                     [&](std::size_t a, std::size_t b) { return weight[a] > weight[b]; });
-    best.makespan = list_schedule(in, best.order, best.ops, &best.choice);
+    best.order = round_order(in, weight);
+    best.makespan = list_schedule(in, best.order, &best.choice);
     outcome trial;
-    trial.makespan = list_schedule(in, plain, trial.ops, &trial.choice);  // plan order as a second start
-    if (trial.makespan < best.makespan) {
-      trial.order = plain;
-      std::swap(best, trial);
+    if (in.units.size() <= earliest_finish_limit) {
+      trial.order = earliest_finish_order(in, weight);
+      trial.makespan = list_schedule(in, trial.order, &trial.choice);
+      if (trial.makespan < best.makespan) std::swap(best, trial);
     }
+    trial.order.resize(in.units.size());
+    std::iota(trial.order.begin(), trial.order.end(), 0);
+    std::stable_sort(trial.order.begin(), trial.order.end(),
+                     [&](std::size_t a, std::size_t b) { return weight[a] > weight[b]; });
+    trial.makespan = list_schedule(in, trial.order, &trial.choice);
+    if (trial.makespan < best.makespan) std::swap(best, trial);
     std::mt19937_64 rng(options.seed);
     for (int it = 0; best.order.size() > 1; ++it) {
       if ((it & 7) == 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() > limit) break;
@@ -2192,66 +2252,146 @@ struct greedy {
       if (i == j) continue;
       if (i > j) std::swap(i, j);
       std::rotate(trial.order.begin() + i, trial.order.begin() + j, trial.order.begin() + j + 1);  // j before i
-      trial.makespan = list_schedule(in, trial.order, trial.ops, &trial.choice);
+      trial.makespan = list_schedule(in, trial.order, &trial.choice);
       if (trial.makespan <= best.makespan) std::swap(best, trial);
     }
     return best;
   }
 
-  /// Places the units in the given order, each with its earliest-finishing option.
-  static double list_schedule(const instance& in, const std::vector<std::size_t>& order, std::vector<op>& out,
+  /// Places the units in the given order, each with its earliest-finishing option; returns the
+  /// makespan and, with `choice`, the option taken by every unit.
+  static double list_schedule(const instance& in, const std::vector<std::size_t>& order,
                               std::vector<std::size_t>* choice = nullptr) {
-    out.clear();
     if (choice) choice->assign(in.units.size(), 0);
     std::vector<double> free(static_cast<std::size_t>(in.resources.size()), 0.0);
-    std::vector<std::pair<int, double>> touched;
+    scratch touched(in.resources.size());
     double makespan = 0;
     for (std::size_t u : order) {
       const unit& un = in.units[u];
-      std::size_t best = 0;
-      double best_finish = 0, best_tie = 0;
-      for (std::size_t k = 0; k < un.options.size(); ++k) {
-        double finish = try_option(un.options[k], free, touched);
-        double tie = un.options[k].sender >= 0 ? free[in.resources.egress(in.net->port_of(un.options[k].sender))] : 0;
-        if (k == 0 || finish < best_finish - 1e-15 || (finish <= best_finish + 1e-15 && tie < best_tie)) {
-          best = k;
-          best_finish = finish;
-          best_tie = tie;
-        }
-      }
+      std::size_t best = best_option(in, un, free, touched);
       if (choice) (*choice)[u] = best;
       for (const op& x : un.options[best].ops) {
-        op& placed = out.emplace_back(x);
         double start = 0;
-        for (int r : placed.resources) start = std::max(start, free[r]);
-        placed.start = start;
-        placed.end = start + placed.duration;
-        for (int r : placed.resources) free[r] = placed.end;
-        makespan = std::max(makespan, placed.end);
+        for (int r : x.resources) start = std::max(start, free[r]);
+        for (int r : x.resources) free[r] = start + x.duration;
+        makespan = std::max(makespan, start + x.duration);
       }
     }
     return makespan;
   }
 
+  /// The ops of a list schedule, in issue order.
+  static std::vector<op> ops_of(const instance& in, const std::vector<std::size_t>& order,
+                                const std::vector<std::size_t>& choice) {
+    std::vector<op> out;
+    for (std::size_t u : order) detail::emit(in, u, choice[u], out);
+    return out;
+  }
+
  private:
-  // Finish time of an option appended now, without changing `free`.
-  static double try_option(const option& o, const std::vector<double>& free, std::vector<std::pair<int, double>>& touched) {
-    touched.clear();
-    auto at = [&](int r) {
-      for (auto& [res, t] : touched)
-        if (res == r) return t;
-      return free[r];
+  struct scratch {
+    explicit scratch(int resources) : stamp(static_cast<std::size_t>(resources), 0), time(static_cast<std::size_t>(resources), 0.0) {}
+    std::vector<std::uint64_t> stamp;
+    std::vector<double> time;
+    std::uint64_t epoch = 0;
+  };
+
+  // First-fit rounds: a unit (with the sender whose port is free earliest among the rounds) takes
+  // the first round where none of its ports is used; units are then sorted by round, longest first.
+  static std::vector<std::size_t> round_order(const instance& in, const std::vector<double>& weight) {
+    const resource_space& rs = in.resources;
+    std::vector<std::vector<char>> used(static_cast<std::size_t>(2 * rs.ports));
+    auto taken = [&](int port, std::size_t r) { return r < used[port].size() && used[port][r]; };
+    std::vector<std::size_t> by_weight(in.units.size());
+    std::iota(by_weight.begin(), by_weight.end(), 0);
+    std::stable_sort(by_weight.begin(), by_weight.end(), [&](std::size_t a, std::size_t b) { return weight[a] > weight[b]; });
+    std::vector<std::size_t> round(in.units.size(), 0);
+    std::vector<int> ports;
+    for (std::size_t u : by_weight) {
+      std::size_t best_round = std::numeric_limits<std::size_t>::max(), best_k = 0;
+      for (std::size_t k = 0; k < in.units[u].options.size(); ++k) {
+        ports.clear();
+        for (const op& x : in.units[u].options[k].ops)
+          for (int r : x.resources)
+            if (rs.is_port(r) && std::find(ports.begin(), ports.end(), r) == ports.end()) ports.push_back(r);
+        std::size_t r = 0;
+        while (std::any_of(ports.begin(), ports.end(), [&](int p) { return taken(p, r); })) ++r;
+        if (r < best_round) best_round = r, best_k = k;
+      }
+      for (const op& x : in.units[u].options[best_k].ops)
+        for (int r : x.resources)
+          if (rs.is_port(r)) {
+            if (used[r].size() <= best_round) used[r].resize(best_round + 1, 0);
+            used[r][best_round] = 1;
+          }
+      round[u] = best_round;
+    }
+    std::vector<std::size_t> order = by_weight;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return round[a] < round[b]; });
+    return order;
+  }
+
+  // The order in which units are met when the one that can finish earliest always goes next.
+  // Finish times only grow as resources fill up, so a stale heap entry is re-evaluated when popped.
+  static std::vector<std::size_t> earliest_finish_order(const instance& in, const std::vector<double>& weight) {
+    std::vector<double> free(static_cast<std::size_t>(in.resources.size()), 0.0);
+    scratch touched(in.resources.size());
+    auto finish_of = [&](std::size_t u) {
+      double best = std::numeric_limits<double>::infinity();
+      for (const option& o : in.units[u].options) best = std::min(best, try_option(o, free, touched));
+      return best;
     };
+    using entry = std::tuple<double, double, std::size_t>;  // finish, -weight, unit
+    std::priority_queue<entry, std::vector<entry>, std::greater<entry>> heap;
+    for (std::size_t u = 0; u < in.units.size(); ++u) heap.push({finish_of(u), -weight[u], u});
+    std::vector<std::size_t> order;
+    order.reserve(in.units.size());
+    while (!heap.empty()) {
+      auto [finish, w, u] = heap.top();
+      heap.pop();
+      if (double now = finish_of(u); now > finish + 1e-15) {
+        heap.push({now, w, u});
+        continue;
+      }
+      order.push_back(u);
+      // Place it exactly as list_schedule will.
+      const unit& un = in.units[u];
+      std::size_t pick = best_option(in, un, free, touched);
+      for (const op& x : un.options[pick].ops) {
+        double start = 0;
+        for (int r : x.resources) start = std::max(start, free[r]);
+        for (int r : x.resources) free[r] = start + x.duration;
+      }
+    }
+    return order;
+  }
+
+  static std::size_t best_option(const instance& in, const unit& un, const std::vector<double>& free,
+                                 scratch& touched) {
+    std::size_t best = 0;
+    double best_finish = 0, best_tie = 0;
+    for (std::size_t k = 0; k < un.options.size(); ++k) {
+      double finish = try_option(un.options[k], free, touched);
+      double tie = un.options[k].sender >= 0 ? free[in.resources.egress(in.net->port_of(un.options[k].sender))] : 0;
+      if (k == 0 || finish < best_finish - 1e-15 || (finish <= best_finish + 1e-15 && tie < best_tie)) {
+        best = k;
+        best_finish = finish;
+        best_tie = tie;
+      }
+    }
+    return best;
+  }
+
+  // Finish time of an option appended now, without changing `free` (scratch holds the option's
+  // own updates, found in O(1) by stamping the resources it touched).
+  static double try_option(const option& o, const std::vector<double>& free, scratch& tmp) {
+    ++tmp.epoch;
     double finish = 0;
     for (const op& x : o.ops) {
       double start = 0;
-      for (int r : x.resources) start = std::max(start, at(r));
+      for (int r : x.resources) start = std::max(start, tmp.stamp[r] == tmp.epoch ? tmp.time[r] : free[r]);
       double end = start + x.duration;
-      for (int r : x.resources) {
-        auto it = std::find_if(touched.begin(), touched.end(), [&](auto& p) { return p.first == r; });
-        if (it == touched.end()) touched.push_back({r, end});
-        else it->second = end;
-      }
+      for (int r : x.resources) tmp.stamp[r] = tmp.epoch, tmp.time[r] = end;
       finish = std::max(finish, end);
     }
     return finish;

@@ -169,6 +169,9 @@ struct ilp {
                     lb.data(), ub.data(), obj.data(), row_lo.data(), row_hi.data());
     for (int col = 1; col < columns; ++col) Cbc_setInteger(model.get(), col);
     Cbc_setLogLevel(model.get(), 0);
+    // CBC 2.10's preprocessing can crash in its post-processing on these models; the rows are
+    // already tight, so it is switched off.
+    Cbc_setParameter(model.get(), "preprocess", "off");
     Cbc_setMaximumSeconds(model.get(), std::max(options.time_limit_s, 0.01));
 
     // MIP start: the list schedule.

@@ -35,7 +35,8 @@ struct send_recv_allgather {
           gather.resources.push_back(rs.stream(r));
           if (r != receivers[i]) gather.receivers.push_back(r);
         }
-        gather.duration = net.latency_s() + static_cast<double>(slice_bytes) / net.intra_bps();
+        // The host's exchanges are one all-gather launch: only the first pays the latency.
+        gather.duration = (i == 0 ? net.latency_s() : 0.0) + static_cast<double>(slice_bytes) / net.intra_bps();
         gather.after = static_cast<int>(out.size()) - 1;
         out.push_back(std::move(gather));
       }
