@@ -1419,6 +1419,7 @@ decltype(auto) visit_strategy(std::string_view name, F&& f) {
 // option per possible sender. Solvers choose an option per unit and an order for all the ops.
 
 #include <algorithm>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
@@ -1485,8 +1486,11 @@ inline std::vector<index_t> sender_choices(const network& net, std::span<const i
   std::vector<int> ports = sender_ports(net, senders);
   const std::size_t n = ports.size(), take = std::min(n, max_options), stride = n / take;
   std::vector<index_t> picked;
+  // A multiplicative hash of the key picks the first port, so that consecutive units start on
+  // unrelated ports (a plain key would line them up on the same few).
+  const std::size_t first = static_cast<std::size_t>((static_cast<std::uint64_t>(key) * 0x9E3779B97F4A7C15ULL) >> 32) % n;
   for (std::size_t i = 0; i < take; ++i) {
-    int port = ports[(static_cast<std::size_t>(key) + i * stride) % n];
+    int port = ports[(first + i * stride) % n];
     std::vector<index_t> behind;
     for (index_t s : senders)
       if (net.port_of(s) == port) behind.push_back(s);

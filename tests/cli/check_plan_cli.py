@@ -155,6 +155,97 @@ for bad, word in [(["--src-spec", "S0,Q"], "'Q'"), (["--src-mesh", "2x0"], "'2x0
 r = run(base)
 check(r.returncode == 0 and "tasks" in r.stdout, f"summary: {r.returncode} {r.stdout}")
 
+
+# Schedules: every solver and strategy, checked independently of the library.
+def check_schedule_json(name, j, dph):
+    sch = j["schedule"]
+    for key in ["solver", "strategy", "makespan_s", "lower_bound_s", "solve_ms", "ops"]:
+        check(key in sch, f"{name}: schedule lacks {key}")
+    shape = j["shape"]
+    host_of = j["host_of"]
+    tasks = j["tasks"]
+    src_mesh, dst_mesh = j["src"]["mesh"], j["dst"]["mesh"]
+    sspec, dspec = parse_spec(j["src"]["spec"]), parse_spec(j["dst"]["spec"])
+    src_tiles = {d: tile(src_mesh, sspec, shape, i) for i, d in enumerate(j["src"]["devices"])}
+    dst_tiles = {d: tile(dst_mesh, dspec, shape, i) for i, d in enumerate(j["dst"]["devices"])}
+    got = {d: {} for d in dst_tiles}
+    arrival = {}
+    end = 0.0
+    for o in sch["ops"]:
+        t = tasks[o["task"]]
+        region = [tuple(r) for r in o["region"]]
+        check(all(a <= lo and hi <= b for (lo, hi), (a, b) in zip(region, t["region"])), f"{name}: op region outside task")
+        vol = 1
+        for lo, hi in region:
+            vol *= hi - lo
+        check(o["bytes"] == vol * j["element_bytes"], f"{name}: op bytes")
+        check(o["start_s"] <= o["end_s"], f"{name}: op times")
+        end = max(end, o["end_s"])
+        for r in o["receivers"]:
+            check(r in t["receivers"], f"{name}: op receiver not in task")
+            if host_of[r] != host_of[o["sender"]]:
+                check(host_of[r] in o["ingress_hosts"], f"{name}: ingress host missing")
+            for e in elements(region):
+                got[r][e] = got[r].get(e, 0) + 1
+                arrival[(r, e)] = min(arrival.get((r, e), 1e300), o["end_s"])
+    for o in sch["ops"]:  # the sender holds the region: source tile, or it arrived earlier
+        s = o["sender"]
+        region = [tuple(r) for r in o["region"]]
+        if s in src_tiles and all(a <= lo and hi <= b for (lo, hi), (a, b) in zip(region, src_tiles[s])):
+            continue
+        check(all(arrival.get((s, e), 1e300) <= o["start_s"] + 1e-12 for e in elements(region)),
+              f"{name}: device {s} sends what it does not hold")
+    for d, box in dst_tiles.items():
+        check(got[d] == {e: 1 for e in elements(box)}, f"{name}: device {d} not served exactly once")
+    ops = sch["ops"]
+    for a in range(len(ops)):  # single NIC per host: one op per NIC direction at a time
+        for b in range(a + 1, len(ops)):
+            x, y = ops[a], ops[b]
+            if x["start_s"] < y["end_s"] - 1e-12 and y["start_s"] < x["end_s"] - 1e-12:
+                check(not set(x["egress_hosts"]) & set(y["egress_hosts"]), f"{name}: egress overlap")
+                check(not set(x["ingress_hosts"]) & set(y["ingress_hosts"]), f"{name}: ingress overlap")
+    check(abs(end - sch["makespan_s"]) <= 1e-9 * max(1, end), f"{name}: makespan is not the last end")
+    check(sch["makespan_s"] >= sch["lower_bound_s"] * (1 - 1e-9), f"{name}: makespan below the bound")
+
+
+sched_base = ["--shape", "6x5", "--src-mesh", "2x2", "--src-spec", "R,S1", "--dst-mesh", "3x2", "--dst-spec", "S0,R",
+              "--devices-per-host", "2", "--json", "--time-limit-ms", "50"]
+solvers = ["naive", "alpa_least_loaded", "alpa_greedy", "alpa_dfs", "greedy", "branch_and_bound", "ilp", "open_shop"]
+for strategy in ["send_recv", "send_recv_allgather", "broadcast"]:
+    for solver in solvers:
+        for split in ([], ["--split-replicas"]):
+            args = sched_base + ["--solver", solver, "--strategy", strategy] + split
+            name = f"{solver}/{strategy}{'/split' if split else ''}"
+            r = run(args)
+            if solver == "open_shop" and strategy == "broadcast":
+                check(r.returncode == 2 and "does not apply" in r.stderr, f"{name}: expected a refusal, got {r.returncode}")
+                continue
+            if solver == "ilp" and r.returncode == 2 and "without it" in r.stderr:
+                continue  # built without CBC: says so
+            check(r.returncode == 0, f"{name}: exit {r.returncode}: {r.stderr}")
+            if r.returncode == 0:
+                j = json.loads(r.stdout)
+                check(j["schedule"]["solver"] == solver and j["schedule"]["strategy"] == strategy, f"{name}: names")
+                check_schedule_json(name, j, 2)
+
+# Unknown names are refused, naming them.
+for flag, bad in [("--solver", "fastest"), ("--strategy", "carrier_pigeon")]:
+    r = run(sched_base + [flag, bad])
+    check(r.returncode == 2 and f"'{bad}'" in r.stderr, f"{flag} {bad}: {r.returncode} {r.stderr}")
+
+# The trace is Chrome trace-event JSON with a track per host NIC direction.
+import os
+import tempfile
+with tempfile.TemporaryDirectory() as tmp:
+    path = os.path.join(tmp, "trace.json")
+    r = run(sched_base + ["--solver", "greedy", "--trace", path])
+    check(r.returncode == 0, f"trace: {r.stderr}")
+    trace = json.load(open(path))
+    events = trace["traceEvents"]
+    names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    check("NIC 0 egress" in names and "NIC 0 ingress" in names, "trace: NIC tracks missing")
+    check(any(e["ph"] == "X" and e["dur"] > 0 for e in events), "trace: no op events")
+
 if failures:
     print("\n".join(failures[:20]))
     print(f"{len(failures)} failures")

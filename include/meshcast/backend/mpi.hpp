@@ -1,0 +1,150 @@
+// The MPI backend: one rank per device, host memory, nonblocking point-to-point and broadcast on
+// cached sub-communicators. Waits give up with an error after a deadline instead of hanging.
+#pragma once
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <limits>
+#include <algorithm>
+#include <vector>
+
+#include "../backend.hpp"
+#include "../error.hpp"
+#include "../exec/pack.hpp"
+#include "../exec/wire.hpp"
+
+namespace meshcast {
+
+class mpi_backend {
+ public:
+  using request = MPI_Request;
+  /// A sub-communicator and the group rank of each member device, in member order.
+  struct group {
+    MPI_Comm comm = MPI_COMM_NULL;
+    std::vector<index_t> members;
+    group() = default;
+    group(MPI_Comm c, std::vector<index_t> m) : comm(c), members(std::move(m)) {}
+    group(group&& o) noexcept : comm(std::exchange(o.comm, MPI_COMM_NULL)), members(std::move(o.members)) {}
+    group& operator=(group&& o) noexcept {
+      std::swap(comm, o.comm);
+      members.swap(o.members);
+      return *this;
+    }
+    ~group() {
+      int finalized = 0;
+      MPI_Finalized(&finalized);
+      if (comm != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm);
+    }
+  };
+  /// Host memory that keeps its address when moved (requests point into it).
+  struct buffer {
+    std::unique_ptr<std::byte[]> bytes;
+    std::byte* data() const noexcept { return bytes.get(); }
+  };
+
+  /// Rank r of `comm` plays device r. `timeout_s` bounds every wait.
+  explicit mpi_backend(MPI_Comm comm = MPI_COMM_WORLD, double timeout_s = 60) : comm_(comm), timeout_s_(timeout_s) {
+    int r = 0;
+    MPI_Comm_rank(comm_, &r);
+    rank_ = r;
+  }
+
+  index_t device() const noexcept { return rank_; }
+  MPI_Comm comm() const noexcept { return comm_; }
+
+  request send(const std::byte* data, std::size_t n, index_t peer, int tag) {
+    request r;
+    check(MPI_Isend(data, count(n), MPI_BYTE, static_cast<int>(peer), tag, comm_, &r), "MPI_Isend");
+    return r;
+  }
+  request recv(std::byte* data, std::size_t n, index_t peer, int tag) {
+    request r;
+    check(MPI_Irecv(data, count(n), MPI_BYTE, static_cast<int>(peer), tag, comm_, &r), "MPI_Irecv");
+    return r;
+  }
+  group make_group(std::span<const index_t> members, int tag) {
+    std::vector<int> ranks(members.begin(), members.end());
+    MPI_Group world, sub;
+    MPI_Comm_group(comm_, &world);
+    MPI_Group_incl(world, static_cast<int>(ranks.size()), ranks.data(), &sub);
+    MPI_Comm c = MPI_COMM_NULL;
+    check(MPI_Comm_create_group(comm_, sub, tag, &c), "MPI_Comm_create_group");
+    MPI_Group_free(&sub);
+    MPI_Group_free(&world);
+    return group(c, {members.begin(), members.end()});
+  }
+  request broadcast(std::byte* data, std::size_t n, index_t root, group& g) {
+    int root_rank = static_cast<int>(std::find(g.members.begin(), g.members.end(), root) - g.members.begin());
+    request r;
+    check(MPI_Ibcast(data, count(n), MPI_BYTE, root_rank, g.comm, &r), "MPI_Ibcast");
+    return r;
+  }
+  /// Waits for `r`, polling, and throws once the deadline has passed (a peer that never comes).
+  void wait(request& r) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s_);
+    for (int spins = 0;; ++spins) {
+      int done = 0;
+      check(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      if (done) return;
+      if (std::chrono::steady_clock::now() > deadline)
+        throw error("device " + std::to_string(rank_) + ": a transfer did not complete within " +
+                    std::to_string(timeout_s_) + " s (a rank is missing, or ranks run different schedules)");
+      if (spins > 1000) std::this_thread::yield();
+    }
+  }
+  void begin_round() noexcept {}
+  void end_round() noexcept {}
+
+  buffer allocate(std::size_t n) { return {std::make_unique_for_overwrite<std::byte[]>(n)}; }
+  void pack(const box& tile, const std::byte* from, const box& region, std::size_t eb, std::byte* to) {
+    meshcast::pack(tile, {from, meshcast::tile_bytes(tile, eb)}, region, eb, {to, meshcast::tile_bytes(region, eb)});
+  }
+  void unpack(const std::byte* from, const box& tile, std::byte* to, const box& region, std::size_t eb) {
+    meshcast::unpack({from, meshcast::tile_bytes(region, eb)}, tile, {to, meshcast::tile_bytes(tile, eb)}, region, eb);
+  }
+  void copy_region(const box& from_tile, const std::byte* from, const box& to_tile, std::byte* to, const box& region,
+                   std::size_t eb) {
+    meshcast::copy_region(from_tile, {from, meshcast::tile_bytes(from_tile, eb)}, to_tile,
+                          {to, meshcast::tile_bytes(to_tile, eb)}, region, eb);
+  }
+
+ private:
+  static int count(std::size_t n) {
+    if (n > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+      throw error("a message of " + std::to_string(n) + " bytes exceeds MPI's int count; cut the task finer");
+    return static_cast<int>(n);
+  }
+  void check(int rc, const char* what) const {
+    if (rc != MPI_SUCCESS) throw error("device " + std::to_string(rank_) + ": " + what + " failed with code " + std::to_string(rc));
+  }
+  MPI_Comm comm_;
+  double timeout_s_;
+  index_t rank_ = 0;
+};
+
+static_assert(backend<mpi_backend>, "mpi_backend must satisfy the backend concept.");
+
+/// Hands `root`'s ops to every rank of `comm` (so that ranks never run solvers that may differ,
+/// e.g. time-limited searches), then checks that all ranks agree on plan and schedule.
+inline void share_schedule(MPI_Comm comm, const plan& p, std::vector<op>& ops, int root = 0) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::vector<std::int64_t> wire = rank == root ? to_wire(ops) : std::vector<std::int64_t>{};
+  long long n = static_cast<long long>(wire.size());
+  MPI_Bcast(&n, 1, MPI_LONG_LONG, root, comm);
+  wire.resize(static_cast<std::size_t>(n));
+  MPI_Bcast(wire.data(), static_cast<int>(n), MPI_INT64_T, root, comm);
+  if (rank != root) ops = from_wire(wire);
+  unsigned long long mine = fingerprint(p, ops), low = 0, high = 0;
+  MPI_Allreduce(&mine, &low, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, comm);
+  MPI_Allreduce(&mine, &high, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm);
+  if (low != high) throw error("ranks disagree on the plan: were they given the same layouts and sizes?");
+}
+
+}  // namespace meshcast
