@@ -31,6 +31,7 @@ concept backend = requires(B& b, const B& cb, std::byte* out, const std::byte* i
   b.wait(req);
   b.begin_round();
   b.end_round();
+  b.flush();  ///< everything issued so far is complete when it returns
   { b.allocate(n) } -> std::same_as<typename B::buffer>;
   b.pack(tile, in, region, n, out);
   b.unpack(in, tile, out, region, n);

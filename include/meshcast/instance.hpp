@@ -3,7 +3,6 @@
 #pragma once
 
 #include <algorithm>
-#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
@@ -66,23 +65,22 @@ inline std::vector<int> sender_ports(const network& net, std::span<const index_t
   return ports;
 }
 
-/// The devices offered as senders of one unit: every replica when there are few; otherwise one
-/// device on each of `max_options` ports, picked by `key` so that different units get different
-/// ports and different devices behind a port.
-inline std::vector<index_t> sender_choices(const network& net, std::span<const index_t> senders, index_t key) {
+/// The devices offered as senders of the unit at `position` (task t's slice k of n slices is
+/// position t * n + k): every replica when there are few; otherwise one device on each of
+/// `max_options` ports at an even stride from port `position` (mod the port count), so that
+/// consecutive units, and the slices of one task, start on consecutive ports and the units
+/// together cover every port evenly.
+inline std::vector<index_t> sender_choices(const network& net, std::span<const index_t> senders, index_t position) {
   if (senders.size() <= max_options) return {senders.begin(), senders.end()};
   std::vector<int> ports = sender_ports(net, senders);
   const std::size_t n = ports.size(), take = std::min(n, max_options), stride = n / take;
   std::vector<index_t> picked;
-  // A multiplicative hash of the key picks the first port, so that consecutive units start on
-  // unrelated ports (a plain key would line them up on the same few).
-  const std::size_t first = static_cast<std::size_t>((static_cast<std::uint64_t>(key) * 0x9E3779B97F4A7C15ULL) >> 32) % n;
   for (std::size_t i = 0; i < take; ++i) {
-    int port = ports[(first + i * stride) % n];
+    int port = ports[(static_cast<std::size_t>(position) + i * stride) % n];
     std::vector<index_t> behind;
     for (index_t s : senders)
       if (net.port_of(s) == port) behind.push_back(s);
-    picked.push_back(behind[static_cast<std::size_t>(key / static_cast<index_t>(n)) % behind.size()]);
+    picked.push_back(behind[static_cast<std::size_t>(position / static_cast<index_t>(n)) % behind.size()]);
   }
   return picked;
 }
@@ -117,7 +115,8 @@ instance make_instance(const plan& p, const network& net, S, bool split_replicas
                                  : std::vector<box>{t.region};
     for (std::size_t k = 0; k < slices.size(); ++k) {
       const box& slice = slices[k];
-      std::vector<index_t> choices = sender_choices(net, senders, task * max_slices + static_cast<index_t>(k));
+      std::vector<index_t> choices =
+          sender_choices(net, senders, task * static_cast<index_t>(slices.size()) + static_cast<index_t>(k));
       unit u{task, slice, slice.volume() * p.element_bytes, {}};
       for (index_t s : choices) {
         option o{s, {}};

@@ -123,7 +123,7 @@ inline egress_split egress_bound(const instance& in, bool all_replicas = false) 
   };
   double hi = lo + total / slowest;
   if (total > 0) {
-    for (int it = 0; it < 60 && hi - lo > 1e-9 * hi; ++it) {
+    for (int it = 0; it < 60 && hi - lo > 1e-7 * hi; ++it) {
       double mid = 0.5 * (lo + hi);
       (solve(mid, nullptr) ? hi : lo) = mid;
     }

@@ -1419,7 +1419,6 @@ decltype(auto) visit_strategy(std::string_view name, F&& f) {
 // option per possible sender. Solvers choose an option per unit and an order for all the ops.
 
 #include <algorithm>
-#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
@@ -1478,23 +1477,22 @@ inline std::vector<int> sender_ports(const network& net, std::span<const index_t
   return ports;
 }
 
-/// The devices offered as senders of one unit: every replica when there are few; otherwise one
-/// device on each of `max_options` ports, picked by `key` so that different units get different
-/// ports and different devices behind a port.
-inline std::vector<index_t> sender_choices(const network& net, std::span<const index_t> senders, index_t key) {
+/// The devices offered as senders of the unit at `position` (task t's slice k of n slices is
+/// position t * n + k): every replica when there are few; otherwise one device on each of
+/// `max_options` ports at an even stride from port `position` (mod the port count), so that
+/// consecutive units, and the slices of one task, start on consecutive ports and the units
+/// together cover every port evenly.
+inline std::vector<index_t> sender_choices(const network& net, std::span<const index_t> senders, index_t position) {
   if (senders.size() <= max_options) return {senders.begin(), senders.end()};
   std::vector<int> ports = sender_ports(net, senders);
   const std::size_t n = ports.size(), take = std::min(n, max_options), stride = n / take;
   std::vector<index_t> picked;
-  // A multiplicative hash of the key picks the first port, so that consecutive units start on
-  // unrelated ports (a plain key would line them up on the same few).
-  const std::size_t first = static_cast<std::size_t>((static_cast<std::uint64_t>(key) * 0x9E3779B97F4A7C15ULL) >> 32) % n;
   for (std::size_t i = 0; i < take; ++i) {
-    int port = ports[(first + i * stride) % n];
+    int port = ports[(static_cast<std::size_t>(position) + i * stride) % n];
     std::vector<index_t> behind;
     for (index_t s : senders)
       if (net.port_of(s) == port) behind.push_back(s);
-    picked.push_back(behind[static_cast<std::size_t>(key / static_cast<index_t>(n)) % behind.size()]);
+    picked.push_back(behind[static_cast<std::size_t>(position / static_cast<index_t>(n)) % behind.size()]);
   }
   return picked;
 }
@@ -1529,7 +1527,8 @@ instance make_instance(const plan& p, const network& net, S, bool split_replicas
                                  : std::vector<box>{t.region};
     for (std::size_t k = 0; k < slices.size(); ++k) {
       const box& slice = slices[k];
-      std::vector<index_t> choices = sender_choices(net, senders, task * max_slices + static_cast<index_t>(k));
+      std::vector<index_t> choices =
+          sender_choices(net, senders, task * static_cast<index_t>(slices.size()) + static_cast<index_t>(k));
       unit u{task, slice, slice.volume() * p.element_bytes, {}};
       for (index_t s : choices) {
         option o{s, {}};
@@ -1792,7 +1791,7 @@ inline egress_split egress_bound(const instance& in, bool all_replicas = false) 
   };
   double hi = lo + total / slowest;
   if (total > 0) {
-    for (int it = 0; it < 60 && hi - lo > 1e-9 * hi; ++it) {
+    for (int it = 0; it < 60 && hi - lo > 1e-7 * hi; ++it) {
       double mid = 0.5 * (lo + hi);
       (solve(mid, nullptr) ? hi : lo) = mid;
     }
@@ -2198,6 +2197,209 @@ struct alpa_least_loaded {
 #include <random>
 #include <vector>
 
+// ---- begin meshcast/solver/open_shop.hpp ----
+// open_shop: for point-to-point strategies, reach the lower bound up to chunking and latency.
+//
+// 1. Spread every unit over its replicas in the proportions of the egress bound's optimal flow
+//    (with replica splitting; otherwise each unit goes whole to its largest share).
+// 2. Cut every NIC transfer into chunks of about (lower bound / rounds) seconds.
+// 3. The chunks form a bipartite multigraph between egress and ingress ports. By Koenig's
+//    theorem its edges can be coloured with as many colours as the largest degree; each colour is
+//    a round in which no port is used twice. Rounds are issued one after another.
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+
+namespace meshcast {
+
+struct open_shop {
+  static constexpr std::string_view name = "open_shop";
+  int rounds = 256;  ///< target number of chunks on the busiest port (fewer when latency dominates)
+
+  const char* supports(const instance& in) const {
+    if (!in.point_to_point)
+      return "open_shop colours point-to-point transfers; a broadcast chain holds several ports at once";
+    return nullptr;
+  }
+
+  solver_result solve(const instance& in, const solver_options&) const {
+    const network& net = *in.net;
+    const resource_space& rs = in.resources;
+    egress_split split = egress_bound(in);
+    // Every chunk pays one latency: keep chunks at least 50 latencies long (<= 2% overhead).
+    const double bound = lower_bound(in).value();
+    const double wanted_rounds = net.latency_s() > 0 ? std::min<double>(rounds, bound / (50 * net.latency_s())) : rounds;
+    const double chunk_s = std::max(bound / std::max(1.0, wanted_rounds), 1e-12);
+    solver_result out;
+    std::vector<op> chunks;
+    struct followup {
+      std::size_t pending;  // chunks of the transfer still to be issued
+      std::vector<op> then;  // ops that need the whole transfer first (local all-gather)
+    };
+    std::vector<followup> follow;
+    std::vector<std::size_t> follow_of;  // chunk -> followup index, or npos
+
+    for (std::size_t u = 0; u < in.units.size(); ++u) {
+      const unit& un = in.units[u];
+      if (!un.has_choice() && !any_nic(un.options[0], rs)) {
+        detail::emit(in, u, 0, out.ops);  // local and intra-host work goes first
+        continue;
+      }
+      std::vector<double> share = split.fraction[u];
+      if (!in.split_replicas || !same_shape(un)) {
+        std::size_t top = std::max_element(share.begin(), share.end()) - share.begin();
+        std::fill(share.begin(), share.end(), 0.0);
+        share[top] = 1;
+      }
+      const auto& ops0 = un.options[0].ops;
+      for (std::size_t j = 0; j < ops0.size(); ++j) {
+        if (ops0[j].after >= 0) continue;  // handled with the transfer it waits for
+        if (!ops0[j].uses_nic(rs)) {
+          out.ops.push_back(ops0[j]);
+          for (const op& x : ops0)
+            if (x.after == static_cast<int>(j)) out.ops.push_back(x);
+          continue;
+        }
+        const box& region = ops0[j].region;
+        const index_t element_bytes = region.volume() > 0 ? ops0[j].bytes / region.volume() : 1;
+        int d = slice_dim(region, 2);
+        std::vector<index_t> rows = apportion(region[d].size(), share);
+        std::vector<box> blocks = slice_by_counts(region, d, rows);
+        std::size_t first_chunk = chunks.size();
+        for (std::size_t k = 0; k < blocks.size(); ++k) {
+          if (rows[k] == 0) continue;
+          const op& model = un.options[k].ops[j];
+          index_t block_bytes = blocks[k].volume() * element_bytes;
+          double t = net.transfer_time(model.sender, model.receivers[0], block_bytes);
+          auto pieces = slice_region(blocks[k], std::max<index_t>(1, std::llround(t / chunk_s)));
+          for (const box& piece : pieces) {
+            op c = model;
+            c.region = piece;
+            c.bytes = piece.volume() * element_bytes;
+            c.duration = net.transfer_time(model.sender, model.receivers[0], c.bytes);
+            chunks.push_back(std::move(c));
+          }
+        }
+        std::vector<op> then;
+        for (const op& x : ops0)
+          if (x.after == static_cast<int>(j)) then.push_back(x);
+        std::size_t f = then.empty() ? npos : follow.size();
+        if (!then.empty()) follow.push_back({chunks.size() - first_chunk, std::move(then)});
+        follow_of.resize(chunks.size(), f);
+      }
+    }
+
+    // Colour the chunk graph: vertices are egress ports (left) and ingress ports (right).
+    const int ports = rs.ports;
+    std::vector<int> degree(static_cast<std::size_t>(2 * ports), 0);
+    std::vector<std::pair<int, int>> ends(chunks.size());
+    for (std::size_t e = 0; e < chunks.size(); ++e) {
+      int a = -1, b = -1;
+      for (int r : chunks[e].resources) {
+        if (r < ports) a = r;
+        else if (r < 2 * ports) b = r;
+      }
+      ends[e] = {a, b};
+      ++degree[a], ++degree[b];
+    }
+    const int colours = chunks.empty() ? 0 : *std::max_element(degree.begin(), degree.end());
+    std::vector<int> colour = edge_colour(ends, 2 * ports, colours);
+    std::vector<std::vector<std::size_t>> by_round(static_cast<std::size_t>(colours));
+    for (std::size_t e = 0; e < chunks.size(); ++e) by_round[colour[e]].push_back(e);
+    for (const auto& round : by_round) {
+      std::vector<std::size_t> finished;
+      for (std::size_t e : round) {
+        out.ops.push_back(chunks[e]);
+        if (follow_of[e] != npos && --follow[follow_of[e]].pending == 0) finished.push_back(follow_of[e]);
+      }
+      for (std::size_t f : finished)
+        for (const op& x : follow[f].then) out.ops.push_back(x);
+    }
+    return out;
+  }
+
+  /// Colours the edges of a bipartite multigraph with `colours` >= max degree colours, no two
+  /// edges of one colour sharing a vertex (alternating-path recolouring).
+  static std::vector<int> edge_colour(const std::vector<std::pair<int, int>>& ends, int vertices, int colours) {
+    std::vector<int> colour(ends.size(), -1);
+    // at[v * colours + c]: the edge of colour c at vertex v, or -1
+    std::vector<int> at(static_cast<std::size_t>(vertices) * static_cast<std::size_t>(colours), -1);
+    std::vector<int> next_free(static_cast<std::size_t>(vertices), 0);
+    auto slot = [&](int v, int c) -> int& { return at[static_cast<std::size_t>(v) * colours + c]; };
+    auto free_colour = [&](int v) {
+      int& c = next_free[v];
+      while (slot(v, c) >= 0) c = (c + 1) % colours;
+      return c;
+    };
+    auto other = [&](int e, int v) { return ends[e].first == v ? ends[e].second : ends[e].first; };
+    std::vector<int> path;
+    for (std::size_t e = 0; e < ends.size(); ++e) {
+      auto [u, v] = ends[e];
+      int a = free_colour(u), b = free_colour(v);
+      if (slot(v, a) >= 0) {
+        // Swap a and b along the path from v that alternates a, b, a, ...; it cannot reach u.
+        path.clear();
+        int w = v, c = a;
+        while (slot(w, c) >= 0) {
+          int f = slot(w, c);
+          path.push_back(f);
+          w = other(f, w);
+          c = c == a ? b : a;
+        }
+        for (int f : path) {
+          slot(ends[f].first, colour[f]) = -1;
+          slot(ends[f].second, colour[f]) = -1;
+        }
+        for (int f : path) {
+          colour[f] = colour[f] == a ? b : a;
+          slot(ends[f].first, colour[f]) = f;
+          slot(ends[f].second, colour[f]) = f;
+        }
+      }
+      colour[e] = a;
+      slot(u, a) = static_cast<int>(e);
+      slot(v, a) = static_cast<int>(e);
+    }
+    return colour;
+  }
+
+ private:
+  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
+  static bool any_nic(const option& o, const resource_space& rs) {
+    return std::any_of(o.ops.begin(), o.ops.end(), [&](const op& x) { return x.uses_nic(rs); });
+  }
+  // Options that differ only in the sender can share one unit's transfers between replicas.
+  static bool same_shape(const unit& u) {
+    for (const option& o : u.options) {
+      if (o.ops.size() != u.options[0].ops.size()) return false;
+      for (std::size_t j = 0; j < o.ops.size(); ++j)
+        if (o.ops[j].receivers != u.options[0].ops[j].receivers || !(o.ops[j].region == u.options[0].ops[j].region))
+          return false;
+    }
+    return true;
+  }
+  // Splits n indices in the given proportions (largest remainder).
+  static std::vector<index_t> apportion(index_t n, const std::vector<double>& share) {
+    std::vector<index_t> counts(share.size(), 0);
+    std::vector<std::pair<double, std::size_t>> rest;
+    index_t given = 0;
+    for (std::size_t k = 0; k < share.size(); ++k) {
+      double exact = share[k] * static_cast<double>(n);
+      counts[k] = static_cast<index_t>(std::floor(exact));
+      given += counts[k];
+      rest.push_back({exact - std::floor(exact), k});
+    }
+    std::sort(rest.begin(), rest.end(), [](auto& a, auto& b) { return a.first > b.first; });
+    for (std::size_t i = 0; given < n; ++i, ++given) ++counts[rest[i % rest.size()].second];
+    return counts;
+  }
+};
+
+}  // namespace meshcast
+// ---- end meshcast/solver/open_shop.hpp ----
 
 namespace meshcast {
 
@@ -2220,6 +2422,7 @@ struct greedy {
   /// The best list found: unit order, option of each unit, and its makespan.
   struct outcome {
     std::vector<std::size_t> order, choice;
+    std::vector<int> forced;  ///< option imposed on a unit (-1: the list picks it)
     double makespan = 0;
   };
 
@@ -2248,15 +2451,43 @@ struct greedy {
                      [&](std::size_t a, std::size_t b) { return weight[a] > weight[b]; });
     trial.makespan = list_schedule(in, trial.order, &trial.choice);
     if (trial.makespan < best.makespan) std::swap(best, trial);
+    // (d) senders chosen first to balance the sender ports, then the longest-first list (skipped
+    // on large instances, where (e) does the same job better).
+    if (in.units.size() <= earliest_finish_limit * 8) {
+      trial.forced = balanced_senders(in, trial.order);
+      trial.makespan = list_schedule(in, trial.order, &trial.choice, &trial.forced);
+      if (trial.makespan < best.makespan) std::swap(best, trial);
+    }
+    // (e) senders from the egress bound's optimal flow, then the units as the edges of a bipartite
+    // multigraph (sender port, receiving port) in Koenig colour classes.
+    trial.forced = flow_senders(in, trial.order);
+    if (std::vector<std::size_t> rounds = colour_order(in, trial.forced, weight); !rounds.empty()) {
+      trial.order = rounds;
+      trial.makespan = list_schedule(in, trial.order, &trial.choice, &trial.forced);
+      if (trial.makespan < best.makespan) std::swap(best, trial);
+    }
+    if (best.forced.empty()) best.forced.assign(in.units.size(), -1);
+    // Local search: move a unit earlier, or impose another sender on one.
     std::mt19937_64 rng(options.seed);
+    std::vector<std::size_t> with_choice;
+    for (std::size_t u = 0; u < in.units.size(); ++u)
+      if (in.units[u].has_choice()) with_choice.push_back(u);
     for (int it = 0; best.order.size() > 1; ++it) {
       if ((it & 7) == 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() > limit) break;
       trial.order = best.order;
-      std::size_t i = rng() % trial.order.size(), j = rng() % trial.order.size();
-      if (i == j) continue;
-      if (i > j) std::swap(i, j);
-      std::rotate(trial.order.begin() + i, trial.order.begin() + j, trial.order.begin() + j + 1);  // j before i
-      trial.makespan = list_schedule(in, trial.order, &trial.choice);
+      trial.forced = best.forced;
+      if (!with_choice.empty() && (it & 1)) {
+        std::size_t u = with_choice[rng() % with_choice.size()];
+        for (std::size_t v = 0; v < in.units.size(); ++v)
+          if (trial.forced[v] < 0) trial.forced[v] = static_cast<int>(best.choice[v]);
+        trial.forced[u] = static_cast<int>(rng() % in.units[u].options.size());
+      } else {
+        std::size_t i = rng() % trial.order.size(), j = rng() % trial.order.size();
+        if (i == j) continue;
+        if (i > j) std::swap(i, j);
+        std::rotate(trial.order.begin() + i, trial.order.begin() + j, trial.order.begin() + j + 1);  // j before i
+      }
+      trial.makespan = list_schedule(in, trial.order, &trial.choice, &trial.forced);
       if (trial.makespan <= best.makespan) std::swap(best, trial);
     }
     return best;
@@ -2265,14 +2496,15 @@ struct greedy {
   /// Places the units in the given order, each with its earliest-finishing option; returns the
   /// makespan and, with `choice`, the option taken by every unit.
   static double list_schedule(const instance& in, const std::vector<std::size_t>& order,
-                              std::vector<std::size_t>* choice = nullptr) {
+                              std::vector<std::size_t>* choice = nullptr, const std::vector<int>* forced = nullptr) {
     if (choice) choice->assign(in.units.size(), 0);
     std::vector<double> free(static_cast<std::size_t>(in.resources.size()), 0.0);
     scratch touched(in.resources.size());
     double makespan = 0;
     for (std::size_t u : order) {
       const unit& un = in.units[u];
-      std::size_t best = best_option(in, un, free, touched);
+      std::size_t best = forced && (*forced)[u] >= 0 ? static_cast<std::size_t>((*forced)[u])
+                                                     : best_option(in, un, free, touched);
       if (choice) (*choice)[u] = best;
       for (const op& x : un.options[best].ops) {
         double start = 0;
@@ -2293,6 +2525,96 @@ struct greedy {
   }
 
  private:
+  // The egress bound's fractional flow gives every sender port a quota of bytes; units, longest
+  // first, take the option whose port has the most quota left (an integral rounding of the flow).
+  static std::vector<int> flow_senders(const instance& in, const std::vector<std::size_t>& longest_first) {
+    egress_split split = egress_bound(in);
+    std::vector<double> quota(static_cast<std::size_t>(in.resources.ports), 0.0);
+    for (std::size_t u = 0; u < in.units.size(); ++u)
+      for (std::size_t k = 0; k < in.units[u].options.size(); ++k)
+        if (in.units[u].options[k].sender >= 0)
+          quota[in.net->port_of(in.units[u].options[k].sender)] += split.fraction[u][k] * static_cast<double>(in.units[u].bytes);
+    std::vector<int> forced(in.units.size(), -1);
+    for (std::size_t u : longest_first) {
+      const unit& un = in.units[u];
+      if (!un.has_choice()) continue;
+      int best = 0;
+      for (std::size_t k = 1; k < un.options.size(); ++k)
+        if (quota[in.net->port_of(un.options[k].sender)] > quota[in.net->port_of(un.options[best].sender)])
+          best = static_cast<int>(k);
+      forced[u] = best;
+      quota[in.net->port_of(un.options[best].sender)] -= static_cast<double>(un.bytes);
+    }
+    return forced;
+  }
+
+  // When every unit (with its forced option) crosses exactly one egress and one ingress port, the
+  // units are edges of a bipartite multigraph; its Koenig colouring gives rounds with no port
+  // twice. Returns the units by round (longest first within one), or nothing if it does not apply.
+  static std::vector<std::size_t> colour_order(const instance& in, const std::vector<int>& forced,
+                                               const std::vector<double>& weight) {
+    const resource_space& rs = in.resources;
+    std::vector<std::pair<int, int>> ends;
+    std::vector<std::size_t> nic_units, local_units;
+    for (std::size_t u = 0; u < in.units.size(); ++u) {
+      const option& o = in.units[u].options[forced[u] >= 0 ? forced[u] : 0];
+      int out = -1, into = -1;
+      for (const op& x : o.ops)
+        for (int r : x.resources) {
+          if (r < rs.ports) {
+            if (out >= 0 && out != r) return {};
+            out = r;
+          } else if (r < 2 * rs.ports) {
+            if (into >= 0 && into != r) return {};
+            into = r;
+          }
+        }
+      if (out < 0 && into < 0) {
+        local_units.push_back(u);
+        continue;
+      }
+      if (out < 0 || into < 0) return {};
+      ends.push_back({out, into});
+      nic_units.push_back(u);
+    }
+    std::vector<int> degree(static_cast<std::size_t>(2 * rs.ports), 0);
+    for (auto [a, b] : ends) ++degree[a], ++degree[b];
+    const int colours = ends.empty() ? 0 : *std::max_element(degree.begin(), degree.end());
+    std::vector<int> colour = open_shop::edge_colour(ends, 2 * rs.ports, colours);
+    std::vector<std::size_t> order = local_units;
+    std::vector<std::size_t> by(nic_units.size());
+    std::iota(by.begin(), by.end(), 0);
+    std::stable_sort(by.begin(), by.end(), [&](std::size_t a, std::size_t b) {
+      return colour[a] != colour[b] ? colour[a] < colour[b] : weight[nic_units[a]] > weight[nic_units[b]];
+    });
+    for (std::size_t i : by) order.push_back(nic_units[i]);
+    return order;
+  }
+
+  // Each unit, longest first, takes the sender whose port would then carry the least time.
+  static std::vector<int> balanced_senders(const instance& in, const std::vector<std::size_t>& longest_first) {
+    std::vector<double> load(static_cast<std::size_t>(in.resources.size()), 0.0);
+    std::vector<int> forced(in.units.size(), -1);
+    for (std::size_t u : longest_first) {
+      const unit& un = in.units[u];
+      if (!un.has_choice()) continue;
+      int best = 0;
+      double best_load = std::numeric_limits<double>::infinity();
+      for (std::size_t k = 0; k < un.options.size(); ++k) {
+        double peak = 0;
+        for (const op& x : un.options[k].ops)
+          for (int r : x.resources)
+            if (in.resources.is_port(r)) peak = std::max(peak, load[r] + x.duration);
+        if (peak < best_load) best_load = peak, best = static_cast<int>(k);
+      }
+      forced[u] = best;
+      for (const op& x : un.options[best].ops)
+        for (int r : x.resources)
+          if (in.resources.is_port(r)) load[r] += x.duration;
+    }
+    return forced;
+  }
+
   struct scratch {
     explicit scratch(int resources) : stamp(static_cast<std::size_t>(resources), 0), time(static_cast<std::size_t>(resources), 0.0) {}
     std::vector<std::uint64_t> stamp;
@@ -2623,209 +2945,6 @@ struct naive {
 
 }  // namespace meshcast
 // ---- end meshcast/solver/naive.hpp ----
-// ---- begin meshcast/solver/open_shop.hpp ----
-// open_shop: for point-to-point strategies, reach the lower bound up to chunking and latency.
-//
-// 1. Spread every unit over its replicas in the proportions of the egress bound's optimal flow
-//    (with replica splitting; otherwise each unit goes whole to its largest share).
-// 2. Cut every NIC transfer into chunks of about (lower bound / rounds) seconds.
-// 3. The chunks form a bipartite multigraph between egress and ingress ports. By Koenig's
-//    theorem its edges can be coloured with as many colours as the largest degree; each colour is
-//    a round in which no port is used twice. Rounds are issued one after another.
-
-#include <algorithm>
-#include <cmath>
-#include <vector>
-
-
-namespace meshcast {
-
-struct open_shop {
-  static constexpr std::string_view name = "open_shop";
-  int rounds = 256;  ///< target number of chunks on the busiest port (fewer when latency dominates)
-
-  const char* supports(const instance& in) const {
-    if (!in.point_to_point)
-      return "open_shop colours point-to-point transfers; a broadcast chain holds several ports at once";
-    return nullptr;
-  }
-
-  solver_result solve(const instance& in, const solver_options&) const {
-    const network& net = *in.net;
-    const resource_space& rs = in.resources;
-    egress_split split = egress_bound(in);
-    // Every chunk pays one latency: keep chunks at least 50 latencies long (<= 2% overhead).
-    const double bound = lower_bound(in).value();
-    const double wanted_rounds = net.latency_s() > 0 ? std::min<double>(rounds, bound / (50 * net.latency_s())) : rounds;
-    const double chunk_s = std::max(bound / std::max(1.0, wanted_rounds), 1e-12);
-    solver_result out;
-    std::vector<op> chunks;
-    struct followup {
-      std::size_t pending;  // chunks of the transfer still to be issued
-      std::vector<op> then;  // ops that need the whole transfer first (local all-gather)
-    };
-    std::vector<followup> follow;
-    std::vector<std::size_t> follow_of;  // chunk -> followup index, or npos
-
-    for (std::size_t u = 0; u < in.units.size(); ++u) {
-      const unit& un = in.units[u];
-      if (!un.has_choice() && !any_nic(un.options[0], rs)) {
-        detail::emit(in, u, 0, out.ops);  // local and intra-host work goes first
-        continue;
-      }
-      std::vector<double> share = split.fraction[u];
-      if (!in.split_replicas || !same_shape(un)) {
-        std::size_t top = std::max_element(share.begin(), share.end()) - share.begin();
-        std::fill(share.begin(), share.end(), 0.0);
-        share[top] = 1;
-      }
-      const auto& ops0 = un.options[0].ops;
-      for (std::size_t j = 0; j < ops0.size(); ++j) {
-        if (ops0[j].after >= 0) continue;  // handled with the transfer it waits for
-        if (!ops0[j].uses_nic(rs)) {
-          out.ops.push_back(ops0[j]);
-          for (const op& x : ops0)
-            if (x.after == static_cast<int>(j)) out.ops.push_back(x);
-          continue;
-        }
-        const box& region = ops0[j].region;
-        const index_t element_bytes = region.volume() > 0 ? ops0[j].bytes / region.volume() : 1;
-        int d = slice_dim(region, 2);
-        std::vector<index_t> rows = apportion(region[d].size(), share);
-        std::vector<box> blocks = slice_by_counts(region, d, rows);
-        std::size_t first_chunk = chunks.size();
-        for (std::size_t k = 0; k < blocks.size(); ++k) {
-          if (rows[k] == 0) continue;
-          const op& model = un.options[k].ops[j];
-          index_t block_bytes = blocks[k].volume() * element_bytes;
-          double t = net.transfer_time(model.sender, model.receivers[0], block_bytes);
-          auto pieces = slice_region(blocks[k], std::max<index_t>(1, std::llround(t / chunk_s)));
-          for (const box& piece : pieces) {
-            op c = model;
-            c.region = piece;
-            c.bytes = piece.volume() * element_bytes;
-            c.duration = net.transfer_time(model.sender, model.receivers[0], c.bytes);
-            chunks.push_back(std::move(c));
-          }
-        }
-        std::vector<op> then;
-        for (const op& x : ops0)
-          if (x.after == static_cast<int>(j)) then.push_back(x);
-        std::size_t f = then.empty() ? npos : follow.size();
-        if (!then.empty()) follow.push_back({chunks.size() - first_chunk, std::move(then)});
-        follow_of.resize(chunks.size(), f);
-      }
-    }
-
-    // Colour the chunk graph: vertices are egress ports (left) and ingress ports (right).
-    const int ports = rs.ports;
-    std::vector<int> degree(static_cast<std::size_t>(2 * ports), 0);
-    std::vector<std::pair<int, int>> ends(chunks.size());
-    for (std::size_t e = 0; e < chunks.size(); ++e) {
-      int a = -1, b = -1;
-      for (int r : chunks[e].resources) {
-        if (r < ports) a = r;
-        else if (r < 2 * ports) b = r;
-      }
-      ends[e] = {a, b};
-      ++degree[a], ++degree[b];
-    }
-    const int colours = chunks.empty() ? 0 : *std::max_element(degree.begin(), degree.end());
-    std::vector<int> colour = edge_colour(ends, 2 * ports, colours);
-    std::vector<std::vector<std::size_t>> by_round(static_cast<std::size_t>(colours));
-    for (std::size_t e = 0; e < chunks.size(); ++e) by_round[colour[e]].push_back(e);
-    for (const auto& round : by_round) {
-      std::vector<std::size_t> finished;
-      for (std::size_t e : round) {
-        out.ops.push_back(chunks[e]);
-        if (follow_of[e] != npos && --follow[follow_of[e]].pending == 0) finished.push_back(follow_of[e]);
-      }
-      for (std::size_t f : finished)
-        for (const op& x : follow[f].then) out.ops.push_back(x);
-    }
-    return out;
-  }
-
-  /// Colours the edges of a bipartite multigraph with `colours` >= max degree colours, no two
-  /// edges of one colour sharing a vertex (alternating-path recolouring).
-  static std::vector<int> edge_colour(const std::vector<std::pair<int, int>>& ends, int vertices, int colours) {
-    std::vector<int> colour(ends.size(), -1);
-    // at[v * colours + c]: the edge of colour c at vertex v, or -1
-    std::vector<int> at(static_cast<std::size_t>(vertices) * static_cast<std::size_t>(colours), -1);
-    std::vector<int> next_free(static_cast<std::size_t>(vertices), 0);
-    auto slot = [&](int v, int c) -> int& { return at[static_cast<std::size_t>(v) * colours + c]; };
-    auto free_colour = [&](int v) {
-      int& c = next_free[v];
-      while (slot(v, c) >= 0) c = (c + 1) % colours;
-      return c;
-    };
-    auto other = [&](int e, int v) { return ends[e].first == v ? ends[e].second : ends[e].first; };
-    std::vector<int> path;
-    for (std::size_t e = 0; e < ends.size(); ++e) {
-      auto [u, v] = ends[e];
-      int a = free_colour(u), b = free_colour(v);
-      if (slot(v, a) >= 0) {
-        // Swap a and b along the path from v that alternates a, b, a, ...; it cannot reach u.
-        path.clear();
-        int w = v, c = a;
-        while (slot(w, c) >= 0) {
-          int f = slot(w, c);
-          path.push_back(f);
-          w = other(f, w);
-          c = c == a ? b : a;
-        }
-        for (int f : path) {
-          slot(ends[f].first, colour[f]) = -1;
-          slot(ends[f].second, colour[f]) = -1;
-        }
-        for (int f : path) {
-          colour[f] = colour[f] == a ? b : a;
-          slot(ends[f].first, colour[f]) = f;
-          slot(ends[f].second, colour[f]) = f;
-        }
-      }
-      colour[e] = a;
-      slot(u, a) = static_cast<int>(e);
-      slot(v, a) = static_cast<int>(e);
-    }
-    return colour;
-  }
-
- private:
-  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
-
-  static bool any_nic(const option& o, const resource_space& rs) {
-    return std::any_of(o.ops.begin(), o.ops.end(), [&](const op& x) { return x.uses_nic(rs); });
-  }
-  // Options that differ only in the sender can share one unit's transfers between replicas.
-  static bool same_shape(const unit& u) {
-    for (const option& o : u.options) {
-      if (o.ops.size() != u.options[0].ops.size()) return false;
-      for (std::size_t j = 0; j < o.ops.size(); ++j)
-        if (o.ops[j].receivers != u.options[0].ops[j].receivers || !(o.ops[j].region == u.options[0].ops[j].region))
-          return false;
-    }
-    return true;
-  }
-  // Splits n indices in the given proportions (largest remainder).
-  static std::vector<index_t> apportion(index_t n, const std::vector<double>& share) {
-    std::vector<index_t> counts(share.size(), 0);
-    std::vector<std::pair<double, std::size_t>> rest;
-    index_t given = 0;
-    for (std::size_t k = 0; k < share.size(); ++k) {
-      double exact = share[k] * static_cast<double>(n);
-      counts[k] = static_cast<index_t>(std::floor(exact));
-      given += counts[k];
-      rest.push_back({exact - std::floor(exact), k});
-    }
-    std::sort(rest.begin(), rest.end(), [](auto& a, auto& b) { return a.first > b.first; });
-    for (std::size_t i = 0; given < n; ++i, ++given) ++counts[rest[i % rest.size()].second];
-    return counts;
-  }
-};
-
-}  // namespace meshcast
-// ---- end meshcast/solver/open_shop.hpp ----
 
 namespace meshcast {
 

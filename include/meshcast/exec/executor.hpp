@@ -80,6 +80,7 @@ class executor {
     b_.end_round();
     complete(destination);
     for (auto& r : requests_) b_.wait(r);
+    b_.flush();
     requests_.clear();
     outgoing_.clear();
   }

@@ -16,7 +16,9 @@
 #include <random>
 #include <vector>
 
+#include "../lower_bound.hpp"
 #include "../solver.hpp"
+#include "open_shop.hpp"
 
 namespace meshcast {
 
@@ -39,6 +41,7 @@ struct greedy {
   /// The best list found: unit order, option of each unit, and its makespan.
   struct outcome {
     std::vector<std::size_t> order, choice;
+    std::vector<int> forced;  ///< option imposed on a unit (-1: the list picks it)
     double makespan = 0;
   };
 
@@ -67,15 +70,43 @@ struct greedy {
                      [&](std::size_t a, std::size_t b) { return weight[a] > weight[b]; });
     trial.makespan = list_schedule(in, trial.order, &trial.choice);
     if (trial.makespan < best.makespan) std::swap(best, trial);
+    // (d) senders chosen first to balance the sender ports, then the longest-first list (skipped
+    // on large instances, where (e) does the same job better).
+    if (in.units.size() <= earliest_finish_limit * 8) {
+      trial.forced = balanced_senders(in, trial.order);
+      trial.makespan = list_schedule(in, trial.order, &trial.choice, &trial.forced);
+      if (trial.makespan < best.makespan) std::swap(best, trial);
+    }
+    // (e) senders from the egress bound's optimal flow, then the units as the edges of a bipartite
+    // multigraph (sender port, receiving port) in Koenig colour classes.
+    trial.forced = flow_senders(in, trial.order);
+    if (std::vector<std::size_t> rounds = colour_order(in, trial.forced, weight); !rounds.empty()) {
+      trial.order = rounds;
+      trial.makespan = list_schedule(in, trial.order, &trial.choice, &trial.forced);
+      if (trial.makespan < best.makespan) std::swap(best, trial);
+    }
+    if (best.forced.empty()) best.forced.assign(in.units.size(), -1);
+    // Local search: move a unit earlier, or impose another sender on one.
     std::mt19937_64 rng(options.seed);
+    std::vector<std::size_t> with_choice;
+    for (std::size_t u = 0; u < in.units.size(); ++u)
+      if (in.units[u].has_choice()) with_choice.push_back(u);
     for (int it = 0; best.order.size() > 1; ++it) {
       if ((it & 7) == 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() > limit) break;
       trial.order = best.order;
-      std::size_t i = rng() % trial.order.size(), j = rng() % trial.order.size();
-      if (i == j) continue;
-      if (i > j) std::swap(i, j);
-      std::rotate(trial.order.begin() + i, trial.order.begin() + j, trial.order.begin() + j + 1);  // j before i
-      trial.makespan = list_schedule(in, trial.order, &trial.choice);
+      trial.forced = best.forced;
+      if (!with_choice.empty() && (it & 1)) {
+        std::size_t u = with_choice[rng() % with_choice.size()];
+        for (std::size_t v = 0; v < in.units.size(); ++v)
+          if (trial.forced[v] < 0) trial.forced[v] = static_cast<int>(best.choice[v]);
+        trial.forced[u] = static_cast<int>(rng() % in.units[u].options.size());
+      } else {
+        std::size_t i = rng() % trial.order.size(), j = rng() % trial.order.size();
+        if (i == j) continue;
+        if (i > j) std::swap(i, j);
+        std::rotate(trial.order.begin() + i, trial.order.begin() + j, trial.order.begin() + j + 1);  // j before i
+      }
+      trial.makespan = list_schedule(in, trial.order, &trial.choice, &trial.forced);
       if (trial.makespan <= best.makespan) std::swap(best, trial);
     }
     return best;
@@ -84,14 +115,15 @@ struct greedy {
   /// Places the units in the given order, each with its earliest-finishing option; returns the
   /// makespan and, with `choice`, the option taken by every unit.
   static double list_schedule(const instance& in, const std::vector<std::size_t>& order,
-                              std::vector<std::size_t>* choice = nullptr) {
+                              std::vector<std::size_t>* choice = nullptr, const std::vector<int>* forced = nullptr) {
     if (choice) choice->assign(in.units.size(), 0);
     std::vector<double> free(static_cast<std::size_t>(in.resources.size()), 0.0);
     scratch touched(in.resources.size());
     double makespan = 0;
     for (std::size_t u : order) {
       const unit& un = in.units[u];
-      std::size_t best = best_option(in, un, free, touched);
+      std::size_t best = forced && (*forced)[u] >= 0 ? static_cast<std::size_t>((*forced)[u])
+                                                     : best_option(in, un, free, touched);
       if (choice) (*choice)[u] = best;
       for (const op& x : un.options[best].ops) {
         double start = 0;
@@ -112,6 +144,96 @@ struct greedy {
   }
 
  private:
+  // The egress bound's fractional flow gives every sender port a quota of bytes; units, longest
+  // first, take the option whose port has the most quota left (an integral rounding of the flow).
+  static std::vector<int> flow_senders(const instance& in, const std::vector<std::size_t>& longest_first) {
+    egress_split split = egress_bound(in);
+    std::vector<double> quota(static_cast<std::size_t>(in.resources.ports), 0.0);
+    for (std::size_t u = 0; u < in.units.size(); ++u)
+      for (std::size_t k = 0; k < in.units[u].options.size(); ++k)
+        if (in.units[u].options[k].sender >= 0)
+          quota[in.net->port_of(in.units[u].options[k].sender)] += split.fraction[u][k] * static_cast<double>(in.units[u].bytes);
+    std::vector<int> forced(in.units.size(), -1);
+    for (std::size_t u : longest_first) {
+      const unit& un = in.units[u];
+      if (!un.has_choice()) continue;
+      int best = 0;
+      for (std::size_t k = 1; k < un.options.size(); ++k)
+        if (quota[in.net->port_of(un.options[k].sender)] > quota[in.net->port_of(un.options[best].sender)])
+          best = static_cast<int>(k);
+      forced[u] = best;
+      quota[in.net->port_of(un.options[best].sender)] -= static_cast<double>(un.bytes);
+    }
+    return forced;
+  }
+
+  // When every unit (with its forced option) crosses exactly one egress and one ingress port, the
+  // units are edges of a bipartite multigraph; its Koenig colouring gives rounds with no port
+  // twice. Returns the units by round (longest first within one), or nothing if it does not apply.
+  static std::vector<std::size_t> colour_order(const instance& in, const std::vector<int>& forced,
+                                               const std::vector<double>& weight) {
+    const resource_space& rs = in.resources;
+    std::vector<std::pair<int, int>> ends;
+    std::vector<std::size_t> nic_units, local_units;
+    for (std::size_t u = 0; u < in.units.size(); ++u) {
+      const option& o = in.units[u].options[forced[u] >= 0 ? forced[u] : 0];
+      int out = -1, into = -1;
+      for (const op& x : o.ops)
+        for (int r : x.resources) {
+          if (r < rs.ports) {
+            if (out >= 0 && out != r) return {};
+            out = r;
+          } else if (r < 2 * rs.ports) {
+            if (into >= 0 && into != r) return {};
+            into = r;
+          }
+        }
+      if (out < 0 && into < 0) {
+        local_units.push_back(u);
+        continue;
+      }
+      if (out < 0 || into < 0) return {};
+      ends.push_back({out, into});
+      nic_units.push_back(u);
+    }
+    std::vector<int> degree(static_cast<std::size_t>(2 * rs.ports), 0);
+    for (auto [a, b] : ends) ++degree[a], ++degree[b];
+    const int colours = ends.empty() ? 0 : *std::max_element(degree.begin(), degree.end());
+    std::vector<int> colour = open_shop::edge_colour(ends, 2 * rs.ports, colours);
+    std::vector<std::size_t> order = local_units;
+    std::vector<std::size_t> by(nic_units.size());
+    std::iota(by.begin(), by.end(), 0);
+    std::stable_sort(by.begin(), by.end(), [&](std::size_t a, std::size_t b) {
+      return colour[a] != colour[b] ? colour[a] < colour[b] : weight[nic_units[a]] > weight[nic_units[b]];
+    });
+    for (std::size_t i : by) order.push_back(nic_units[i]);
+    return order;
+  }
+
+  // Each unit, longest first, takes the sender whose port would then carry the least time.
+  static std::vector<int> balanced_senders(const instance& in, const std::vector<std::size_t>& longest_first) {
+    std::vector<double> load(static_cast<std::size_t>(in.resources.size()), 0.0);
+    std::vector<int> forced(in.units.size(), -1);
+    for (std::size_t u : longest_first) {
+      const unit& un = in.units[u];
+      if (!un.has_choice()) continue;
+      int best = 0;
+      double best_load = std::numeric_limits<double>::infinity();
+      for (std::size_t k = 0; k < un.options.size(); ++k) {
+        double peak = 0;
+        for (const op& x : un.options[k].ops)
+          for (int r : x.resources)
+            if (in.resources.is_port(r)) peak = std::max(peak, load[r] + x.duration);
+        if (peak < best_load) best_load = peak, best = static_cast<int>(k);
+      }
+      forced[u] = best;
+      for (const op& x : un.options[best].ops)
+        for (int r : x.resources)
+          if (in.resources.is_port(r)) load[r] += x.duration;
+    }
+    return forced;
+  }
+
   struct scratch {
     explicit scratch(int resources) : stamp(static_cast<std::size_t>(resources), 0), time(static_cast<std::size_t>(resources), 0.0) {}
     std::vector<std::uint64_t> stamp;

@@ -1,0 +1,152 @@
+// The NCCL backend: one rank per GPU, shards in device memory, ncclSend / ncclRecv /
+// ncclBroadcast issued on one CUDA stream and grouped by the executor's rounds in
+// ncclGroupStart/End. Broadcast groups get communicators of their own, bootstrapped by a
+// `Bootstrap` policy (MPI in production: the group's root draws a unique id and sends it to the
+// other members) and cached for the executor's lifetime.
+//
+// Needs <nccl.h> and <cuda_runtime.h> (the CUDA toolkit); link with -lnccl -lcudart.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <concepts>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../backend.hpp"
+#include "../error.hpp"
+#include "../exec/pack.hpp"
+
+namespace meshcast {
+
+namespace detail {
+inline void cuda_check(cudaError_t rc, const char* what) {
+  if (rc != cudaSuccess) throw error(std::string(what) + " failed: " + cudaGetErrorString(rc));
+}
+inline void nccl_check(ncclResult_t rc, const char* what) {
+  if (rc != ncclSuccess) throw error(std::string(what) + " failed: " + ncclGetErrorString(rc));
+}
+}  // namespace detail
+
+/// How members of a broadcast group agree on an ncclUniqueId: `share(id, members, root, tag)`
+/// is called by every member; on return all hold the root's id.
+template <class B>
+concept nccl_bootstrap = requires(B& b, ncclUniqueId& id, std::span<const index_t> members, index_t root, int tag) {
+  b.share(id, members, root, tag);
+};
+
+template <nccl_bootstrap Bootstrap>
+class nccl_backend {
+ public:
+  struct request {};  // completion is stream order: later work on the stream sees the data
+  /// A communicator over the group's members, in member order.
+  struct group {
+    ncclComm_t comm = nullptr;
+    std::vector<index_t> members;
+    group() = default;
+    group(ncclComm_t c, std::vector<index_t> m) : comm(c), members(std::move(m)) {}
+    group(group&& o) noexcept : comm(std::exchange(o.comm, nullptr)), members(std::move(o.members)) {}
+    group& operator=(group&& o) noexcept {
+      std::swap(comm, o.comm);
+      members.swap(o.members);
+      return *this;
+    }
+    ~group() {
+      if (comm) ncclCommDestroy(comm);
+    }
+  };
+  /// Device memory that keeps its address when moved.
+  struct buffer {
+    std::byte* ptr = nullptr;
+    buffer() = default;
+    explicit buffer(std::size_t n) {
+      if (n) detail::cuda_check(cudaMalloc(reinterpret_cast<void**>(&ptr), n), "cudaMalloc");
+    }
+    buffer(buffer&& o) noexcept : ptr(std::exchange(o.ptr, nullptr)) {}
+    buffer& operator=(buffer&& o) noexcept {
+      std::swap(ptr, o.ptr);
+      return *this;
+    }
+    ~buffer() {
+      if (ptr) cudaFree(ptr);
+    }
+    std::byte* data() const noexcept { return ptr; }
+  };
+
+  /// `comm` spans every device of the plan (rank r plays device r); work goes on `stream`.
+  nccl_backend(ncclComm_t comm, cudaStream_t stream, Bootstrap bootstrap)
+      : comm_(comm), stream_(stream), bootstrap_(std::move(bootstrap)) {
+    int r = 0;
+    detail::nccl_check(ncclCommUserRank(comm_, &r), "ncclCommUserRank");
+    rank_ = r;
+  }
+
+  index_t device() const noexcept { return rank_; }
+
+  request send(const std::byte* data, std::size_t n, index_t peer, int) {
+    detail::nccl_check(ncclSend(data, n, ncclUint8, static_cast<int>(peer), comm_, stream_), "ncclSend");
+    return {};
+  }
+  request recv(std::byte* data, std::size_t n, index_t peer, int) {
+    detail::nccl_check(ncclRecv(data, n, ncclUint8, static_cast<int>(peer), comm_, stream_), "ncclRecv");
+    return {};
+  }
+  group make_group(std::span<const index_t> members, int tag) {
+    ncclUniqueId id{};
+    const index_t root = members.front();
+    if (rank_ == root) detail::nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    bootstrap_.share(id, members, root, tag);
+    const int me = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
+    ncclComm_t c = nullptr;
+    detail::nccl_check(ncclCommInitRank(&c, static_cast<int>(members.size()), id, me), "ncclCommInitRank");
+    return group(c, {members.begin(), members.end()});
+  }
+  request broadcast(std::byte* data, std::size_t n, index_t root, group& g) {
+    const int r = static_cast<int>(std::find(g.members.begin(), g.members.end(), root) - g.members.begin());
+    detail::nccl_check(ncclBroadcast(data, data, n, ncclUint8, r, g.comm, stream_), "ncclBroadcast");
+    return {};
+  }
+  void wait(request&) noexcept {}
+  void begin_round() { detail::nccl_check(ncclGroupStart(), "ncclGroupStart"); }
+  void end_round() { detail::nccl_check(ncclGroupEnd(), "ncclGroupEnd"); }
+  void flush() { detail::cuda_check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
+
+  buffer allocate(std::size_t n) { return buffer(n); }
+  void pack(const box& tile, const std::byte* from, const box& region, std::size_t eb, std::byte* to) {
+    std::size_t at = 0;
+    detail::for_each_run(tile, region, eb, [&](std::size_t offset, std::size_t run) {
+      copy(to + at, from + offset, run);
+      at += run;
+    });
+  }
+  void unpack(const std::byte* from, const box& tile, std::byte* to, const box& region, std::size_t eb) {
+    std::size_t at = 0;
+    detail::for_each_run(tile, region, eb, [&](std::size_t offset, std::size_t run) {
+      copy(to + offset, from + at, run);
+      at += run;
+    });
+  }
+  void copy_region(const box& from_tile, const std::byte* from, const box& to_tile, std::byte* to, const box& region,
+                   std::size_t eb) {
+    // Through a packed staging buffer: both sides then copy whole runs.
+    buffer staging(tile_bytes(region, eb));
+    pack(from_tile, from, region, eb, staging.data());
+    unpack(staging.data(), to_tile, to, region, eb);
+    flush();  // the staging buffer is freed on return
+  }
+
+ private:
+  void copy(std::byte* to, const std::byte* from, std::size_t n) {
+    detail::cuda_check(cudaMemcpyAsync(to, from, n, cudaMemcpyDeviceToDevice, stream_), "cudaMemcpyAsync");
+  }
+  ncclComm_t comm_;
+  cudaStream_t stream_;
+  Bootstrap bootstrap_;
+  index_t rank_ = 0;
+};
+
+}  // namespace meshcast

@@ -1,0 +1,41 @@
+// CPU stand-in for the part of the CUDA runtime the NCCL backend uses: "device" memory is host
+// memory and a stream runs each operation at once, in issue order. Tests only.
+#pragma once
+
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+
+typedef enum cudaError { cudaSuccess = 0, cudaErrorMemoryAllocation = 2 } cudaError_t;
+typedef enum cudaMemcpyKind {
+  cudaMemcpyHostToHost = 0,
+  cudaMemcpyHostToDevice = 1,
+  cudaMemcpyDeviceToHost = 2,
+  cudaMemcpyDeviceToDevice = 3,
+  cudaMemcpyDefault = 4
+} cudaMemcpyKind;
+struct meshcast_emulated_stream {};
+typedef meshcast_emulated_stream* cudaStream_t;
+
+inline const char* cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "out of memory"; }
+inline cudaError_t cudaMalloc(void** p, std::size_t n) {
+  *p = std::malloc(n ? n : 1);
+  return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+inline cudaError_t cudaFree(void* p) {
+  std::free(p);
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemcpyAsync(void* to, const void* from, std::size_t n, cudaMemcpyKind, cudaStream_t) {
+  std::memmove(to, from, n);
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamCreate(cudaStream_t* s) {
+  *s = new meshcast_emulated_stream;
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamDestroy(cudaStream_t s) {
+  delete s;
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }

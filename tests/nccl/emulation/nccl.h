@@ -1,0 +1,269 @@
+// CPU stand-in for NCCL's API (the calls the NCCL backend makes), over threads and host memory.
+// Tests only. Semantics kept from NCCL:
+//  - ncclSend / ncclRecv outside a group block until the peer posts the matching call, so two
+//    ranks that both send first deadlock, as they would on GPUs;
+//  - inside ncclGroupStart/End, calls are only recorded, and ncclGroupEnd posts them all and waits
+//    for all of them, so any order within a group completes;
+//  - sends and receives between one pair on one communicator match in posting order;
+//  - ncclBroadcast is a collective: the k-th call of every member of a communicator matches.
+// A deadlock (every emulated rank blocked) is detected: the blocked calls return ncclInternalError
+// and ncclGetErrorString says so. Ranks are threads announced by `add_ranks` that hold a `rank_guard`.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "cuda_runtime.h"
+
+typedef enum { ncclSuccess = 0, ncclInternalError = 3, ncclInvalidArgument = 4, ncclInvalidUsage = 5 } ncclResult_t;
+typedef enum { ncclInt8 = 0, ncclChar = 0, ncclUint8 = 1 } ncclDataType_t;
+typedef struct {
+  char internal[128];
+} ncclUniqueId;
+
+namespace meshcast_nccl_emulation {
+
+struct op {
+  enum kind_t { send, recv, bcast } kind;
+  const void* from = nullptr;
+  void* to = nullptr;
+  std::size_t n = 0;
+  int peer = 0;  // send/recv: the peer; bcast: the root
+  bool done = false;
+  bool failed = false;
+};
+
+struct comm_state {
+  int nranks = 0;
+  std::map<std::pair<int, int>, std::deque<op*>> sends, recvs;  // (from, to) -> posted, unmatched
+  std::vector<std::vector<op*>> bcast_rounds;                    // [k][rank]
+  std::vector<int> bcast_count;                                  // calls made per rank
+};
+
+struct world {
+  std::mutex m;
+  std::condition_variable cv;
+  int ranks = 0;                                   // threads holding a rank_guard
+  std::vector<const std::vector<op*>*> waiting;  // what each blocked rank waits for
+  bool deadlock = false;
+  long long next_id = 1;
+  std::map<long long, std::shared_ptr<comm_state>> comms;
+  static world& get() {
+    static world w;
+    return w;
+  }
+};
+
+/// Announces `n` emulated ranks before their threads start (so that a rank not yet started is
+/// never mistaken for one that cannot progress); each of those threads then holds a rank_guard.
+inline void add_ranks(int n) {
+  world& w = world::get();
+  std::lock_guard<std::mutex> l(w.m);
+  w.ranks += n;
+  w.deadlock = false;
+}
+
+/// Held by each emulated rank's thread: the rank leaves the world when the thread is done.
+struct rank_guard {
+  rank_guard() = default;
+  rank_guard(const rank_guard&) = delete;
+  rank_guard& operator=(const rank_guard&) = delete;
+  ~rank_guard() {
+    world& w = world::get();
+    std::lock_guard<std::mutex> l(w.m);
+    --w.ranks;
+    w.cv.notify_all();
+  }
+};
+
+inline thread_local int group_depth = 0;
+struct recorded {
+  std::shared_ptr<comm_state> comm;
+  int rank;
+  op* o;
+};
+inline thread_local std::vector<recorded> group_ops;
+
+// Matching, under the world lock.
+inline void match_p2p(comm_state& c, int from, int to) {
+  auto& s = c.sends[{from, to}];
+  auto& r = c.recvs[{from, to}];
+  while (!s.empty() && !r.empty()) {
+    op* a = s.front();
+    op* b = r.front();
+    s.pop_front();
+    r.pop_front();
+    if (a->n != b->n) a->failed = b->failed = true;
+    else std::memcpy(b->to, a->from, a->n);
+    a->done = b->done = true;
+  }
+}
+inline void post(comm_state& c, int rank, op* o) {
+  if (o->kind == op::send) {
+    c.sends[{rank, o->peer}].push_back(o);
+    match_p2p(c, rank, o->peer);
+  } else if (o->kind == op::recv) {
+    c.recvs[{o->peer, rank}].push_back(o);
+    match_p2p(c, o->peer, rank);
+  } else {
+    if (c.bcast_count.empty()) c.bcast_count.assign(static_cast<std::size_t>(c.nranks), 0);
+    const auto k = static_cast<std::size_t>(c.bcast_count[rank]++);
+    if (c.bcast_rounds.size() <= k) c.bcast_rounds.resize(k + 1, std::vector<op*>(static_cast<std::size_t>(c.nranks), nullptr));
+    auto& round = c.bcast_rounds[k];
+    round[rank] = o;
+    for (op* x : round)
+      if (!x) return;
+    op* root = round[o->peer];
+    for (op* x : round) {
+      if (x->peer != o->peer || x->n != root->n) x->failed = true;
+      else if (x != root) std::memcpy(x->to, root->to, root->n);
+      x->done = true;
+    }
+  }
+}
+inline bool all_done(const std::vector<op*>& ops) {
+  for (op* o : ops)
+    if (!o->done) return false;
+  return true;
+}
+// Every rank is inside a call and none of them can return: nothing can ever progress.
+inline bool stuck(const world& w) {
+  if (w.ranks == 0 || static_cast<int>(w.waiting.size()) < w.ranks) return false;
+  for (const auto* ops : w.waiting)
+    if (all_done(*ops)) return false;
+  return true;
+}
+// Waits for every op in `ops`; false on deadlock or a mismatched pair.
+inline bool wait_all(std::unique_lock<std::mutex>& l, const std::vector<op*>& ops) {
+  world& w = world::get();
+  w.cv.notify_all();
+  w.waiting.push_back(&ops);
+  bool ok = true;
+  while (!all_done(ops)) {
+    if (w.deadlock || stuck(w)) {
+      w.deadlock = true;
+      ok = false;
+      break;
+    }
+    w.cv.wait_for(l, std::chrono::milliseconds(50));
+  }
+  w.waiting.erase(std::find(w.waiting.begin(), w.waiting.end(), &ops));
+  w.cv.notify_all();
+  if (!ok) return false;
+  for (op* o : ops)
+    if (o->failed) return false;
+  return true;
+}
+inline ncclResult_t submit(const std::shared_ptr<comm_state>& c, int rank, op o) {
+  if (group_depth > 0) {
+    group_ops.push_back({c, rank, new op(o)});
+    return ncclSuccess;
+  }
+  world& w = world::get();
+  std::unique_lock<std::mutex> l(w.m);
+  op* p = new op(o);
+  post(*c, rank, p);
+  const std::vector<op*> mine{p};
+  bool ok = wait_all(l, mine);
+  if (ok) delete p;  // on failure the peer may still hold it: leak rather than dangle
+  return ok ? ncclSuccess : ncclInternalError;
+}
+
+}  // namespace meshcast_nccl_emulation
+
+struct meshcast_emulated_comm {
+  std::shared_ptr<meshcast_nccl_emulation::comm_state> state;
+  int rank;
+};
+typedef meshcast_emulated_comm* ncclComm_t;
+
+inline const char* ncclGetErrorString(ncclResult_t r) {
+  switch (r) {
+    case ncclSuccess: return "no error";
+    case ncclInternalError:
+      return "internal error (emulated NCCL: deadlock, every rank is blocked in a call, or a send and a receive "
+             "of different sizes)";
+    case ncclInvalidArgument: return "invalid argument";
+    default: return "invalid usage";
+  }
+}
+inline ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
+  auto& w = meshcast_nccl_emulation::world::get();
+  std::lock_guard<std::mutex> l(w.m);
+  long long n = w.next_id++;
+  std::memset(id->internal, 0, sizeof id->internal);
+  std::memcpy(id->internal, &n, sizeof n);
+  return ncclSuccess;
+}
+inline ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank) {
+  auto& w = meshcast_nccl_emulation::world::get();
+  std::lock_guard<std::mutex> l(w.m);
+  long long n = 0;
+  std::memcpy(&n, id.internal, sizeof n);
+  auto& state = w.comms[n];
+  if (!state) {
+    state = std::make_shared<meshcast_nccl_emulation::comm_state>();
+    state->nranks = nranks;
+  }
+  if (state->nranks != nranks || rank < 0 || rank >= nranks) return ncclInvalidArgument;
+  *comm = new meshcast_emulated_comm{state, rank};
+  return ncclSuccess;
+}
+inline ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  delete comm;
+  return ncclSuccess;
+}
+inline ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
+  *rank = comm->rank;
+  return ncclSuccess;
+}
+inline ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
+  *count = comm->state->nranks;
+  return ncclSuccess;
+}
+inline ncclResult_t ncclSend(const void* buf, std::size_t count, ncclDataType_t, int peer, ncclComm_t comm, cudaStream_t) {
+  meshcast_nccl_emulation::op o{meshcast_nccl_emulation::op::send};
+  o.from = buf, o.n = count, o.peer = peer;
+  return meshcast_nccl_emulation::submit(comm->state, comm->rank, o);
+}
+inline ncclResult_t ncclRecv(void* buf, std::size_t count, ncclDataType_t, int peer, ncclComm_t comm, cudaStream_t) {
+  meshcast_nccl_emulation::op o{meshcast_nccl_emulation::op::recv};
+  o.to = buf, o.n = count, o.peer = peer;
+  return meshcast_nccl_emulation::submit(comm->state, comm->rank, o);
+}
+inline ncclResult_t ncclBroadcast(const void* send, void* recv, std::size_t count, ncclDataType_t, int root, ncclComm_t comm,
+                                  cudaStream_t) {
+  meshcast_nccl_emulation::op o{meshcast_nccl_emulation::op::bcast};
+  if (comm->rank == root && send != recv) std::memmove(recv, send, count);
+  o.to = recv, o.n = count, o.peer = root;
+  return meshcast_nccl_emulation::submit(comm->state, comm->rank, o);
+}
+inline ncclResult_t ncclGroupStart() {
+  ++meshcast_nccl_emulation::group_depth;
+  return ncclSuccess;
+}
+inline ncclResult_t ncclGroupEnd() {
+  using namespace meshcast_nccl_emulation;
+  if (group_depth == 0) return ncclInvalidUsage;
+  if (--group_depth > 0) return ncclSuccess;
+  world& w = world::get();
+  std::unique_lock<std::mutex> l(w.m);
+  std::vector<op*> ops;
+  for (auto& r : group_ops) {
+    post(*r.comm, r.rank, r.o);
+    ops.push_back(r.o);
+  }
+  group_ops.clear();
+  bool ok = wait_all(l, ops);
+  if (ok)
+    for (op* o : ops) delete o;
+  return ok ? ncclSuccess : ncclInternalError;
+}

@@ -1,0 +1,77 @@
+// GPU test (label gpu): the NCCL backend on real GPUs, one MPI rank per GPU, random reshards for
+// every strategy checked element by element. Exits 77 (skipped) without enough GPUs.
+#include <mpi.h>
+
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include <meshcast/backend/mpi.hpp>
+#include <meshcast/backend/nccl_mpi_bootstrap.hpp>
+#include <meshcast/exec/executor.hpp>
+#include <meshcast/meshcast.hpp>
+
+#include "cli/fill.hpp"
+
+using namespace meshcast;
+
+template <class Strategy>
+static bool reshard(const plan& p, ncclComm_t world, cudaStream_t stream, int rank) {
+  network net = network::current(default_hosts(p.device_count, static_cast<index_t>(p.src_devices.size()), 8));
+  schedule s;
+  if (rank == 0) s = solve(make_instance(p, net, Strategy{}, true), greedy{});
+  share_schedule(MPI_COMM_WORLD, p, s.ops);
+  nccl_backend<mpi_nccl_bootstrap> b(world, stream, mpi_nccl_bootstrap{});
+  executor<nccl_backend<mpi_nccl_bootstrap>, Strategy> exec(b, p, s.ops);
+  const auto eb = static_cast<std::size_t>(p.element_bytes);
+  std::vector<std::byte> host_src(exec.source_bytes()), host_dst(exec.destination_bytes());
+  box src_tile{}, dst_tile{};
+  for (std::size_t i = 0; i < p.src_devices.size(); ++i)
+    if (p.src_devices[i] == rank) src_tile = p.src.tile(static_cast<index_t>(i));
+  for (std::size_t j = 0; j < p.dst_devices.size(); ++j)
+    if (p.dst_devices[j] == rank) dst_tile = p.dst.tile(static_cast<index_t>(j));
+  if (!host_src.empty()) cli::fill(src_tile, p.src.shape, eb, host_src);
+  typename nccl_backend<mpi_nccl_bootstrap>::buffer src(host_src.size()), dst(host_dst.size());
+  cudaMemcpy(src.data(), host_src.data(), host_src.size(), cudaMemcpyHostToDevice);
+  exec.run({src.data(), host_src.size()}, {dst.data(), host_dst.size()});
+  cudaMemcpy(host_dst.data(), dst.data(), host_dst.size(), cudaMemcpyDeviceToHost);
+  return host_dst.empty() || cli::count_wrong(dst_tile, p.src.shape, eb, host_dst) == 0;
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, size = 0, gpus = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (cudaGetDeviceCount(&gpus) != cudaSuccess) gpus = 0;
+  int least = gpus;
+  MPI_Allreduce(&gpus, &least, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (least < size) {  // NCCL needs one GPU per rank
+    if (rank == 0) std::printf("skipped: %d ranks but %d GPUs\n", size, least);
+    MPI_Finalize();
+    return 77;
+  }
+  cudaSetDevice(rank % gpus);
+  cudaStream_t stream;
+  cudaStreamCreate(&stream);
+  ncclComm_t world = nccl_world(MPI_COMM_WORLD);
+  std::mt19937_64 rng(7);
+  int failures = 0;
+  for (int c = 0; c < 8; ++c) {
+    index_t half = size / 2;
+    dynamic_shape sh{1 + static_cast<index_t>(rng() % 300), 1 + static_cast<index_t>(rng() % 300)};
+    const char* specs[] = {"S0,R", "R,S0", "R,R"};
+    plan p = make_plan(dynamic_layout(dynamic_mesh{std::max<index_t>(half, 1)}, dynamic_spec(specs[rng() % 3]), sh),
+                       dynamic_layout(dynamic_mesh{size - half}, dynamic_spec(specs[rng() % 3]), sh));
+    bool ok = reshard<send_recv>(p, world, stream, rank) && reshard<send_recv_allgather>(p, world, stream, rank) &&
+              reshard<broadcast>(p, world, stream, rank);
+    int bad = ok ? 0 : 1, any = 0;
+    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    failures += any;
+  }
+  ncclCommDestroy(world);
+  cudaStreamDestroy(stream);
+  if (rank == 0) std::printf("%d ranks on GPUs: %d failed cases\n", size, failures);
+  MPI_Finalize();
+  return failures == 0 ? 0 : 1;
+}

@@ -1,0 +1,181 @@
+// The NCCL backend's call sequence, run over the emulated NCCL (threads and host memory) with
+// NCCL's blocking semantics: random reshards for every strategy, and deadlock detection.
+#include <doctest/doctest.h>
+
+#include <nccl.h>  // the emulation: this target puts tests/nccl/emulation first on the include path
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include <meshcast/backend/nccl.hpp>
+#include <meshcast/exec/executor.hpp>
+#include <meshcast/meshcast.hpp>
+
+#include "cli/fill.hpp"
+
+using namespace meshcast;
+
+namespace {
+
+// Members of a group meet here to pass the root's unique id (what MPI does in production).
+struct thread_bootstrap {
+  struct board {
+    std::mutex m;
+    std::condition_variable cv;
+    std::map<std::pair<std::vector<index_t>, int>, ncclUniqueId> ids;
+  };
+  std::shared_ptr<board> shared;
+  void share(ncclUniqueId& id, std::span<const index_t> members, index_t root, int tag) {
+    std::unique_lock<std::mutex> l(shared->m);
+    auto key = std::make_pair(std::vector<index_t>(members.begin(), members.end()), tag);
+    if (members.front() == root && id.internal[0] + id.internal[1] != 0) {
+      shared->ids[key] = id;
+      shared->cv.notify_all();
+      return;
+    }
+    shared->cv.wait(l, [&] { return shared->ids.count(key) > 0; });
+    id = shared->ids[key];
+  }
+};
+static_assert(nccl_bootstrap<thread_bootstrap>);
+static_assert(backend<nccl_backend<thread_bootstrap>>);
+
+// Runs `body(rank, comm)` on `n` threads, each an emulated rank of one world communicator.
+template <class Body>
+void run_ranks(int n, Body body) {
+  ncclUniqueId id;
+  ncclGetUniqueId(&id);
+  std::vector<std::thread> threads;
+  meshcast_nccl_emulation::add_ranks(n);
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      meshcast_nccl_emulation::rank_guard guard;
+      ncclComm_t comm = nullptr;
+      ncclCommInitRank(&comm, n, id, r);
+      body(r, comm);
+      ncclCommDestroy(comm);
+    });
+  for (auto& t : threads) t.join();
+}
+
+template <class Strategy, class Solver>
+void reshard_case(const plan& p, bool split, Solver solver) {
+  network net = network::alpa_testbed(default_hosts(p.device_count, static_cast<index_t>(p.src_devices.size()), 2));
+  instance in = make_instance(p, net, Strategy{}, split);
+  schedule s = solve(in, solver);
+  auto board = std::make_shared<thread_bootstrap::board>();
+  std::mutex results;
+  std::vector<std::string> problems;
+  run_ranks(static_cast<int>(p.device_count), [&](int rank, ncclComm_t comm) {
+    cudaStream_t stream;
+    cudaStreamCreate(&stream);
+    std::string problem;
+    try {
+      nccl_backend<thread_bootstrap> b(comm, stream, thread_bootstrap{board});
+      executor<nccl_backend<thread_bootstrap>, Strategy> exec(b, p, s.ops);
+      const auto eb = static_cast<std::size_t>(p.element_bytes);
+      std::vector<std::byte> source(exec.source_bytes()), destination(exec.destination_bytes(), std::byte{0x77});
+      box src_tile{}, dst_tile{};
+      for (std::size_t i = 0; i < p.src_devices.size(); ++i)
+        if (p.src_devices[i] == rank) src_tile = p.src.tile(static_cast<index_t>(i));
+      for (std::size_t j = 0; j < p.dst_devices.size(); ++j)
+        if (p.dst_devices[j] == rank) dst_tile = p.dst.tile(static_cast<index_t>(j));
+      if (!source.empty()) cli::fill(src_tile, p.src.shape, eb, source);
+      auto pristine = source;
+      exec.run(source, destination);
+      if (source != pristine) problem = "source written";
+      else if (!destination.empty() && cli::count_wrong(dst_tile, p.src.shape, eb, destination)) problem = "wrong elements";
+    } catch (const std::exception& e) {
+      problem = e.what();
+    }
+    cudaStreamDestroy(stream);
+    std::lock_guard<std::mutex> l(results);
+    if (!problem.empty()) problems.push_back("rank " + std::to_string(rank) + ": " + problem);
+  });
+  INFO(Strategy::name, " ", p.src.to_string(), " -> ", p.dst.to_string());
+  CHECK(problems.empty());
+  for (const auto& x : problems) MESSAGE(x);
+}
+
+}  // namespace
+
+TEST_CASE("NCCL backend reshards correctly over emulated NCCL (random layouts, every strategy)") {
+  std::mt19937_64 rng(42);
+  const char* specs2[] = {"S0,R", "R,S0", "S1,S0", "S0,S1", "R,R", "S01,R", "R,S10"};
+  int cases = 0;
+  for (int c = 0; c < 12; ++c) {
+    dynamic_shape sh{1 + static_cast<index_t>(rng() % 9), 1 + static_cast<index_t>(rng() % 9)};
+    dynamic_mesh sm{1 + static_cast<index_t>(rng() % 2), 1 + static_cast<index_t>(rng() % 3)};
+    dynamic_mesh dm{1 + static_cast<index_t>(rng() % 2), 1 + static_cast<index_t>(rng() % 3)};
+    plan_options o;
+    if (c % 3 == 1 && sm.size() == dm.size()) o.devices = device_map::same();
+    plan p = make_plan(dynamic_layout(sm, dynamic_spec(specs2[rng() % 7]), sh),
+                       dynamic_layout(dm, dynamic_spec(specs2[rng() % 7]), sh), o);
+    const bool split = rng() % 2;
+    reshard_case<send_recv>(p, split, greedy{});
+    reshard_case<send_recv_allgather>(p, split, open_shop{});
+    reshard_case<broadcast>(p, split, greedy{});
+    ++cases;
+  }
+  CHECK(cases == 12);
+}
+
+TEST_CASE("emulated NCCL: sends outside a group deadlock, as on GPUs, and the deadlock is reported") {
+  std::vector<ncclResult_t> outside(2), inside(2);
+  run_ranks(2, [&](int rank, ncclComm_t comm) {
+    std::byte out[8]{};
+    // Both ranks send first: each ncclSend waits for a receive that is never posted.
+    outside[rank] = ncclSend(out, 8, ncclUint8, 1 - rank, comm, nullptr);
+  });
+  CHECK(outside[0] == ncclInternalError);
+  CHECK(outside[1] == ncclInternalError);
+  CHECK(std::string(ncclGetErrorString(ncclInternalError)).find("deadlock") != std::string::npos);
+  run_ranks(2, [&](int rank, ncclComm_t comm) {
+    std::byte out[8]{}, in[8]{};
+    out[0] = static_cast<std::byte>(rank + 1);
+    ncclGroupStart();
+    ncclSend(out, 8, ncclUint8, 1 - rank, comm, nullptr);
+    ncclRecv(in, 8, ncclUint8, 1 - rank, comm, nullptr);
+    inside[rank] = ncclGroupEnd();
+    CHECK(in[0] == static_cast<std::byte>(2 - rank));
+  });
+  CHECK(inside[0] == ncclSuccess);
+  CHECK(inside[1] == ncclSuccess);
+}
+
+TEST_CASE("a schedule that ranks issue in different orders deadlocks without groups, and is caught") {
+  // Two devices swap halves (same mesh, S0 -> S0 reversed by listing the destinations backwards).
+  plan p = make_plan(dynamic_layout(dynamic_mesh{2}, dynamic_spec("S0"), dynamic_shape{8}),
+                     dynamic_layout(dynamic_mesh{2}, dynamic_spec("S0"), dynamic_shape{8}),
+                     {.devices = device_map::listed({1, 0})});
+  network net = network::alpa_testbed(default_hosts(2, 2, 1));
+  schedule s = solve(make_instance(p, net, send_recv{}), naive{});
+  REQUIRE(s.ops.size() == 2);
+  // A backend that never groups: each call blocks like NCCL outside ncclGroupStart/End.
+  struct ungrouped : nccl_backend<thread_bootstrap> {
+    using nccl_backend<thread_bootstrap>::nccl_backend;
+    void begin_round() {}
+    void end_round() {}
+  };
+  static_assert(backend<ungrouped>);
+  auto board = std::make_shared<thread_bootstrap::board>();
+  std::vector<std::string> errors(2);
+  run_ranks(2, [&](int rank, ncclComm_t comm) {
+    // Rank 1 is handed the ops in the opposite order: both now send before they receive.
+    std::vector<op> ops = s.ops;
+    if (rank == 1) std::swap(ops[0], ops[1]);
+    std::vector<std::byte> source(16), destination(16);
+    try {
+      ungrouped b(comm, nullptr, thread_bootstrap{board});
+      executor<ungrouped, send_recv> exec(b, p, ops);
+      exec.run(source, destination);
+    } catch (const error& e) {
+      errors[rank] = e.what();
+    }
+  });
+  CHECK(errors[0].find("deadlock") != std::string::npos);
+  CHECK(errors[1].find("deadlock") != std::string::npos);
+}
