@@ -48,7 +48,7 @@ class mpi_backend {
     std::byte* data() const noexcept { return bytes.get(); }
   };
 
-  /// Rank r of `comm` plays device r. `timeout_s` bounds every wait.
+  /// Rank r of `comm` plays device r. `timeout_s` bounds every wait (0: no bound).
   explicit mpi_backend(MPI_Comm comm = MPI_COMM_WORLD, double timeout_s = 60) : comm_(comm), timeout_s_(timeout_s) {
     int r = 0;
     MPI_Comm_rank(comm_, &r);
@@ -86,7 +86,12 @@ class mpi_backend {
     return r;
   }
   /// Waits for `r`, polling, and throws once the deadline has passed (a peer that never comes).
+  /// With a timeout of 0 it simply blocks in MPI_Wait, as a hand-written loop would.
   void wait(request& r) {
+    if (timeout_s_ <= 0) {
+      check(MPI_Wait(&r, MPI_STATUS_IGNORE), "MPI_Wait");
+      return;
+    }
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s_);
     for (int spins = 0;; ++spins) {
       int done = 0;

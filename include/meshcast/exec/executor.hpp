@@ -1,9 +1,11 @@
 // The generic executor: runs a schedule on one rank. Backend and strategy are template
 // parameters, so every call below resolves at compile time: no virtual calls, no tables.
 //
-// Each rank posts its part of every op in schedule order. A rank that forwards data it received
-// (a local all-gather step) first completes its pending receives; every op it waits for comes
-// earlier in the order, so no cycle of waits can form.
+// The constructor keeps only this rank's part of the schedule, as a list of steps with their
+// message buffers, so that `run` does what a hand-written loop would: post each transfer in
+// schedule order, pack and unpack whole contiguous runs, wait. A rank that forwards data it
+// received (a local all-gather step) first completes its pending receives; every transfer it
+// waits for comes earlier in the order, so no cycle of waits can form.
 #pragma once
 
 #include <algorithm>
@@ -24,72 +26,77 @@ template <backend Backend, strategy Strategy>
 class executor {
  public:
   /// `ops` is the schedule (issue order), the same on every rank.
-  executor(Backend& b, const plan& p, const std::vector<op>& ops) : b_(b), ops_(ops) {
+  executor(Backend& b, const plan& p, const std::vector<op>& ops) : b_(b) {
     me_ = b_.device();
     eb_ = static_cast<std::size_t>(p.element_bytes);
     for (std::size_t i = 0; i < p.src_devices.size(); ++i)
       if (p.src_devices[i] == me_) src_tile_ = p.src.tile(static_cast<index_t>(i)), is_src_ = true;
     for (std::size_t j = 0; j < p.dst_devices.size(); ++j)
       if (p.dst_devices[j] == me_) dst_tile_ = p.dst.tile(static_cast<index_t>(j)), is_dst_ = true;
-    if constexpr (!Strategy::point_to_point) make_groups();
+    if constexpr (!Strategy::point_to_point) make_groups(ops);
+    plan_steps(ops);
   }
 
   /// Bytes this rank's source and destination shards must have (row-major over their tiles).
   std::size_t source_bytes() const noexcept { return is_src_ ? tile_bytes(src_tile_) : 0; }
   std::size_t destination_bytes() const noexcept { return is_dst_ ? tile_bytes(dst_tile_) : 0; }
 
-  /// Reshards: reads `source` (never written), fills `destination`.
+  /// Reshards: reads `source` (never written), fills `destination`. May be called repeatedly.
   void run(std::span<const std::byte> source, std::span<std::byte> destination) {
     if (source.size() < source_bytes() || destination.size() < destination_bytes())
       throw error("device " + std::to_string(me_) + ": shard buffers are smaller than its tiles");
     pending_.clear();
+    sent_.clear();
     b_.begin_round();
-    for (std::size_t i = 0; i < ops_.size(); ++i) {
-      const op& o = ops_[i];
-      const bool sending = o.sender == me_;
-      const bool receiving = std::find(o.receivers.begin(), o.receivers.end(), me_) != o.receivers.end();
-      if (!sending && !receiving) continue;
-      const int tag = static_cast<int>(i % 32768);
-      const std::size_t n = tile_bytes(o.region);
-      if (sending) {
-        const bool from_source = is_src_ && src_tile_.contains(o.region);
-        if (!from_source) {  // forwarding what arrived earlier: finish those receives first
-          b_.end_round();
-          complete(destination);
-          b_.begin_round();
+    for (step& s : steps_) {
+      switch (s.how) {
+        case step::copy:
+          b_.copy_region(src_tile_, source.data(), dst_tile_, destination.data(), s.region, eb_);
+          break;
+        case step::send: {
+          if (!s.from_source) {  // forwarding what arrived earlier: finish those receives first
+            b_.end_round();
+            complete(destination);
+            b_.begin_round();
+          }
+          const box& tile = s.from_source ? src_tile_ : dst_tile_;
+          const std::byte* from = s.from_source ? source.data() : destination.data();
+          if (s.keep_copy) b_.copy_region(tile, from, dst_tile_, destination.data(), s.region, eb_);
+          std::byte* message = buffers_[s.buffer].data();
+          b_.pack(tile, from, s.region, eb_, message);
+          if (s.group != no_group) {
+            sent_.push_back(b_.broadcast(message, s.bytes, me_, *groups_[s.group]));
+          } else {
+            for (index_t peer : s.peers) sent_.push_back(b_.send(message, s.bytes, peer, s.tag));
+          }
+          break;
         }
-        const box& tile = from_source ? src_tile_ : dst_tile_;
-        const std::byte* from = from_source ? source.data() : destination.data();
-        if (receiving) b_.copy_region(tile, from, dst_tile_, destination.data(), o.region, eb_);
-        const bool remote = o.receivers.size() > (receiving ? 1u : 0u);
-        if (!remote) continue;
-        auto& message = outgoing_.emplace_back(b_.allocate(n));
-        b_.pack(tile, from, o.region, eb_, message.data());
-        if (collective(o)) {
-          requests_.push_back(b_.broadcast(message.data(), n, me_, group_of(i)));
-        } else {
-          for (index_t r : o.receivers)
-            if (r != me_) requests_.push_back(b_.send(message.data(), n, r, tag));
-        }
-      } else {
-        auto& message = pending_.emplace_back(incoming{o.region, b_.allocate(n), {}});
-        message.request = collective(o) ? b_.broadcast(message.data.data(), n, o.sender, group_of(i))
-                                        : b_.recv(message.data.data(), n, o.sender, tag);
+        case step::receive:
+          s.request = s.group != no_group ? b_.broadcast(buffers_[s.buffer].data(), s.bytes, s.peers[0], *groups_[s.group])
+                                          : b_.recv(buffers_[s.buffer].data(), s.bytes, s.peers[0], s.tag);
+          pending_.push_back(&s);
+          break;
       }
     }
     b_.end_round();
     complete(destination);
-    for (auto& r : requests_) b_.wait(r);
+    for (auto& r : sent_) b_.wait(r);
     b_.flush();
-    requests_.clear();
-    outgoing_.clear();
   }
 
  private:
-  struct incoming {
+  static constexpr std::size_t no_group = static_cast<std::size_t>(-1);
+  struct step {
+    enum kind { copy, send, receive } how;
     box region;
-    typename Backend::buffer data;
-    typename Backend::request request;
+    std::size_t bytes = 0;
+    bool from_source = true;  // send: the region is in this rank's source tile (else it arrived here)
+    bool keep_copy = false;   // send: this rank is also a receiver (local copy)
+    std::vector<index_t> peers;  // send: receivers; receive: the sender
+    int tag = 0;
+    std::size_t group = no_group;
+    std::size_t buffer = 0;
+    typename Backend::request request{};
   };
 
   // Point-to-point strategies send to each receiver; broadcast sends once to a group.
@@ -97,20 +104,56 @@ class executor {
 
   std::size_t tile_bytes(const box& b) const noexcept { return static_cast<std::size_t>(b.volume()) * eb_; }
 
+  void plan_steps(const std::vector<op>& ops) {
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const op& o = ops[i];
+      const bool sending = o.sender == me_;
+      const bool receiving = std::find(o.receivers.begin(), o.receivers.end(), me_) != o.receivers.end();
+      if (!sending && !receiving) continue;
+      step s{};
+      s.region = o.region;
+      s.bytes = tile_bytes(o.region);
+      s.tag = static_cast<int>(i % 32768);
+      if (collective(o)) s.group = group_index_.at(i);
+      if (sending) {
+        s.from_source = is_src_ && src_tile_.contains(o.region);
+        s.keep_copy = receiving;
+        for (index_t r : o.receivers)
+          if (r != me_) s.peers.push_back(r);
+        if (s.peers.empty()) {  // a local copy, from the source shard by construction
+          if (!s.from_source) throw error("device " + std::to_string(me_) + " copies a region it does not hold");
+          s.how = step::copy;
+        } else {
+          s.how = step::send;
+          s.buffer = buffers_.size();
+          buffers_.push_back(b_.allocate(s.bytes));
+        }
+      } else {
+        s.how = step::receive;
+        s.peers = {o.sender};
+        s.buffer = buffers_.size();
+        buffers_.push_back(b_.allocate(s.bytes));
+      }
+      steps_.push_back(std::move(s));
+    }
+    pending_.reserve(steps_.size());
+    sent_.reserve(steps_.size() * 2);
+  }
+
   void complete(std::span<std::byte> destination) {
-    for (incoming& m : pending_) {
-      b_.wait(m.request);
-      b_.unpack(m.data.data(), dst_tile_, destination.data(), m.region, eb_);
+    for (step* s : pending_) {
+      b_.wait(s->request);
+      b_.unpack(buffers_[s->buffer].data(), dst_tile_, destination.data(), s->region, eb_);
     }
     pending_.clear();
   }
 
   // Broadcast groups: one per distinct {sender} + receivers set of a multi-receiver op, created
   // by every member in the order of first use.
-  void make_groups() {
+  void make_groups(const std::vector<op>& ops) {
     std::map<std::vector<index_t>, std::size_t> index;
-    for (std::size_t i = 0; i < ops_.size(); ++i) {
-      const op& o = ops_[i];
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const op& o = ops[i];
       if (!collective(o)) continue;
       std::vector<index_t> members = o.receivers;
       members.insert(members.begin(), o.sender);
@@ -125,17 +168,16 @@ class executor {
       group_index_[i] = it->second;
     }
   }
-  typename Backend::group& group_of(std::size_t op_index) { return *groups_[group_index_.at(op_index)]; }
 
   Backend& b_;
-  const std::vector<op>& ops_;
   index_t me_ = -1;
   std::size_t eb_ = 1;
   box src_tile_{}, dst_tile_{};
   bool is_src_ = false, is_dst_ = false;
-  std::vector<incoming> pending_;
-  std::vector<typename Backend::buffer> outgoing_;
-  std::vector<typename Backend::request> requests_;
+  std::vector<step> steps_;
+  std::vector<typename Backend::buffer> buffers_;
+  std::vector<step*> pending_;
+  std::vector<typename Backend::request> sent_;
   std::vector<std::optional<typename Backend::group>> groups_;
   std::map<std::size_t, std::size_t> group_index_;
 };

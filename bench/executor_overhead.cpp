@@ -1,0 +1,108 @@
+// Zero-overhead check: the executor against a hand-written loop of the same MPI calls.
+//
+//   mpiexec -n 8 meshcast-bench-executor-overhead --mode executor|raw [--reps N] [--shape AxB]
+//
+// Both modes move the same bytes with the same pack/unpack routines over a (2,2) -> (2,2)
+// transpose-like reshard (S0,R -> R,S0: every rank sends to and receives from every other rank);
+// the hand-written loop is what a user would write for this one case: precomputed messages,
+// MPI_Isend / MPI_Irecv, MPI_Waitall, unpack. Run under valgrind --tool=callgrind
+// --instr-atstart=no to count instructions of the timed loop only (see bench/overhead.sh).
+#include <mpi.h>
+#include <valgrind/callgrind.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <meshcast/backend/mpi.hpp>
+#include <meshcast/exec/executor.hpp>
+#include <meshcast/meshcast.hpp>
+
+using namespace meshcast;
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::string mode = "executor", shape_text = "512x512";
+  int reps = 50;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--mode")) mode = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--reps")) reps = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--shape")) shape_text = argv[i + 1];
+  }
+  dynamic_shape shape = parse_shape(shape_text);
+  dynamic_layout src(dynamic_mesh{size}, dynamic_spec("S0,R"), shape), dst(dynamic_mesh{size}, dynamic_spec("R,S0"), shape);
+  plan p = make_plan(src, dst, {.devices = device_map::same()});
+  network net = network::alpa_testbed(default_hosts(p.device_count, size, 1));
+  schedule s = solve(make_instance(p, net, send_recv{}), greedy{});
+  share_schedule(MPI_COMM_WORLD, p, s.ops);
+  const std::size_t eb = 4;
+  const box my_src = p.src.tile(rank), my_dst = p.dst.tile(rank);
+  std::vector<std::byte> source(static_cast<std::size_t>(my_src.volume()) * eb, std::byte{1});
+  std::vector<std::byte> destination(static_cast<std::size_t>(my_dst.volume()) * eb);
+  double best = 1e300;
+
+  if (mode == "executor") {
+    mpi_backend b(MPI_COMM_WORLD, 0);  // blocking waits, like MPI_Waitall in the hand-written loop
+    executor<mpi_backend, send_recv> exec(b, p, s.ops);
+    exec.run(source, destination);  // warm-up
+    CALLGRIND_START_INSTRUMENTATION;
+    for (int r = 0; r < reps; ++r) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      auto t0 = std::chrono::steady_clock::now();
+      exec.run(source, destination);
+      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    CALLGRIND_STOP_INSTRUMENTATION;
+  } else {
+    // The hand-written loop for this case.
+    struct message {
+      box region;
+      int peer, tag;
+      bool local;
+      std::vector<std::byte> data;
+    };
+    std::vector<message> sends, recvs;
+    for (std::size_t i = 0; i < s.ops.size(); ++i) {
+      const op& o = s.ops[i];
+      const index_t r = o.receivers[0];
+      const std::size_t n = static_cast<std::size_t>(o.region.volume()) * eb;
+      if (o.sender == rank) sends.push_back({o.region, static_cast<int>(r), static_cast<int>(i), r == rank, std::vector<std::byte>(n)});
+      else if (r == rank) recvs.push_back({o.region, static_cast<int>(o.sender), static_cast<int>(i), false, std::vector<std::byte>(n)});
+    }
+    std::vector<MPI_Request> requests(sends.size() + recvs.size());
+    auto once = [&] {
+      std::size_t k = 0;
+      for (auto& m : recvs)
+        MPI_Irecv(m.data.data(), static_cast<int>(m.data.size()), MPI_BYTE, m.peer, m.tag, MPI_COMM_WORLD, &requests[k++]);
+      for (auto& m : sends) {
+        if (m.local) {
+          copy_region(my_src, source, my_dst, destination, m.region, eb);
+          requests[k++] = MPI_REQUEST_NULL;
+          continue;
+        }
+        pack(my_src, source, m.region, eb, m.data);
+        MPI_Isend(m.data.data(), static_cast<int>(m.data.size()), MPI_BYTE, m.peer, m.tag, MPI_COMM_WORLD, &requests[k++]);
+      }
+      MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+      for (auto& m : recvs) unpack(m.data, my_dst, destination, m.region, eb);
+    };
+    once();  // warm-up
+    CALLGRIND_START_INSTRUMENTATION;
+    for (int r = 0; r < reps; ++r) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      auto t0 = std::chrono::steady_clock::now();
+      once();
+      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    CALLGRIND_STOP_INSTRUMENTATION;
+  }
+  double worst_rank = 0;
+  MPI_Reduce(&best, &worst_rank, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  if (rank == 0) std::printf("%s %d ranks %s: best of %d runs %.3f us\n", mode.c_str(), size, shape_text.c_str(), reps, worst_rank * 1e6);
+  MPI_Finalize();
+}
