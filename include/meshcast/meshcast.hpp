@@ -24,4 +24,8 @@
 #include "solvers.hpp"
 #include "simulate.hpp"
 #include "solve.hpp"
+#include "backend.hpp"
+#include "exec/pack.hpp"
+#include "exec/wire.hpp"
+#include "exec/executor.hpp"
 #include "version.hpp"

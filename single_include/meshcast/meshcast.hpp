@@ -3079,6 +3079,396 @@ schedule solve(const instance& in, const S& s, const solver_options& options = {
 
 }  // namespace meshcast
 // ---- end meshcast/solve.hpp ----
+// ---- begin meshcast/backend.hpp ----
+// The communication-backend concept: what an executor needs from MPI, NCCL or anything else.
+//
+// A backend plays one device (its rank), moves bytes point to point or by broadcast inside a
+// group, and owns the memory space the shards live in (host for MPI, GPU for NCCL), so packing
+// and local copies are its business too. Rounds bracket operations that may run together
+// (ncclGroupStart/End); a backend without such a notion makes them no-ops.
+
+#include <concepts>
+#include <cstddef>
+#include <span>
+
+
+namespace meshcast {
+
+template <class B>
+concept backend = requires(B& b, const B& cb, std::byte* out, const std::byte* in, std::size_t n, index_t peer,
+                           int tag, std::span<const index_t> members, typename B::request& req,
+                           typename B::group& g, const box& tile, const box& region) {
+  typename B::request;
+  typename B::group;
+  typename B::buffer;
+  { cb.device() } -> std::convertible_to<index_t>;
+  { b.send(in, n, peer, tag) } -> std::same_as<typename B::request>;
+  { b.recv(out, n, peer, tag) } -> std::same_as<typename B::request>;
+  /// Called, in the same order, by every member of `members` (and only by them).
+  { b.make_group(members, tag) } -> std::same_as<typename B::group>;
+  /// `out` holds the message at the root and receives it elsewhere.
+  { b.broadcast(out, n, peer, g) } -> std::same_as<typename B::request>;
+  b.wait(req);
+  b.begin_round();
+  b.end_round();
+  b.flush();  ///< everything issued so far is complete when it returns
+  { b.allocate(n) } -> std::same_as<typename B::buffer>;
+  b.pack(tile, in, region, n, out);
+  b.unpack(in, tile, out, region, n);
+  b.copy_region(tile, in, tile, out, region, n);
+};
+
+}  // namespace meshcast
+// ---- end meshcast/backend.hpp ----
+// ---- begin meshcast/exec/pack.hpp ----
+// Packing a region of a dense row-major tile into a contiguous message, and unpacking it.
+// Whole contiguous runs are copied at once: the innermost dims the region spans fully are merged
+// with the first one it does not.
+
+#include <cstddef>
+#include <cstring>
+#include <span>
+
+
+namespace meshcast {
+
+namespace detail {
+// Calls f(tile_offset_bytes, run_bytes) for every contiguous run of `region` inside `tile`, in
+// row-major order (so the k-th run lands at k * run_bytes in the packed message).
+template <class F>
+void for_each_run(const box& tile, const box& region, std::size_t element_bytes, F&& f) {
+  const int rank = tile.rank;
+  if (region.empty()) return;
+  std::size_t run = element_bytes;
+  int d = rank - 1;
+  // Merge inner dims the region covers entirely.
+  while (d > 0 && region[d].lo == tile[d].lo && region[d].hi == tile[d].hi) run *= static_cast<std::size_t>(tile[d].size()), --d;
+  run *= static_cast<std::size_t>(region[d].size());
+  // Byte strides of the tile.
+  std::size_t stride[max_rank];
+  std::size_t s = element_bytes;
+  for (int k = rank - 1; k >= 0; --k) stride[k] = s, s *= static_cast<std::size_t>(tile[k].size());
+  index_t idx[max_rank];
+  for (int k = 0; k < d; ++k) idx[k] = region[k].lo;
+  while (true) {
+    std::size_t offset = static_cast<std::size_t>(region[d].lo - tile[d].lo) * stride[d];
+    for (int k = 0; k < d; ++k) offset += static_cast<std::size_t>(idx[k] - tile[k].lo) * stride[k];
+    f(offset, run);
+    int k = d - 1;
+    while (k >= 0 && ++idx[k] == region[k].hi) idx[k] = region[k].lo, --k;
+    if (k < 0) return;
+  }
+}
+}  // namespace detail
+
+/// Bytes of `tile` (dense row-major, `element_bytes` per element) a buffer must have.
+constexpr std::size_t tile_bytes(const box& tile, std::size_t element_bytes) noexcept {
+  return static_cast<std::size_t>(tile.volume()) * element_bytes;
+}
+
+/// Copies `region` of the tile held in `from` into the contiguous `to`.
+inline void pack(const box& tile, std::span<const std::byte> from, const box& region, std::size_t element_bytes,
+                 std::span<std::byte> to) {
+  if (from.size() < tile_bytes(tile, element_bytes) || to.size() < tile_bytes(region, element_bytes))
+    throw error("pack: buffer smaller than its tile or region " + region.to_string());
+  std::size_t at = 0;
+  detail::for_each_run(tile, region, element_bytes, [&](std::size_t offset, std::size_t run) {
+    std::memcpy(to.data() + at, from.data() + offset, run);
+    at += run;
+  });
+}
+
+/// Copies the contiguous `from` into `region` of the tile held in `to`.
+inline void unpack(std::span<const std::byte> from, const box& tile, std::span<std::byte> to, const box& region,
+                   std::size_t element_bytes) {
+  if (to.size() < tile_bytes(tile, element_bytes) || from.size() < tile_bytes(region, element_bytes))
+    throw error("unpack: buffer smaller than its tile or region " + region.to_string());
+  std::size_t at = 0;
+  detail::for_each_run(tile, region, element_bytes, [&](std::size_t offset, std::size_t run) {
+    std::memcpy(to.data() + offset, from.data() + at, run);
+    at += run;
+  });
+}
+
+/// Copies `region` from one tile's buffer straight into another's (a local copy), row by row:
+/// a row of the region (its last dim) is contiguous in both tiles.
+inline void copy_region(const box& from_tile, std::span<const std::byte> from, const box& to_tile,
+                        std::span<std::byte> to, const box& region, std::size_t element_bytes) {
+  if (region.empty()) return;
+  if (from.size() < tile_bytes(from_tile, element_bytes) || to.size() < tile_bytes(to_tile, element_bytes))
+    throw error("copy_region: buffer smaller than its tile");
+  const std::size_t row = static_cast<std::size_t>(region[region.rank - 1].size()) * element_bytes;
+  index_t idx[max_rank];
+  for (int k = 0; k < region.rank; ++k) idx[k] = region[k].lo;
+  auto offset_in = [&](const box& tile) {
+    std::size_t off = 0, stride = element_bytes;
+    for (int k = tile.rank - 1; k >= 0; --k) {
+      off += static_cast<std::size_t>(idx[k] - tile[k].lo) * stride;
+      stride *= static_cast<std::size_t>(tile[k].size());
+    }
+    return off;
+  };
+  while (true) {
+    std::memcpy(to.data() + offset_in(to_tile), from.data() + offset_in(from_tile), row);
+    int k = region.rank - 2;
+    while (k >= 0 && ++idx[k] == region[k].hi) idx[k] = region[k].lo, --k;
+    if (k < 0) return;
+  }
+}
+
+}  // namespace meshcast
+// ---- end meshcast/exec/pack.hpp ----
+// ---- begin meshcast/exec/wire.hpp ----
+// A flat form of the ops an executor needs (task, region, bytes, sender, receivers), to hand one
+// rank's schedule to the others, and a fingerprint to check that all ranks run the same thing.
+
+#include <cstdint>
+#include <vector>
+
+
+namespace meshcast {
+
+inline std::vector<std::int64_t> to_wire(const std::vector<op>& ops) {
+  std::vector<std::int64_t> w{static_cast<std::int64_t>(ops.size())};
+  for (const op& o : ops) {
+    w.push_back(o.task);
+    w.push_back(o.region.rank);
+    for (int d = 0; d < o.region.rank; ++d) w.push_back(o.region[d].lo), w.push_back(o.region[d].hi);
+    w.push_back(o.bytes);
+    w.push_back(o.sender);
+    w.push_back(static_cast<std::int64_t>(o.receivers.size()));
+    for (index_t r : o.receivers) w.push_back(r);
+  }
+  return w;
+}
+
+inline std::vector<op> from_wire(const std::vector<std::int64_t>& w) {
+  std::vector<op> ops;
+  std::size_t at = 0;
+  auto next = [&] {
+    if (at >= w.size()) throw error("a schedule message is truncated");
+    return w[at++];
+  };
+  const auto n = next();
+  for (std::int64_t i = 0; i < n; ++i) {
+    op o;
+    o.task = next();
+    o.region.rank = static_cast<int>(next());
+    if (o.region.rank < 0 || o.region.rank > max_rank) throw error("a schedule message has a bad rank");
+    for (int d = 0; d < o.region.rank; ++d) o.region[d].lo = next(), o.region[d].hi = next();
+    o.bytes = next();
+    o.sender = next();
+    const auto k = next();
+    for (std::int64_t j = 0; j < k; ++j) o.receivers.push_back(next());
+    ops.push_back(std::move(o));
+  }
+  return ops;
+}
+
+/// FNV-1a over the plan's layouts, element size, devices and the ops' wire form.
+inline std::uint64_t fingerprint(const plan& p, const std::vector<op>& ops) {
+  std::uint64_t h = 1469598103934665603ULL;
+  auto mix = [&](std::int64_t v) {
+    for (int i = 0; i < 8; ++i) h = (h ^ static_cast<std::uint8_t>(v >> (8 * i))) * 1099511628211ULL;
+  };
+  for (const layout_value* l : {&p.src, &p.dst}) {
+    for (int d = 0; d < l->mesh.rank; ++d) mix(l->mesh[d]);
+    for (int d = 0; d < l->shape.rank; ++d) mix(l->shape[d]);
+    for (int d = 0; d < l->spec.rank; ++d) {
+      mix(-1 - l->spec.dims[d].axis_count);
+      for (int a = 0; a < l->spec.dims[d].axis_count; ++a) mix(l->spec.dims[d].axes[a]);
+    }
+  }
+  mix(p.element_bytes);
+  for (index_t d : p.dst_devices) mix(d);
+  for (std::int64_t v : to_wire(ops)) mix(v);
+  return h;
+}
+
+}  // namespace meshcast
+// ---- end meshcast/exec/wire.hpp ----
+// ---- begin meshcast/exec/executor.hpp ----
+// The generic executor: runs a schedule on one rank. Backend and strategy are template
+// parameters, so every call below resolves at compile time: no virtual calls, no tables.
+//
+// The constructor keeps only this rank's part of the schedule, as a list of steps with their
+// message buffers, so that `run` does what a hand-written loop would: post each transfer in
+// schedule order, pack and unpack whole contiguous runs, wait. A rank that forwards data it
+// received (a local all-gather step) first completes its pending receives; every transfer it
+// waits for comes earlier in the order, so no cycle of waits can form.
+
+#include <algorithm>
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <span>
+#include <vector>
+
+
+namespace meshcast {
+
+template <backend Backend, strategy Strategy>
+class executor {
+ public:
+  /// `ops` is the schedule (issue order), the same on every rank.
+  executor(Backend& b, const plan& p, const std::vector<op>& ops) : b_(b) {
+    me_ = b_.device();
+    eb_ = static_cast<std::size_t>(p.element_bytes);
+    for (std::size_t i = 0; i < p.src_devices.size(); ++i)
+      if (p.src_devices[i] == me_) src_tile_ = p.src.tile(static_cast<index_t>(i)), is_src_ = true;
+    for (std::size_t j = 0; j < p.dst_devices.size(); ++j)
+      if (p.dst_devices[j] == me_) dst_tile_ = p.dst.tile(static_cast<index_t>(j)), is_dst_ = true;
+    if constexpr (!Strategy::point_to_point) make_groups(ops);
+    plan_steps(ops);
+  }
+
+  /// Bytes this rank's source and destination shards must have (row-major over their tiles).
+  std::size_t source_bytes() const noexcept { return is_src_ ? tile_bytes(src_tile_) : 0; }
+  std::size_t destination_bytes() const noexcept { return is_dst_ ? tile_bytes(dst_tile_) : 0; }
+
+  /// Reshards: reads `source` (never written), fills `destination`. May be called repeatedly.
+  void run(std::span<const std::byte> source, std::span<std::byte> destination) {
+    if (source.size() < source_bytes() || destination.size() < destination_bytes())
+      throw error("device " + std::to_string(me_) + ": shard buffers are smaller than its tiles");
+    pending_.clear();
+    sent_.clear();
+    b_.begin_round();
+    for (step& s : steps_) {
+      switch (s.how) {
+        case step::copy:
+          b_.copy_region(src_tile_, source.data(), dst_tile_, destination.data(), s.region, eb_);
+          break;
+        case step::send: {
+          if (!s.from_source) {  // forwarding what arrived earlier: finish those receives first
+            b_.end_round();
+            complete(destination);
+            b_.begin_round();
+          }
+          const box& tile = s.from_source ? src_tile_ : dst_tile_;
+          const std::byte* from = s.from_source ? source.data() : destination.data();
+          if (s.keep_copy) b_.copy_region(tile, from, dst_tile_, destination.data(), s.region, eb_);
+          std::byte* message = buffers_[s.buffer].data();
+          b_.pack(tile, from, s.region, eb_, message);
+          if (s.group != no_group) {
+            sent_.push_back(b_.broadcast(message, s.bytes, me_, *groups_[s.group]));
+          } else {
+            for (index_t peer : s.peers) sent_.push_back(b_.send(message, s.bytes, peer, s.tag));
+          }
+          break;
+        }
+        case step::receive:
+          s.request = s.group != no_group ? b_.broadcast(buffers_[s.buffer].data(), s.bytes, s.peers[0], *groups_[s.group])
+                                          : b_.recv(buffers_[s.buffer].data(), s.bytes, s.peers[0], s.tag);
+          pending_.push_back(&s);
+          break;
+      }
+    }
+    b_.end_round();
+    complete(destination);
+    for (auto& r : sent_) b_.wait(r);
+    b_.flush();
+  }
+
+ private:
+  static constexpr std::size_t no_group = static_cast<std::size_t>(-1);
+  struct step {
+    enum kind { copy, send, receive } how;
+    box region;
+    std::size_t bytes = 0;
+    bool from_source = true;  // send: the region is in this rank's source tile (else it arrived here)
+    bool keep_copy = false;   // send: this rank is also a receiver (local copy)
+    std::vector<index_t> peers;  // send: receivers; receive: the sender
+    int tag = 0;
+    std::size_t group = no_group;
+    std::size_t buffer = 0;
+    typename Backend::request request{};
+  };
+
+  // Point-to-point strategies send to each receiver; broadcast sends once to a group.
+  static bool collective(const op& o) noexcept { return !Strategy::point_to_point && o.receivers.size() >= 2; }
+
+  std::size_t tile_bytes(const box& b) const noexcept { return static_cast<std::size_t>(b.volume()) * eb_; }
+
+  void plan_steps(const std::vector<op>& ops) {
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const op& o = ops[i];
+      const bool sending = o.sender == me_;
+      const bool receiving = std::find(o.receivers.begin(), o.receivers.end(), me_) != o.receivers.end();
+      if (!sending && !receiving) continue;
+      step s{};
+      s.region = o.region;
+      s.bytes = tile_bytes(o.region);
+      s.tag = static_cast<int>(i % 32768);
+      if (collective(o)) s.group = group_index_.at(i);
+      if (sending) {
+        s.from_source = is_src_ && src_tile_.contains(o.region);
+        s.keep_copy = receiving;
+        for (index_t r : o.receivers)
+          if (r != me_) s.peers.push_back(r);
+        if (s.peers.empty()) {  // a local copy, from the source shard by construction
+          if (!s.from_source) throw error("device " + std::to_string(me_) + " copies a region it does not hold");
+          s.how = step::copy;
+        } else {
+          s.how = step::send;
+          s.buffer = buffers_.size();
+          buffers_.push_back(b_.allocate(s.bytes));
+        }
+      } else {
+        s.how = step::receive;
+        s.peers = {o.sender};
+        s.buffer = buffers_.size();
+        buffers_.push_back(b_.allocate(s.bytes));
+      }
+      steps_.push_back(std::move(s));
+    }
+    pending_.reserve(steps_.size());
+    sent_.reserve(steps_.size() * 2);
+  }
+
+  void complete(std::span<std::byte> destination) {
+    for (step* s : pending_) {
+      b_.wait(s->request);
+      b_.unpack(buffers_[s->buffer].data(), dst_tile_, destination.data(), s->region, eb_);
+    }
+    pending_.clear();
+  }
+
+  // Broadcast groups: one per distinct {sender} + receivers set of a multi-receiver op, created
+  // by every member in the order of first use.
+  void make_groups(const std::vector<op>& ops) {
+    std::map<std::vector<index_t>, std::size_t> index;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const op& o = ops[i];
+      if (!collective(o)) continue;
+      std::vector<index_t> members = o.receivers;
+      members.insert(members.begin(), o.sender);
+      std::sort(members.begin() + 1, members.end());
+      auto [it, fresh] = index.try_emplace(members, groups_.size());
+      if (fresh) {
+        bool mine = std::find(members.begin(), members.end(), me_) != members.end();
+        groups_.push_back(mine ? std::optional<typename Backend::group>(
+                                     b_.make_group(members, static_cast<int>(it->second % 32768)))
+                               : std::nullopt);
+      }
+      group_index_[i] = it->second;
+    }
+  }
+
+  Backend& b_;
+  index_t me_ = -1;
+  std::size_t eb_ = 1;
+  box src_tile_{}, dst_tile_{};
+  bool is_src_ = false, is_dst_ = false;
+  std::vector<step> steps_;
+  std::vector<typename Backend::buffer> buffers_;
+  std::vector<step*> pending_;
+  std::vector<typename Backend::request> sent_;
+  std::vector<std::optional<typename Backend::group>> groups_;
+  std::map<std::size_t, std::size_t> group_index_;
+};
+
+}  // namespace meshcast
+// ---- end meshcast/exec/executor.hpp ----
 // ---- begin meshcast/version.hpp ----
 // Library version, kept in step with the CMake and Meson project versions.
 
