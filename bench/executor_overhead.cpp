@@ -17,7 +17,6 @@
 #include <vector>
 
 #include <meshcast/backend/mpi.hpp>
-#include <meshcast/exec/executor.hpp>
 #include <meshcast/meshcast.hpp>
 
 using namespace meshcast;

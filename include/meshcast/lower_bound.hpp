@@ -49,7 +49,8 @@ inline std::map<int, double> egress_bytes(const option& o, const resource_space&
 /// The egress part of the bound, with an assignment reaching it (see the file comment). With
 /// `all_replicas`, a unit may leave through the port of any replica of its task (the bound then
 /// holds for every sender choice, not only the instance's options); the assignment is then empty.
-inline egress_split egress_bound(const instance& in, bool all_replicas = false) {
+/// The search stops when the bracket is `tolerance` (relative) wide; the bound is its low end.
+inline egress_split egress_bound(const instance& in, bool all_replicas = false, double tolerance = 1e-7) {
   const resource_space& rs = in.resources;
   const network& net = *in.net;
   std::vector<double> fixed(static_cast<std::size_t>(rs.ports), 0.0);
@@ -123,7 +124,7 @@ inline egress_split egress_bound(const instance& in, bool all_replicas = false) 
   };
   double hi = lo + total / slowest;
   if (total > 0) {
-    for (int it = 0; it < 60 && hi - lo > 1e-7 * hi; ++it) {
+    for (int it = 0; it < 60 && hi - lo > tolerance * hi; ++it) {
       double mid = 0.5 * (lo + hi);
       (solve(mid, nullptr) ? hi : lo) = mid;
     }

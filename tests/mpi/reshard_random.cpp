@@ -11,7 +11,6 @@
 #include <vector>
 
 #include <meshcast/backend/mpi.hpp>
-#include <meshcast/exec/executor.hpp>
 #include <meshcast/meshcast.hpp>
 
 #include "cli/fill.hpp"

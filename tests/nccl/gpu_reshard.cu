@@ -8,7 +8,6 @@
 
 #include <meshcast/backend/mpi.hpp>
 #include <meshcast/backend/nccl_mpi_bootstrap.hpp>
-#include <meshcast/exec/executor.hpp>
 #include <meshcast/meshcast.hpp>
 
 #include "cli/fill.hpp"

@@ -11,7 +11,6 @@
 #include <thread>
 
 #include <meshcast/backend/nccl.hpp>
-#include <meshcast/exec/executor.hpp>
 #include <meshcast/meshcast.hpp>
 
 #include "cli/fill.hpp"

@@ -1,10 +1,12 @@
-// greedy: list scheduling in the ordered model. Three orders are tried: (a) rounds: each unit goes
-// to the first round in which none of its NIC ports is taken yet (first-fit colouring, the
-// diagonal rounds of an open shop), longest first within a round; (b) the unit that can finish
-// earliest goes next (small instances only: it re-evaluates units as resources fill); (c)
-// longest unit first. Each unit takes the option (sender) that finishes it earliest given what is
-// already placed. A short local search then moves units earlier in the best list while that does
-// not lengthen the schedule.
+// greedy: list scheduling in the ordered model. Each unit takes, unless told otherwise, the
+// option (sender) that finishes it earliest given what is already placed. Orders tried:
+// (a) first-fit rounds: a unit goes to the first round where none of its NIC ports is taken yet;
+// (b) the unit that can finish earliest next (small instances: it re-evaluates units as resources
+//     fill up); (c) longest first; (d) longest first with senders fixed beforehand to balance the
+//     sender ports; (e) senders from the egress bound's optimal flow (rounded by quotas), units in
+//     the Koenig colour classes of the (sender port, receiving port) multigraph.
+// A local search then moves units earlier, or gives one another sender, while that does not
+// lengthen the schedule.
 #pragma once
 
 #include <algorithm>
@@ -64,24 +66,27 @@ struct greedy {
       trial.makespan = list_schedule(in, trial.order, &trial.choice);
       if (trial.makespan < best.makespan) std::swap(best, trial);
     }
-    trial.order.resize(in.units.size());
-    std::iota(trial.order.begin(), trial.order.end(), 0);
-    std::stable_sort(trial.order.begin(), trial.order.end(),
-                     [&](std::size_t a, std::size_t b) { return weight[a] > weight[b]; });
-    trial.makespan = list_schedule(in, trial.order, &trial.choice);
-    if (trial.makespan < best.makespan) std::swap(best, trial);
-    // (d) senders chosen first to balance the sender ports, then the longest-first list (skipped
-    // on large instances, where (e) does the same job better).
-    if (in.units.size() <= earliest_finish_limit * 8) {
-      trial.forced = balanced_senders(in, trial.order);
+    std::vector<std::size_t> lpt(in.units.size());
+    std::iota(lpt.begin(), lpt.end(), 0);
+    std::stable_sort(lpt.begin(), lpt.end(), [&](std::size_t a, std::size_t b) { return weight[a] > weight[b]; });
+    const bool large = in.units.size() > earliest_finish_limit * 8;
+    if (!large) {
+      // (c) longest first; (d) senders chosen first to balance the sender ports, then longest first.
+      // On large instances (a) and (e) do their job at a lower cost.
+      trial.order = lpt;
+      trial.forced.clear();
+      trial.makespan = list_schedule(in, trial.order, &trial.choice);
+      if (trial.makespan < best.makespan) std::swap(best, trial);
+      trial.order = lpt;
+      trial.forced = balanced_senders(in, lpt);
       trial.makespan = list_schedule(in, trial.order, &trial.choice, &trial.forced);
       if (trial.makespan < best.makespan) std::swap(best, trial);
     }
     // (e) senders from the egress bound's optimal flow, then the units as the edges of a bipartite
     // multigraph (sender port, receiving port) in Koenig colour classes.
-    trial.forced = flow_senders(in, trial.order);
+    trial.forced = flow_senders(in, lpt);
     if (std::vector<std::size_t> rounds = colour_order(in, trial.forced, weight); !rounds.empty()) {
-      trial.order = rounds;
+      trial.order = std::move(rounds);
       trial.makespan = list_schedule(in, trial.order, &trial.choice, &trial.forced);
       if (trial.makespan < best.makespan) std::swap(best, trial);
     }
@@ -147,7 +152,7 @@ struct greedy {
   // The egress bound's fractional flow gives every sender port a quota of bytes; units, longest
   // first, take the option whose port has the most quota left (an integral rounding of the flow).
   static std::vector<int> flow_senders(const instance& in, const std::vector<std::size_t>& longest_first) {
-    egress_split split = egress_bound(in);
+    egress_split split = egress_bound(in, false, 1e-3);  // quotas need no more precision
     std::vector<double> quota(static_cast<std::size_t>(in.resources.ports), 0.0);
     for (std::size_t u = 0; u < in.units.size(); ++u)
       for (std::size_t k = 0; k < in.units[u].options.size(); ++k)
