@@ -1871,6 +1871,30 @@ inline lower_bound_parts lower_bound(const instance& in) {
   return lb;
 }
 
+/// An integral sender assignment from the egress bound's flow: every sender port gets a quota of
+/// bytes (its share of the flow); units, in the given order (longest first is best), take the
+/// option whose port has the most quota left. Returns the option of each unit.
+inline std::vector<int> quota_senders(const instance& in, const std::vector<std::size_t>& order) {
+  egress_split split = egress_bound(in, false, 1e-3);  // quotas need no more precision
+  std::vector<double> quota(static_cast<std::size_t>(in.resources.ports), 0.0);
+  for (std::size_t u = 0; u < in.units.size(); ++u)
+    for (std::size_t k = 0; k < in.units[u].options.size(); ++k)
+      if (in.units[u].options[k].sender >= 0)
+        quota[in.net->port_of(in.units[u].options[k].sender)] += split.fraction[u][k] * static_cast<double>(in.units[u].bytes);
+  std::vector<int> chosen(in.units.size(), 0);
+  for (std::size_t u : order) {
+    const unit& un = in.units[u];
+    if (!un.has_choice()) continue;
+    int best = 0;
+    for (std::size_t k = 1; k < un.options.size(); ++k)
+      if (quota[in.net->port_of(un.options[k].sender)] > quota[in.net->port_of(un.options[best].sender)])
+        best = static_cast<int>(k);
+    chosen[u] = best;
+    quota[in.net->port_of(un.options[best].sender)] -= static_cast<double>(un.bytes);
+  }
+  return chosen;
+}
+
 }  // namespace meshcast
 // ---- end meshcast/lower_bound.hpp ----
 // ---- begin meshcast/solver.hpp ----
@@ -2235,6 +2259,11 @@ struct open_shop {
     const double bound = lower_bound(in).value();
     const double wanted_rounds = net.latency_s() > 0 ? std::min<double>(rounds, bound / (50 * net.latency_s())) : rounds;
     const double chunk_s = std::max(bound / std::max(1.0, wanted_rounds), 1e-12);
+    std::vector<std::size_t> longest(in.units.size());
+    for (std::size_t u = 0; u < longest.size(); ++u) longest[u] = u;
+    std::stable_sort(longest.begin(), longest.end(),
+                     [&](std::size_t a, std::size_t b) { return unit_time(in.units[a]) > unit_time(in.units[b]); });
+    const std::vector<int> whole = quota_senders(in, longest);
     solver_result out;
     std::vector<op> chunks;
     struct followup {
@@ -2251,10 +2280,12 @@ struct open_shop {
         continue;
       }
       std::vector<double> share = split.fraction[u];
-      if (!in.split_replicas || !same_shape(un)) {
-        std::size_t top = std::max_element(share.begin(), share.end()) - share.begin();
+      // A transfer that would be cut into pieces shorter than a chunk among its replicas is not
+      // worth cutting (each piece pays a latency): it goes whole to the sender its quota names.
+      const auto sharing = std::count_if(share.begin(), share.end(), [](double f) { return f > 1e-9; });
+      if (!in.split_replicas || !same_shape(un) || longest_op(un) < chunk_s * static_cast<double>(sharing)) {
         std::fill(share.begin(), share.end(), 0.0);
-        share[top] = 1;
+        share[static_cast<std::size_t>(whole[u])] = 1;
       }
       const auto& ops0 = un.options[0].ops;
       for (std::size_t j = 0; j < ops0.size(); ++j) {
@@ -2371,6 +2402,18 @@ struct open_shop {
  private:
   static constexpr std::size_t npos = static_cast<std::size_t>(-1);
 
+  // Time the unit's NIC work takes under its first option, and its longest transfer.
+  static double unit_time(const unit& u) {
+    double t = 0;
+    for (const op& x : u.options[0].ops) t += x.duration;
+    return t;
+  }
+  static double longest_op(const unit& u) {
+    double t = 0;
+    for (const op& x : u.options[0].ops) t = std::max(t, x.duration);
+    return t;
+  }
+
   static bool any_nic(const option& o, const resource_space& rs) {
     return std::any_of(o.ops.begin(), o.ops.end(), [&](const op& x) { return x.uses_nic(rs); });
   }
@@ -2466,7 +2509,9 @@ struct greedy {
     }
     // (e) senders from the egress bound's optimal flow, then the units as the edges of a bipartite
     // multigraph (sender port, receiving port) in Koenig colour classes.
-    trial.forced = flow_senders(in, lpt);
+    trial.forced = quota_senders(in, lpt);
+    for (std::size_t u = 0; u < in.units.size(); ++u)
+      if (!in.units[u].has_choice()) trial.forced[u] = -1;
     if (std::vector<std::size_t> rounds = colour_order(in, trial.forced, weight); !rounds.empty()) {
       trial.order = std::move(rounds);
       trial.makespan = list_schedule(in, trial.order, &trial.choice, &trial.forced);
@@ -2531,29 +2576,6 @@ struct greedy {
   }
 
  private:
-  // The egress bound's fractional flow gives every sender port a quota of bytes; units, longest
-  // first, take the option whose port has the most quota left (an integral rounding of the flow).
-  static std::vector<int> flow_senders(const instance& in, const std::vector<std::size_t>& longest_first) {
-    egress_split split = egress_bound(in, false, 1e-3);  // quotas need no more precision
-    std::vector<double> quota(static_cast<std::size_t>(in.resources.ports), 0.0);
-    for (std::size_t u = 0; u < in.units.size(); ++u)
-      for (std::size_t k = 0; k < in.units[u].options.size(); ++k)
-        if (in.units[u].options[k].sender >= 0)
-          quota[in.net->port_of(in.units[u].options[k].sender)] += split.fraction[u][k] * static_cast<double>(in.units[u].bytes);
-    std::vector<int> forced(in.units.size(), -1);
-    for (std::size_t u : longest_first) {
-      const unit& un = in.units[u];
-      if (!un.has_choice()) continue;
-      int best = 0;
-      for (std::size_t k = 1; k < un.options.size(); ++k)
-        if (quota[in.net->port_of(un.options[k].sender)] > quota[in.net->port_of(un.options[best].sender)])
-          best = static_cast<int>(k);
-      forced[u] = best;
-      quota[in.net->port_of(un.options[best].sender)] -= static_cast<double>(un.bytes);
-    }
-    return forced;
-  }
-
   // When every unit (with its forced option) crosses exactly one egress and one ingress port, the
   // units are edges of a bipartite multigraph; its Koenig colouring gives rounds with no port
   // twice. Returns the units by round (longest first within one), or nothing if it does not apply.

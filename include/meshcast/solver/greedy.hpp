@@ -84,7 +84,9 @@ struct greedy {
     }
     // (e) senders from the egress bound's optimal flow, then the units as the edges of a bipartite
     // multigraph (sender port, receiving port) in Koenig colour classes.
-    trial.forced = flow_senders(in, lpt);
+    trial.forced = quota_senders(in, lpt);
+    for (std::size_t u = 0; u < in.units.size(); ++u)
+      if (!in.units[u].has_choice()) trial.forced[u] = -1;
     if (std::vector<std::size_t> rounds = colour_order(in, trial.forced, weight); !rounds.empty()) {
       trial.order = std::move(rounds);
       trial.makespan = list_schedule(in, trial.order, &trial.choice, &trial.forced);
@@ -149,29 +151,6 @@ struct greedy {
   }
 
  private:
-  // The egress bound's fractional flow gives every sender port a quota of bytes; units, longest
-  // first, take the option whose port has the most quota left (an integral rounding of the flow).
-  static std::vector<int> flow_senders(const instance& in, const std::vector<std::size_t>& longest_first) {
-    egress_split split = egress_bound(in, false, 1e-3);  // quotas need no more precision
-    std::vector<double> quota(static_cast<std::size_t>(in.resources.ports), 0.0);
-    for (std::size_t u = 0; u < in.units.size(); ++u)
-      for (std::size_t k = 0; k < in.units[u].options.size(); ++k)
-        if (in.units[u].options[k].sender >= 0)
-          quota[in.net->port_of(in.units[u].options[k].sender)] += split.fraction[u][k] * static_cast<double>(in.units[u].bytes);
-    std::vector<int> forced(in.units.size(), -1);
-    for (std::size_t u : longest_first) {
-      const unit& un = in.units[u];
-      if (!un.has_choice()) continue;
-      int best = 0;
-      for (std::size_t k = 1; k < un.options.size(); ++k)
-        if (quota[in.net->port_of(un.options[k].sender)] > quota[in.net->port_of(un.options[best].sender)])
-          best = static_cast<int>(k);
-      forced[u] = best;
-      quota[in.net->port_of(un.options[best].sender)] -= static_cast<double>(un.bytes);
-    }
-    return forced;
-  }
-
   // When every unit (with its forced option) crosses exactly one egress and one ingress port, the
   // units are edges of a bipartite multigraph; its Koenig colouring gives rounds with no port
   // twice. Returns the units by round (longest first within one), or nothing if it does not apply.

@@ -36,6 +36,11 @@ struct open_shop {
     const double bound = lower_bound(in).value();
     const double wanted_rounds = net.latency_s() > 0 ? std::min<double>(rounds, bound / (50 * net.latency_s())) : rounds;
     const double chunk_s = std::max(bound / std::max(1.0, wanted_rounds), 1e-12);
+    std::vector<std::size_t> longest(in.units.size());
+    for (std::size_t u = 0; u < longest.size(); ++u) longest[u] = u;
+    std::stable_sort(longest.begin(), longest.end(),
+                     [&](std::size_t a, std::size_t b) { return unit_time(in.units[a]) > unit_time(in.units[b]); });
+    const std::vector<int> whole = quota_senders(in, longest);
     solver_result out;
     std::vector<op> chunks;
     struct followup {
@@ -52,10 +57,12 @@ struct open_shop {
         continue;
       }
       std::vector<double> share = split.fraction[u];
-      if (!in.split_replicas || !same_shape(un)) {
-        std::size_t top = std::max_element(share.begin(), share.end()) - share.begin();
+      // A transfer that would be cut into pieces shorter than a chunk among its replicas is not
+      // worth cutting (each piece pays a latency): it goes whole to the sender its quota names.
+      const auto sharing = std::count_if(share.begin(), share.end(), [](double f) { return f > 1e-9; });
+      if (!in.split_replicas || !same_shape(un) || longest_op(un) < chunk_s * static_cast<double>(sharing)) {
         std::fill(share.begin(), share.end(), 0.0);
-        share[top] = 1;
+        share[static_cast<std::size_t>(whole[u])] = 1;
       }
       const auto& ops0 = un.options[0].ops;
       for (std::size_t j = 0; j < ops0.size(); ++j) {
@@ -171,6 +178,18 @@ struct open_shop {
 
  private:
   static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
+  // Time the unit's NIC work takes under its first option, and its longest transfer.
+  static double unit_time(const unit& u) {
+    double t = 0;
+    for (const op& x : u.options[0].ops) t += x.duration;
+    return t;
+  }
+  static double longest_op(const unit& u) {
+    double t = 0;
+    for (const op& x : u.options[0].ops) t = std::max(t, x.duration);
+    return t;
+  }
 
   static bool any_nic(const option& o, const resource_space& rs) {
     return std::any_of(o.ops.begin(), o.ops.end(), [&](const op& x) { return x.uses_nic(rs); });
