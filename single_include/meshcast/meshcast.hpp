@@ -2523,8 +2523,12 @@ struct greedy {
     std::vector<std::size_t> with_choice;
     for (std::size_t u = 0; u < in.units.size(); ++u)
       if (in.units[u].has_choice()) with_choice.push_back(u);
+    // An iteration costs about one list schedule; none starts that would end past the limit.
+    double iteration_s = 0;
     for (int it = 0; best.order.size() > 1; ++it) {
-      if ((it & 7) == 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() > limit) break;
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+      if (elapsed + iteration_s > limit) break;
+      const auto iteration_begin = std::chrono::steady_clock::now();
       trial.order = best.order;
       trial.forced = best.forced;
       if (!with_choice.empty() && (it & 1)) {
@@ -2540,6 +2544,7 @@ struct greedy {
       }
       trial.makespan = list_schedule(in, trial.order, &trial.choice, &trial.forced);
       if (trial.makespan <= best.makespan) std::swap(best, trial);
+      iteration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - iteration_begin).count();
     }
     return best;
   }
@@ -2571,6 +2576,9 @@ struct greedy {
   static std::vector<op> ops_of(const instance& in, const std::vector<std::size_t>& order,
                                 const std::vector<std::size_t>& choice) {
     std::vector<op> out;
+    std::size_t n = 0;
+    for (std::size_t u : order) n += in.units[u].options[choice[u]].ops.size();
+    out.reserve(n);
     for (std::size_t u : order) detail::emit(in, u, choice[u], out);
     return out;
   }
