@@ -27,6 +27,7 @@ namespace {
 struct reshard_flags {
   std::string dump;
   double timeout_s = 120;
+  bool chain = false;  // broadcasts as pipelined point-to-point chains instead of MPI_Ibcast
   int repeat = 1;
 };
 }  // namespace
@@ -51,13 +52,18 @@ int main(int argc, char** argv) {
       if (cli::parse_plan_flag(flags, arg, next) || cli::parse_schedule_flag(sched, arg, next)) continue;
       if (arg == "--dump") extra.dump = next();
       else if (arg == "--timeout-s") extra.timeout_s = cli::parse_real(arg, next());
+      else if (arg == "--mpi-broadcast") {
+        std::string m = next();
+        if (m != "communicator" && m != "chain") throw error("--mpi-broadcast '" + m + "' is not communicator or chain");
+        extra.chain = m == "chain";
+      }
       else if (arg == "--repeat") extra.repeat = static_cast<int>(std::max<index_t>(1, cli::parse_count(arg, next())));
       else throw error("unknown flag '" + arg + "'");
     }
     if (flags.help) {
       if (rank == 0)
         std::printf("usage: mpiexec -n <devices> meshcast-reshard <meshcast-plan flags> [--dump DIR] [--timeout-s S] "
-                    "[--repeat N]\n%s%s", cli::plan_flags_help(), cli::schedule_flags_help());
+                    "[--repeat N] [--mpi-broadcast communicator|chain]\n%s%s", cli::plan_flags_help(), cli::schedule_flags_help());
       MPI_Finalize();
       return 0;
     }
@@ -86,7 +92,8 @@ int main(int argc, char** argv) {
 
     const std::size_t eb = static_cast<std::size_t>(p.element_bytes);
     const std::string strategy = sched.strategy.empty() ? "send_recv" : sched.strategy;
-    mpi_backend backend(MPI_COMM_WORLD, extra.timeout_s);
+    mpi_backend backend(MPI_COMM_WORLD, extra.timeout_s,
+                        extra.chain ? mpi_backend::broadcast_mode::chain : mpi_backend::broadcast_mode::communicator);
     std::size_t wrong = 0;
     double seconds = 0;
     visit_strategy(strategy, [&](auto st) {

@@ -54,10 +54,11 @@ cases = [
          "--dst-devices", "2,3,4", "--dtype-bytes", "8"]),
 ]
 for ranks, args in cases:
-    for strategy, solver in [("send_recv", "greedy"), ("send_recv_allgather", "open_shop"), ("broadcast", "naive"),
-                             ("send_recv", "alpa_greedy")]:
+    for strategy, solver, more in [("send_recv", "greedy", []), ("send_recv_allgather", "open_shop", []),
+                                   ("broadcast", "naive", []), ("broadcast", "greedy", ["--mpi-broadcast", "chain"]),
+                                   ("send_recv", "alpa_greedy", [])]:
         with tempfile.TemporaryDirectory() as dump:
-            full = args + ["--strategy", strategy, "--solver", solver, "--split-replicas", "--dump", dump]
+            full = args + ["--strategy", strategy, "--solver", solver, "--split-replicas", "--dump", dump] + more
             r = run(ranks, full)
             name = f"{ranks} ranks {' '.join(full)}"
             check(r.returncode == 0, f"{name}: exit {r.returncode}\n{r.stderr}")

@@ -49,7 +49,8 @@ spec_value random_spec(int mesh_rank, int tensor_rank, std::mt19937_64& rng) {
 }
 
 template <class Strategy, class Solver>
-std::string run_case(const plan& p, const network& net, bool split, Solver solver, int rank, double limit_s) {
+std::string run_case(const plan& p, const network& net, bool split, Solver solver, int rank, double limit_s,
+                     mpi_backend::broadcast_mode mode = mpi_backend::broadcast_mode::communicator) {
   schedule s;
   if (rank == 0) {
     instance in = make_instance(p, net, Strategy{}, split);
@@ -58,7 +59,7 @@ std::string run_case(const plan& p, const network& net, bool split, Solver solve
     s = solve(in, solver, o);
   }
   share_schedule(MPI_COMM_WORLD, p, s.ops);
-  mpi_backend backend(MPI_COMM_WORLD, 60);
+  mpi_backend backend(MPI_COMM_WORLD, 60, mode, 64);  // small chunks: chains of several pieces
   executor<mpi_backend, Strategy> exec(backend, p, s.ops);
   const auto eb = static_cast<std::size_t>(p.element_bytes);
   std::vector<std::byte> source(exec.source_bytes()), destination(exec.destination_bytes(), std::byte{0x5a});
@@ -127,6 +128,8 @@ int main(int argc, char** argv) {
     check("send_recv_allgather/alpa_greedy", run_case<send_recv_allgather>(p, net, split, alpa_greedy{}, rank, 0.05));
     check("broadcast/alpa_least_loaded", run_case<broadcast>(p, net, split, alpa_least_loaded{}, rank, 0.05));
     check("broadcast/branch_and_bound", run_case<broadcast>(p, net, split, branch_and_bound{}, rank, 0.05));
+    check("broadcast/greedy/chain",
+          run_case<broadcast>(p, net, split, greedy{}, rank, 0.05, mpi_backend::broadcast_mode::chain));
   }
   if (rank == 0) std::printf("%d ranks: %d runs, %d failed\n", size, runs, failures);
   MPI_Finalize();

@@ -23,7 +23,14 @@ namespace meshcast {
 
 class mpi_backend {
  public:
-  using request = MPI_Request;
+  /// How a broadcast travels: MPI_Ibcast on the group's cached sub-communicator, or a pipelined
+  /// chain of point-to-point messages from member to member (chunks forwarded as they arrive).
+  enum class broadcast_mode { communicator, chain };
+  /// An MPI request; a chain broadcast's members also keep the chain's state (see `broadcast`).
+  struct request {
+    MPI_Request mpi = MPI_REQUEST_NULL;
+    int chain = -1;  // index into chains_, or -1
+  };
   /// A sub-communicator and the group rank of each member device, in member order.
   struct group {
     MPI_Comm comm = MPI_COMM_NULL;
@@ -49,7 +56,9 @@ class mpi_backend {
   };
 
   /// Rank r of `comm` plays device r. `timeout_s` bounds every wait (0: no bound).
-  explicit mpi_backend(MPI_Comm comm = MPI_COMM_WORLD, double timeout_s = 60) : comm_(comm), timeout_s_(timeout_s) {
+  explicit mpi_backend(MPI_Comm comm = MPI_COMM_WORLD, double timeout_s = 60,
+                       broadcast_mode mode = broadcast_mode::communicator, std::size_t chain_chunk = 1 << 20)
+      : comm_(comm), timeout_s_(timeout_s), mode_(mode), chunk_(chain_chunk) {
     int r = 0;
     MPI_Comm_rank(comm_, &r);
     rank_ = r;
@@ -60,12 +69,12 @@ class mpi_backend {
 
   request send(const std::byte* data, std::size_t n, index_t peer, int tag) {
     request r;
-    check(MPI_Isend(data, count(n), MPI_BYTE, static_cast<int>(peer), tag, comm_, &r), "MPI_Isend");
+    check(MPI_Isend(data, count(n), MPI_BYTE, static_cast<int>(peer), tag, comm_, &r.mpi), "MPI_Isend");
     return r;
   }
   request recv(std::byte* data, std::size_t n, index_t peer, int tag) {
     request r;
-    check(MPI_Irecv(data, count(n), MPI_BYTE, static_cast<int>(peer), tag, comm_, &r), "MPI_Irecv");
+    check(MPI_Irecv(data, count(n), MPI_BYTE, static_cast<int>(peer), tag, comm_, &r.mpi), "MPI_Irecv");
     return r;
   }
   group make_group(std::span<const index_t> members, int tag) {
@@ -82,12 +91,54 @@ class mpi_backend {
   request broadcast(std::byte* data, std::size_t n, index_t root, group& g) {
     int root_rank = static_cast<int>(std::find(g.members.begin(), g.members.end(), root) - g.members.begin());
     request r;
-    check(MPI_Ibcast(data, count(n), MPI_BYTE, root_rank, g.comm, &r), "MPI_Ibcast");
+    if (mode_ == broadcast_mode::communicator) {
+      check(MPI_Ibcast(data, count(n), MPI_BYTE, root_rank, g.comm, &r.mpi), "MPI_Ibcast");
+      return r;
+    }
+    // Chain: root -> next member -> ... in member order (rotated to start at the root), chunk by
+    // chunk. Every chunk's receive is posted now; a member forwards a chunk once it has it.
+    const int size = static_cast<int>(g.members.size()), me = static_cast<int>(std::find(g.members.begin(), g.members.end(), rank_) - g.members.begin());
+    const int pos = (me - root_rank + size) % size;
+    chain c;
+    c.data = data;
+    c.next = pos + 1 < size ? (me + 1) % size : -1;
+    c.comm = g.comm;
+    for (std::size_t at = 0; at < n || (n == 0 && at == 0); at += chunk_) {
+      std::size_t len = std::min(chunk_, n - at);
+      c.chunks.push_back({at, len, MPI_REQUEST_NULL});
+      if (pos > 0)
+        check(MPI_Irecv(data + at, count(len), MPI_BYTE, (me - 1 + size) % size, 0, g.comm, &c.chunks.back().recv), "MPI_Irecv");
+      if (n == 0) break;
+    }
+    if (pos == 0) {
+      c.root = true;
+      forward_all(c);
+    }
+    r.chain = static_cast<int>(chains_.size());
+    chains_.push_back(std::move(c));
     return r;
   }
-  /// Waits for `r`, polling, and throws once the deadline has passed (a peer that never comes).
-  /// With a timeout of 0 it simply blocks in MPI_Wait, as a hand-written loop would.
+  /// Waits for `r`; a chain member takes each chunk as it comes and passes it on.
   void wait(request& r) {
+    if (r.chain >= 0) {
+      chain& c = chains_[static_cast<std::size_t>(r.chain)];
+      for (auto& k : c.chunks) {
+        wait_mpi(k.recv);
+        if (c.next >= 0 && !c.root) {
+          c.sends.emplace_back();
+          check(MPI_Isend(c.data + k.at, count(k.len), MPI_BYTE, c.next, 0, c.comm, &c.sends.back()), "MPI_Isend");
+        }
+      }
+      for (auto& s : c.sends) wait_mpi(s);
+      c = chain{};
+      r.chain = -1;
+      return;
+    }
+    wait_mpi(r.mpi);
+  }
+  /// Waits for one MPI request, polling, and throws once the deadline has passed (a peer that
+  /// never comes). With a timeout of 0 it simply blocks in MPI_Wait, as a hand-written loop would.
+  void wait_mpi(MPI_Request& r) {
     if (timeout_s_ <= 0) {
       check(MPI_Wait(&r, MPI_STATUS_IGNORE), "MPI_Wait");
       return;
@@ -105,7 +156,7 @@ class mpi_backend {
   }
   void begin_round() noexcept {}
   void end_round() noexcept {}
-  void flush() noexcept {}  // every wait already completed its transfer
+  void flush() noexcept { chains_.clear(); }  // every wait already completed its transfer
 
   buffer allocate(std::size_t n) { return {std::make_unique_for_overwrite<std::byte[]>(n)}; }
   void pack(const box& tile, const std::byte* from, const box& region, std::size_t eb, std::byte* to) {
@@ -129,8 +180,31 @@ class mpi_backend {
   void check(int rc, const char* what) const {
     if (rc != MPI_SUCCESS) throw error("device " + std::to_string(rank_) + ": " + what + " failed with code " + std::to_string(rc));
   }
+  struct chain {
+    struct piece {
+      std::size_t at, len;
+      MPI_Request recv;
+    };
+    std::byte* data = nullptr;
+    bool root = false;  // the root sent every chunk when the broadcast was posted
+    int next = -1;      // group rank to pass chunks to, or -1 at the end of the chain
+    MPI_Comm comm = MPI_COMM_NULL;
+    std::vector<piece> chunks;
+    std::vector<MPI_Request> sends;
+  };
+  // The root has the data at once: it sends every chunk.
+  void forward_all(chain& c) {
+    if (c.next < 0) return;
+    for (auto& k : c.chunks) {
+      c.sends.emplace_back();
+      check(MPI_Isend(c.data + k.at, count(k.len), MPI_BYTE, c.next, 0, c.comm, &c.sends.back()), "MPI_Isend");
+    }
+  }
   MPI_Comm comm_;
   double timeout_s_;
+  broadcast_mode mode_ = broadcast_mode::communicator;
+  std::size_t chunk_ = 1 << 20;
+  std::vector<chain> chains_;
   index_t rank_ = 0;
 };
 
