@@ -2,7 +2,7 @@
 # Executor vs hand-written MPI loop. Instructions: callgrind over the timed loop only, summed over
 # ranks, counting everything but the MPI stack itself (libmpich and UCX) (whose progress loops spin for as long as
 # a peer is late, so their count is timing, not work). Time: best of many runs.
-# Usage: bench/overhead.sh BUILD_DIR [ranks] [shape]
+# Then the same on the NCCL side over the emulated NCCL. Usage: bench/overhead.sh BUILD_DIR [ranks] [shape]
 set -euo pipefail
 build=${1:-build/test}
 ranks=${2:-4}
@@ -26,4 +26,21 @@ exe=$(awk '/^executor instructions/ {print $3}' "$tmp/out")
 rt=$(awk '/^raw [0-9]+ ranks/ {print $(NF-1)}' "$tmp/out")
 et=$(awk '/^executor [0-9]+ ranks/ {print $(NF-1)}' "$tmp/out")
 python3 -c "print(f'executor / hand-written: instructions {$exe / $raw:.4f}, time {$et / $rt:.3f}')"
-rm -rf "$tmp"
+rm -rf "$tmp"/*
+
+# The same comparison on the NCCL side, over the emulated NCCL (threads as ranks, one process):
+# instructions of the whole timed region (the emulation's matching is the same in both modes).
+nbin=$build/bench/meshcast-bench-nccl-overhead
+for mode in raw executor; do
+  valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$tmp.nccl.$mode" \
+    "$nbin" --mode "$mode" --ranks "$ranks" --reps 20 --shape "$shape" > /dev/null 2>&1
+  echo "nccl $mode instructions $(callgrind_annotate "$tmp.nccl.$mode" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')"
+  "$nbin" --mode "$mode" --ranks "$ranks" --reps 300 --shape "$shape"
+done | tee "$tmp.nccl.out"
+raw=$(awk '/^nccl raw instructions/ {print $4}' "$tmp.nccl.out")
+exe=$(awk '/^nccl executor instructions/ {print $4}' "$tmp.nccl.out")
+rt=$(awk '/^raw [0-9]+ ranks/ {print $(NF-1)}' "$tmp.nccl.out")
+et=$(awk '/^executor [0-9]+ ranks/ {print $(NF-1)}' "$tmp.nccl.out")
+python3 -c "print(f'emulated NCCL, executor / hand-written: instructions {$exe / $raw:.4f}, time {$et / $rt:.3f}')"
+rm -f "$tmp".nccl.*
+rmdir "$tmp"

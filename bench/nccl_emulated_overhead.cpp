@@ -1,0 +1,112 @@
+// Zero-overhead check on the NCCL side: the executor over nccl_backend against a hand-written
+// loop of the same NCCL and CUDA calls, both running on the emulated NCCL (threads as ranks).
+//
+//   meshcast-bench-nccl-overhead --mode executor|raw [--ranks R] [--reps N] [--shape AxB]
+//
+// Run under valgrind --tool=callgrind --instr-atstart=no (bench/overhead.sh nccl) to count the
+// instructions of the timed loop; the emulation's own work (matching, waiting) is the stand-in
+// for NCCL and is left out of the count.
+#include <valgrind/callgrind.h>
+
+#include <barrier>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <nccl.h>  // the emulation: this target puts tests/nccl/emulation first on the include path
+
+#include <meshcast/backend/nccl.hpp>
+#include <meshcast/meshcast.hpp>
+
+#include "thread_bootstrap.hpp"
+
+using namespace meshcast;
+
+int main(int argc, char** argv) {
+  std::string mode = "executor", shape_text = "512x512";
+  int ranks = 4, reps = 50;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--mode")) mode = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--ranks")) ranks = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--reps")) reps = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--shape")) shape_text = argv[i + 1];
+  }
+  dynamic_shape shape = parse_shape(shape_text);
+  plan p = make_plan(dynamic_layout(dynamic_mesh{ranks}, dynamic_spec("S0,R"), shape),
+                     dynamic_layout(dynamic_mesh{ranks}, dynamic_spec("R,S0"), shape), {.devices = device_map::same()});
+  network net = network::alpa_testbed(default_hosts(p.device_count, ranks, 1));
+  schedule s = solve(make_instance(p, net, send_recv{}), greedy{});
+  const std::size_t eb = 4;
+  auto board = std::make_shared<thread_bootstrap::board>();
+  std::barrier sync(ranks);
+  std::vector<double> best(static_cast<std::size_t>(ranks), 1e300);
+  CALLGRIND_START_INSTRUMENTATION;
+  run_ranks(ranks, [&](int rank, ncclComm_t comm) {
+    cudaStream_t stream;
+    cudaStreamCreate(&stream);
+    const box my_src = p.src.tile(rank), my_dst = p.dst.tile(rank);
+    std::vector<std::byte> source(static_cast<std::size_t>(my_src.volume()) * eb, std::byte{1});
+    std::vector<std::byte> destination(static_cast<std::size_t>(my_dst.volume()) * eb);
+    auto timed = [&](auto&& once) {
+      for (int r = 0; r < reps; ++r) {
+        sync.arrive_and_wait();
+        auto t0 = std::chrono::steady_clock::now();
+        once();
+        best[rank] = std::min(best[rank], std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+    };
+    if (mode == "executor") {
+      nccl_backend<thread_bootstrap> b(comm, stream, thread_bootstrap{board});
+      executor<nccl_backend<thread_bootstrap>, send_recv> exec(b, p, s.ops);
+      timed([&] { exec.run(source, destination); });
+    } else {
+      // The hand-written loop for this case: staging buffers, packs, one group of sends and
+      // receives, unpacks, a stream synchronisation.
+      struct message {
+        box region;
+        int peer;
+        bool local;
+        std::vector<std::byte> data;
+      };
+      std::vector<message> sends, recvs;
+      for (const op& o : s.ops) {
+        const std::size_t n = static_cast<std::size_t>(o.region.volume()) * eb;
+        const index_t r = o.receivers[0];
+        if (o.sender == rank) sends.push_back({o.region, static_cast<int>(r), r == rank, std::vector<std::byte>(n)});
+        else if (r == rank) recvs.push_back({o.region, static_cast<int>(o.sender), false, std::vector<std::byte>(n)});
+      }
+      auto copy_runs = [&](const box& tile, const box& region, std::byte* base, std::byte* packed, bool into_tile) {
+        std::size_t at = 0;
+        detail::for_each_run(tile, region, eb, [&](std::size_t offset, std::size_t run) {
+          if (into_tile) cudaMemcpyAsync(base + offset, packed + at, run, cudaMemcpyDeviceToDevice, stream);
+          else cudaMemcpyAsync(packed + at, base + offset, run, cudaMemcpyDeviceToDevice, stream);
+          at += run;
+        });
+      };
+      timed([&] {
+        ncclGroupStart();
+        for (auto& m : sends) {
+          if (m.local) {
+            std::vector<std::byte>& tmp = m.data;
+            copy_runs(my_src, m.region, source.data(), tmp.data(), false);
+            copy_runs(my_dst, m.region, destination.data(), tmp.data(), true);
+            continue;
+          }
+          copy_runs(my_src, m.region, source.data(), m.data.data(), false);
+          ncclSend(m.data.data(), m.data.size(), ncclUint8, m.peer, comm, stream);
+        }
+        for (auto& m : recvs) ncclRecv(m.data.data(), m.data.size(), ncclUint8, m.peer, comm, stream);
+        ncclGroupEnd();
+        for (auto& m : recvs) copy_runs(my_dst, m.region, destination.data(), m.data.data(), true);
+        cudaStreamSynchronize(stream);
+      });
+    }
+    cudaStreamDestroy(stream);
+  });
+  CALLGRIND_STOP_INSTRUMENTATION;
+  double worst = 0;
+  for (double b : best) worst = std::max(worst, b);
+  std::printf("%s %d ranks %s: best of %d runs %.3f us\n", mode.c_str(), ranks, shape_text.c_str(), reps, worst * 1e6);
+}

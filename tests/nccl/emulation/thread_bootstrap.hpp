@@ -1,0 +1,57 @@
+// For the emulated NCCL: broadcast-group bootstrap between threads, and running emulated ranks.
+#pragma once
+
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include <nccl.h>
+
+#include <meshcast/backend/nccl.hpp>
+
+namespace meshcast {
+
+// Members of a group meet here to pass the root's unique id (what MPI does in production).
+struct thread_bootstrap {
+  struct board {
+    std::mutex m;
+    std::condition_variable cv;
+    std::map<std::pair<std::vector<index_t>, int>, ncclUniqueId> ids;
+  };
+  std::shared_ptr<board> shared;
+  void share(ncclUniqueId& id, std::span<const index_t> members, index_t root, int tag) {
+    std::unique_lock<std::mutex> l(shared->m);
+    auto key = std::make_pair(std::vector<index_t>(members.begin(), members.end()), tag);
+    if (members.front() == root && id.internal[0] + id.internal[1] != 0) {
+      shared->ids[key] = id;
+      shared->cv.notify_all();
+      return;
+    }
+    shared->cv.wait(l, [&] { return shared->ids.count(key) > 0; });
+    id = shared->ids[key];
+  }
+};
+
+// Runs `body(rank, comm)` on `n` threads, each an emulated rank of one world communicator.
+template <class Body>
+inline void run_ranks(int n, Body body) {
+  ncclUniqueId id;
+  ncclGetUniqueId(&id);
+  std::vector<std::thread> threads;
+  meshcast_nccl_emulation::add_ranks(n);
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      meshcast_nccl_emulation::rank_guard guard;
+      ncclComm_t comm = nullptr;
+      ncclCommInitRank(&comm, n, id, r);
+      body(r, comm);
+      ncclCommDestroy(comm);
+    });
+  for (auto& t : threads) t.join();
+}
+
+}  // namespace meshcast
