@@ -99,11 +99,7 @@ int main(int argc, char** argv) {
     visit_strategy(strategy, [&](auto st) {
       executor<mpi_backend, decltype(st)> exec(backend, p, s.ops);
       std::vector<std::byte> source(exec.source_bytes()), destination(exec.destination_bytes());
-      box src_tile{}, dst_tile{};
-      for (std::size_t i = 0; i < p.src_devices.size(); ++i)
-        if (p.src_devices[i] == rank) src_tile = p.src.tile(static_cast<index_t>(i));
-      for (std::size_t j = 0; j < p.dst_devices.size(); ++j)
-        if (p.dst_devices[j] == rank) dst_tile = p.dst.tile(static_cast<index_t>(j));
+      const box src_tile = p.source_tile(rank), dst_tile = p.destination_tile(rank);
       if (!source.empty()) cli::fill(src_tile, p.src.shape, eb, source);
       const std::vector<std::byte> pristine = source;
       for (int r = 0; r < extra.repeat; ++r) {

@@ -48,10 +48,23 @@ struct plan {
   constexpr std::span<const index_t> receivers(const send_task& t) const noexcept { return dst_groups[t.dst_group]; }
   constexpr std::span<const index_t> senders(std::size_t i) const noexcept { return senders(tasks[i]); }
   constexpr std::span<const index_t> receivers(std::size_t i) const noexcept { return receivers(tasks[i]); }
+  /// The tile device `d` starts with (an empty box if it is no source device).
+  constexpr box source_tile(index_t d) const noexcept { return tile_of(src, src_devices, d); }
+  /// The tile device `d` must end with (an empty box if it is no destination device).
+  constexpr box destination_tile(index_t d) const noexcept { return tile_of(dst, dst_devices, d); }
   constexpr index_t total_bytes() const noexcept {
     index_t b = 0;
     for (const auto& t : tasks) b += t.bytes * static_cast<index_t>(receivers(t).size());
     return b;
+  }
+
+ private:
+  static constexpr box tile_of(const layout_value& l, const std::vector<index_t>& ids, index_t d) noexcept {
+    for (std::size_t i = 0; i < ids.size(); ++i)
+      if (ids[i] == d) return l.tile(static_cast<index_t>(i));
+    box none;
+    none.rank = l.shape.rank;  // all ranges [0, 0)
+    return none;
   }
 };
 

@@ -884,10 +884,23 @@ struct plan {
   constexpr std::span<const index_t> receivers(const send_task& t) const noexcept { return dst_groups[t.dst_group]; }
   constexpr std::span<const index_t> senders(std::size_t i) const noexcept { return senders(tasks[i]); }
   constexpr std::span<const index_t> receivers(std::size_t i) const noexcept { return receivers(tasks[i]); }
+  /// The tile device `d` starts with (an empty box if it is no source device).
+  constexpr box source_tile(index_t d) const noexcept { return tile_of(src, src_devices, d); }
+  /// The tile device `d` must end with (an empty box if it is no destination device).
+  constexpr box destination_tile(index_t d) const noexcept { return tile_of(dst, dst_devices, d); }
   constexpr index_t total_bytes() const noexcept {
     index_t b = 0;
     for (const auto& t : tasks) b += t.bytes * static_cast<index_t>(receivers(t).size());
     return b;
+  }
+
+ private:
+  static constexpr box tile_of(const layout_value& l, const std::vector<index_t>& ids, index_t d) noexcept {
+    for (std::size_t i = 0; i < ids.size(); ++i)
+      if (ids[i] == d) return l.tile(static_cast<index_t>(i));
+    box none;
+    none.rank = l.shape.rank;  // all ranges [0, 0)
+    return none;
   }
 };
 
@@ -3350,10 +3363,10 @@ class executor {
   executor(Backend& b, const plan& p, const std::vector<op>& ops) : b_(b) {
     me_ = b_.device();
     eb_ = static_cast<std::size_t>(p.element_bytes);
-    for (std::size_t i = 0; i < p.src_devices.size(); ++i)
-      if (p.src_devices[i] == me_) src_tile_ = p.src.tile(static_cast<index_t>(i)), is_src_ = true;
-    for (std::size_t j = 0; j < p.dst_devices.size(); ++j)
-      if (p.dst_devices[j] == me_) dst_tile_ = p.dst.tile(static_cast<index_t>(j)), is_dst_ = true;
+    src_tile_ = p.source_tile(me_);
+    dst_tile_ = p.destination_tile(me_);
+    is_src_ = std::find(p.src_devices.begin(), p.src_devices.end(), me_) != p.src_devices.end();
+    is_dst_ = std::find(p.dst_devices.begin(), p.dst_devices.end(), me_) != p.dst_devices.end();
     if constexpr (!Strategy::point_to_point) make_groups(ops);
     plan_steps(ops);
   }

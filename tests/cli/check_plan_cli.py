@@ -5,9 +5,13 @@ Usage: check_plan_cli.py PATH/TO/meshcast-plan
 """
 import itertools
 import json
+import os
 import random
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from layout_oracle import parse_spec, tile  # noqa: E402
 
 PLAN = sys.argv[1]
 failures = []
@@ -22,25 +26,8 @@ def check(cond, what):
         failures.append(what)
 
 
-def parse_spec(text):
-    return [[] if t == "R" else [int(c) for c in t[1:]] for t in text.split(",")]
 
 
-def tile(mesh, spec, shape, dev):
-    coord = []
-    for size in reversed(mesh):
-        coord.append(dev % size)
-        dev //= size
-    coord.reverse()
-    box = []
-    for d, n in enumerate(shape):
-        k, j = 1, 0
-        for a in spec[d]:
-            k *= mesh[a]
-            j = j * mesh[a] + coord[a]
-        q = -(-n // k)
-        box.append((min(j * q, n), min((j + 1) * q, n)))
-    return box
 
 
 def elements(box):

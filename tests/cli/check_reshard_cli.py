@@ -9,6 +9,9 @@ import os
 import struct
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from layout_oracle import parse_spec, tile  # noqa: E402
 import tempfile
 
 MPIEXEC, RESHARD = sys.argv[1], sys.argv[2]
@@ -24,25 +27,8 @@ def run(n, args, timeout=240):
     return subprocess.run([MPIEXEC, "-n", str(n), RESHARD] + args, capture_output=True, text=True, timeout=timeout)
 
 
-def tile(mesh, spec, shape, dev):
-    coord = []
-    for size in reversed(mesh):
-        coord.append(dev % size)
-        dev //= size
-    coord.reverse()
-    box = []
-    for d, n in enumerate(shape):
-        k, j = 1, 0
-        for a in spec[d]:
-            k *= mesh[a]
-            j = j * mesh[a] + coord[a]
-        q = -(-n // k)
-        box.append((min(j * q, n), min((j + 1) * q, n)))
-    return box
 
 
-def parse_spec(text):
-    return [[] if t == "R" else [int(c) for c in t[1:]] for t in text.split(",")]
 
 
 cases = [

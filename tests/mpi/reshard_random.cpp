@@ -14,6 +14,7 @@
 #include <meshcast/meshcast.hpp>
 
 #include "cli/fill.hpp"
+#include "support/random_layouts.hpp"
 
 using namespace meshcast;
 
@@ -35,19 +36,6 @@ std::vector<index_t> random_mesh_of(index_t devices, std::mt19937_64& rng) {
   return axes;
 }
 
-spec_value random_spec(int mesh_rank, int tensor_rank, std::mt19937_64& rng) {
-  spec_value v;
-  v.rank = tensor_rank;
-  std::vector<int> axes(mesh_rank);
-  for (int a = 0; a < mesh_rank; ++a) axes[a] = a;
-  std::shuffle(axes.begin(), axes.end(), rng);
-  for (int a : axes) {
-    int d = static_cast<int>(rng() % (tensor_rank + 1)) - 1;
-    if (d >= 0) v.dims[d].axes[v.dims[d].axis_count++] = a;
-  }
-  return v;
-}
-
 template <class Strategy, class Solver>
 std::string run_case(const plan& p, const network& net, bool split, Solver solver, int rank, double limit_s,
                      mpi_backend::broadcast_mode mode = mpi_backend::broadcast_mode::communicator) {
@@ -63,11 +51,7 @@ std::string run_case(const plan& p, const network& net, bool split, Solver solve
   executor<mpi_backend, Strategy> exec(backend, p, s.ops);
   const auto eb = static_cast<std::size_t>(p.element_bytes);
   std::vector<std::byte> source(exec.source_bytes()), destination(exec.destination_bytes(), std::byte{0x5a});
-  box src_tile{}, dst_tile{};
-  for (std::size_t i = 0; i < p.src_devices.size(); ++i)
-    if (p.src_devices[i] == rank) src_tile = p.src.tile(static_cast<index_t>(i));
-  for (std::size_t j = 0; j < p.dst_devices.size(); ++j)
-    if (p.dst_devices[j] == rank) dst_tile = p.dst.tile(static_cast<index_t>(j));
+  const box src_tile = p.source_tile(rank), dst_tile = p.destination_tile(rank);
   if (!source.empty()) cli::fill(src_tile, p.src.shape, eb, source);
   const auto pristine = source;
   exec.run(source, destination);
@@ -86,7 +70,9 @@ int main(int argc, char** argv) {
   const int cases = argc > 1 ? std::atoi(argv[1]) : 6;
   int failures = 0, runs = 0;
   for (int c = 0; c < cases; ++c) {
-    std::mt19937_64 rng(1000 * static_cast<unsigned>(size) + static_cast<unsigned>(c));  // same on every rank
+    // Same on every rank.
+    meshcast::testing::random_layout_source gen{std::mt19937_64(1000 * static_cast<unsigned>(size) + static_cast<unsigned>(c))};
+    std::mt19937_64& rng = gen.rng;
     const index_t n = size;
     int mode = static_cast<int>(rng() % 3);  // 0 cross-mesh, 1 same mesh, 2 overlapping lists
     if (n < 2 && mode == 0) mode = 1;
@@ -107,8 +93,8 @@ int main(int argc, char** argv) {
     for (auto& x : shape) x = 1 + static_cast<index_t>(rng() % 11);  // uneven, tiny dims
     dynamic_mesh sm(random_mesh_of(src_count, rng)), dm(random_mesh_of(dst_count, rng));
     dynamic_shape sh(shape);
-    plan p = make_plan(dynamic_layout(sm, dynamic_spec(random_spec(sm.rank(), tensor_rank, rng)), sh),
-                       dynamic_layout(dm, dynamic_spec(random_spec(dm.rank(), tensor_rank, rng)), sh), options);
+    plan p = make_plan(dynamic_layout(sm, dynamic_spec(gen.random_spec(sm.rank(), tensor_rank)), sh),
+                       dynamic_layout(dm, dynamic_spec(gen.random_spec(dm.rank(), tensor_rank)), sh), options);
     if (p.device_count != n) continue;  // an overlapping list that left the last rank out
     network net = network::alpa_testbed(default_hosts(p.device_count, src_count, 1 + static_cast<index_t>(rng() % 3)));
     const bool split = rng() % 2;

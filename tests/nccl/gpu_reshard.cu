@@ -24,11 +24,7 @@ static bool reshard(const plan& p, ncclComm_t world, cudaStream_t stream, int ra
   executor<nccl_backend<mpi_nccl_bootstrap>, Strategy> exec(b, p, s.ops);
   const auto eb = static_cast<std::size_t>(p.element_bytes);
   std::vector<std::byte> host_src(exec.source_bytes()), host_dst(exec.destination_bytes());
-  box src_tile{}, dst_tile{};
-  for (std::size_t i = 0; i < p.src_devices.size(); ++i)
-    if (p.src_devices[i] == rank) src_tile = p.src.tile(static_cast<index_t>(i));
-  for (std::size_t j = 0; j < p.dst_devices.size(); ++j)
-    if (p.dst_devices[j] == rank) dst_tile = p.dst.tile(static_cast<index_t>(j));
+  const box src_tile = p.source_tile(rank), dst_tile = p.destination_tile(rank);
   if (!host_src.empty()) cli::fill(src_tile, p.src.shape, eb, host_src);
   typename nccl_backend<mpi_nccl_bootstrap>::buffer src(host_src.size()), dst(host_dst.size());
   cudaMemcpy(src.data(), host_src.data(), host_src.size(), cudaMemcpyHostToDevice);

@@ -40,11 +40,7 @@ void reshard_case(const plan& p, bool split, Solver solver) {
       executor<nccl_backend<thread_bootstrap>, Strategy> exec(b, p, s.ops);
       const auto eb = static_cast<std::size_t>(p.element_bytes);
       std::vector<std::byte> source(exec.source_bytes()), destination(exec.destination_bytes(), std::byte{0x77});
-      box src_tile{}, dst_tile{};
-      for (std::size_t i = 0; i < p.src_devices.size(); ++i)
-        if (p.src_devices[i] == rank) src_tile = p.src.tile(static_cast<index_t>(i));
-      for (std::size_t j = 0; j < p.dst_devices.size(); ++j)
-        if (p.dst_devices[j] == rank) dst_tile = p.dst.tile(static_cast<index_t>(j));
+      const box src_tile = p.source_tile(rank), dst_tile = p.destination_tile(rank);
       if (!source.empty()) cli::fill(src_tile, p.src.shape, eb, source);
       auto pristine = source;
       exec.run(source, destination);

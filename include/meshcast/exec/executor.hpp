@@ -29,10 +29,10 @@ class executor {
   executor(Backend& b, const plan& p, const std::vector<op>& ops) : b_(b) {
     me_ = b_.device();
     eb_ = static_cast<std::size_t>(p.element_bytes);
-    for (std::size_t i = 0; i < p.src_devices.size(); ++i)
-      if (p.src_devices[i] == me_) src_tile_ = p.src.tile(static_cast<index_t>(i)), is_src_ = true;
-    for (std::size_t j = 0; j < p.dst_devices.size(); ++j)
-      if (p.dst_devices[j] == me_) dst_tile_ = p.dst.tile(static_cast<index_t>(j)), is_dst_ = true;
+    src_tile_ = p.source_tile(me_);
+    dst_tile_ = p.destination_tile(me_);
+    is_src_ = std::find(p.src_devices.begin(), p.src_devices.end(), me_) != p.src_devices.end();
+    is_dst_ = std::find(p.dst_devices.begin(), p.dst_devices.end(), me_) != p.dst_devices.end();
     if constexpr (!Strategy::point_to_point) make_groups(ops);
     plan_steps(ops);
   }
