@@ -13,10 +13,4 @@ class error : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-namespace detail {
-// Kept out of line of the callers' hot paths; `[[noreturn]]` lets constexpr callers use it in
-// a branch that is never taken during constant evaluation.
-[[noreturn]] inline void fail(const std::string& message) { throw error(message); }
-}  // namespace detail
-
 }  // namespace meshcast

@@ -39,16 +39,6 @@ struct instance {
   bool point_to_point = true;
   bool split_replicas = false;
   std::vector<unit> units;
-
-  std::size_t op_count_upper_bound() const noexcept {
-    std::size_t n = 0;
-    for (const unit& u : units) {
-      std::size_t most = 0;
-      for (const option& o : u.options) most = std::max(most, o.ops.size());
-      n += most;
-    }
-    return n;
-  }
 };
 
 /// Most slices a task is cut into under replica splitting.

@@ -39,12 +39,6 @@ class error : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-namespace detail {
-// Kept out of line of the callers' hot paths; `[[noreturn]]` lets constexpr callers use it in
-// a branch that is never taken during constant evaluation.
-[[noreturn]] inline void fail(const std::string& message) { throw error(message); }
-}  // namespace detail
-
 }  // namespace meshcast
 // ---- end meshcast/error.hpp ----
 // ---- begin meshcast/extents.hpp ----
@@ -1464,16 +1458,6 @@ struct instance {
   bool point_to_point = true;
   bool split_replicas = false;
   std::vector<unit> units;
-
-  std::size_t op_count_upper_bound() const noexcept {
-    std::size_t n = 0;
-    for (const unit& u : units) {
-      std::size_t most = 0;
-      for (const option& o : u.options) most = std::max(most, o.ops.size());
-      n += most;
-    }
-    return n;
-  }
 };
 
 /// Most slices a task is cut into under replica splitting.
