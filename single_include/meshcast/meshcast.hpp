@@ -3351,13 +3351,15 @@ class executor {
     dst_tile_ = p.destination_tile(me_);
     is_src_ = std::find(p.src_devices.begin(), p.src_devices.end(), me_) != p.src_devices.end();
     is_dst_ = std::find(p.dst_devices.begin(), p.dst_devices.end(), me_) != p.dst_devices.end();
+    source_bytes_ = is_src_ ? tile_bytes(src_tile_) : 0;
+    destination_bytes_ = is_dst_ ? tile_bytes(dst_tile_) : 0;
     if constexpr (!Strategy::point_to_point) make_groups(ops);
     plan_steps(ops);
   }
 
   /// Bytes this rank's source and destination shards must have (row-major over their tiles).
-  std::size_t source_bytes() const noexcept { return is_src_ ? tile_bytes(src_tile_) : 0; }
-  std::size_t destination_bytes() const noexcept { return is_dst_ ? tile_bytes(dst_tile_) : 0; }
+  std::size_t source_bytes() const noexcept { return source_bytes_; }
+  std::size_t destination_bytes() const noexcept { return destination_bytes_; }
 
   /// Reshards: reads `source` (never written), fills `destination`. May be called repeatedly.
   void run(std::span<const std::byte> source, std::span<std::byte> destination) {
@@ -3492,6 +3494,7 @@ class executor {
   std::size_t eb_ = 1;
   box src_tile_{}, dst_tile_{};
   bool is_src_ = false, is_dst_ = false;
+  std::size_t source_bytes_ = 0, destination_bytes_ = 0;
   std::vector<step> steps_;
   std::vector<typename Backend::buffer> buffers_;
   std::vector<step*> pending_;

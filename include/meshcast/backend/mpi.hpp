@@ -159,11 +159,20 @@ class mpi_backend {
   void flush() noexcept { chains_.clear(); }  // every wait already completed its transfer
 
   buffer allocate(std::size_t n) { return {std::make_unique_for_overwrite<std::byte[]>(n)}; }
+  // The executor sizes every buffer from the plan, so these copy run by run without re-checking.
   void pack(const box& tile, const std::byte* from, const box& region, std::size_t eb, std::byte* to) {
-    meshcast::pack(tile, {from, meshcast::tile_bytes(tile, eb)}, region, eb, {to, meshcast::tile_bytes(region, eb)});
+    std::size_t at = 0;
+    detail::for_each_run(tile, region, eb, [&](std::size_t offset, std::size_t run) {
+      std::memcpy(to + at, from + offset, run);
+      at += run;
+    });
   }
   void unpack(const std::byte* from, const box& tile, std::byte* to, const box& region, std::size_t eb) {
-    meshcast::unpack({from, meshcast::tile_bytes(region, eb)}, tile, {to, meshcast::tile_bytes(tile, eb)}, region, eb);
+    std::size_t at = 0;
+    detail::for_each_run(tile, region, eb, [&](std::size_t offset, std::size_t run) {
+      std::memcpy(to + offset, from + at, run);
+      at += run;
+    });
   }
   void copy_region(const box& from_tile, const std::byte* from, const box& to_tile, std::byte* to, const box& region,
                    std::size_t eb) {
@@ -172,13 +181,21 @@ class mpi_backend {
   }
 
  private:
+  // The checks stay on the hot path; their failure branches are kept out of line.
   static int count(std::size_t n) {
-    if (n > static_cast<std::size_t>(std::numeric_limits<int>::max()))
-      throw error("a message of " + std::to_string(n) + " bytes exceeds MPI's int count; cut the task finer");
+    if (n > static_cast<std::size_t>(std::numeric_limits<int>::max())) [[unlikely]]
+      too_large(n);
     return static_cast<int>(n);
   }
   void check(int rc, const char* what) const {
-    if (rc != MPI_SUCCESS) throw error("device " + std::to_string(rank_) + ": " + what + " failed with code " + std::to_string(rc));
+    if (rc != MPI_SUCCESS) [[unlikely]]
+      failed(rc, what);
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] static void too_large(std::size_t n) {
+    throw error("a message of " + std::to_string(n) + " bytes exceeds MPI's int count; cut the task finer");
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void failed(int rc, const char* what) const {
+    throw error("device " + std::to_string(rank_) + ": " + what + " failed with code " + std::to_string(rc));
   }
   struct chain {
     struct piece {
