@@ -1,0 +1,44 @@
+// The JSON reader: what it accepts, the exact values it gives, and how it refuses bad documents.
+#include <doctest/doctest.h>
+
+#include <meshcast/detail/json.hpp>
+#include <string>
+
+using namespace meshcast;
+
+TEST_CASE("json: values, members in order, exact integers") {
+  json::value v = json::parse(R"( {"a": [1, -2, 3.5, 2e3, true, false, null], "b": {"c": "x\u00e9\n\ud83d\ude00"}} )");
+  const json::object& o = v.as_object("doc");
+  REQUIRE(o.size() == 2);
+  CHECK(o[0].first == "a");
+  const json::array& a = v.at("a", "doc").as_array("a");
+  REQUIRE(a.size() == 7);
+  CHECK(a[0].as_int("a[0]") == 1);
+  CHECK(a[1].as_int("a[1]") == -2);
+  CHECK(a[2].as_double("a[2]") == 3.5);
+  CHECK_THROWS_WITH_AS(a[2].as_int("a[2]"), "a[2] must be an integer", error);
+  CHECK(a[3].as_int("a[3]") == 2000);
+  CHECK(a[4].as_bool("a[4]"));
+  CHECK(!a[5].as_bool("a[5]"));
+  CHECK(a[6].is_null());
+  CHECK(v.at("b", "doc").at("c", "b").as_string("c") == "x\xc3\xa9\n\xf0\x9f\x98\x80");
+  CHECK(json::parse("9223372036854775807").as_int("n") == 9223372036854775807LL);
+  CHECK(json::parse("-9223372036854775808").as_int("n") == std::numeric_limits<std::int64_t>::min());
+  // Beyond 64 bits an integer is a real, never a wrapped value.
+  CHECK_THROWS_WITH_AS(json::parse("9223372036854775808").as_int("n"), "n must be an integer", error);
+  CHECK_THROWS_WITH_AS(json::parse("5").as_int("n", 0, 4), "n is 5, outside [0, 4]", error);
+  CHECK_THROWS_WITH_AS(json::parse("{}").at("k", "doc"), "doc has no \"k\"", error);
+}
+
+TEST_CASE("json: bad documents are errors with a position") {
+  const char* bad[] = {"",        "{",          "[1,]",       "{\"a\" 1}", "01",        "1.",      "-",
+                       "1e",      "\"abc",      "\"\\x\"",    "nul",       "[1] 2",     "1e400",   "-1e400",
+                       "{\"a\":1,\"a\":2}", "\"\\ud800\"", "\"\\udc00\"", "\"a\tb\"", "NaN", "Infinity", "+1"};
+  for (const char* text : bad) {
+    CAPTURE(text);
+    CHECK_THROWS_AS(json::parse(text), error);
+  }
+  CHECK_THROWS_WITH_AS(json::parse("{\n  \"a\": tru\n}"), "JSON at line 2 column 8: unexpected character", error);
+  std::string deep(200, '[');
+  CHECK_THROWS_WITH_AS(json::parse(deep), "JSON at line 1 column 129: nesting deeper than 128 levels", error);
+}
