@@ -1,6 +1,7 @@
 // meshcast-plan: prints the send tasks that reshard a tensor from one mesh layout to another.
 #include <cstdio>
 #include <exception>
+#include <new>
 #include <optional>
 #include <string>
 
@@ -57,17 +58,17 @@ int main(int argc, char** argv) {
         cli::write_schedule(j, *s);
       }
       j.end_object();
-      std::fwrite(j.str().data(), 1, j.str().size(), stdout);
-      std::fputc('\n', stdout);
+      cli::write_stdout(j.str() + '\n');
     } else {
       cli::print_summary(stdout, p, hosts);
       if (s) cli::print_schedule_summary(stdout, *s, fluid_s);
+      cli::write_stdout("");
     }
     return 0;
-  } catch (const error& e) {
-    std::fprintf(stderr, "meshcast-plan: error: %s\n", e.what());
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "meshcast-plan: error: out of memory (the plan or schedule is too large for this machine)\n");
     return 2;
-  } catch (const std::exception& e) {
+  } catch (const std::exception& e) {  // meshcast::error and anything else: a message, never a crash
     std::fprintf(stderr, "meshcast-plan: error: %s\n", e.what());
     return 2;
   }

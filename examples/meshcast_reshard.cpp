@@ -6,13 +6,22 @@
 // Every source shard is filled with each element's global row-major index (little-endian, int32
 // for --dtype-bytes 4, int64 for 8, wrapping); every destination element is checked; rank 0
 // prints one summary line. Exit status 0 only when every element on every rank is right.
+//
+// Failures: every wait on other ranks has a deadline (--timeout-s). Input errors are the same on
+// every rank and rank 0 reports them; a rank's own failure (a file it cannot write, memory it
+// cannot get, a peer that does not answer) is reported by that rank. When the ranks can still
+// agree, all of them end with exit status 2; when a peer is gone or stopped, the ranks that notice
+// report it, wait a moment for the others to do the same, and end the job with MPI_Abort.
 #include <mpi.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
+#include <exception>
+#include <new>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <meshcast/backend/mpi.hpp>
@@ -20,8 +29,8 @@
 
 #include "cli/fill.hpp"
 #include "cli/plan_options.hpp"
-#include "cli/schedule_options.hpp"
 #include "cli/plan_report.hpp"
+#include "cli/schedule_options.hpp"
 
 namespace {
 struct reshard_flags {
@@ -30,126 +39,250 @@ struct reshard_flags {
   bool chain = false;  // broadcasts as pipelined point-to-point chains instead of MPI_Ibcast
   int repeat = 1;
 };
+
+constexpr int max_repeat = 1'000'000;
+
+// What went wrong on this rank, if anything, and whether it is a rank's own failure (reported by
+// that rank) or an input error (the same on every rank: reported by rank 0).
+struct failure {
+  std::string message;
+  bool own = false;
+  explicit operator bool() const { return !message.empty(); }
+};
+
+failure describe(const std::exception& e, bool own) {
+  if (dynamic_cast<const std::bad_alloc*>(&e)) return {"out of memory (shards or schedule too large for this machine)", true};
+  return {e.what(), own};
+}
+
+int g_rank = 0;
+
+void report(const failure& f) {
+  if (!f) return;
+  if (f.own) std::fprintf(stderr, "meshcast-reshard (rank %d): error: %s\n", g_rank, f.message.c_str());
+  else if (g_rank == 0) std::fprintf(stderr, "meshcast-reshard: error: %s\n", f.message.c_str());
+  std::fflush(stderr);
+}
+
+// A peer is gone or stopped: nothing collective can finish. Report, give the other ranks a moment
+// to report what they see, then end the whole job.
+[[noreturn]] void abort_job(const failure& f) {
+  failure shown = f;
+  shown.own = true;
+  report(shown);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  MPI_Abort(MPI_COMM_WORLD, 2);
+  std::_Exit(2);
+}
+
+// "device 5 (host 1)" for messages.
+std::string device_and_host(int d, const std::vector<meshcast::index_t>& host_of) {
+  std::string s = "device " + std::to_string(d);
+  if (d >= 0 && static_cast<std::size_t>(d) < host_of.size()) s += " (host " + std::to_string(host_of[d]) + ")";
+  return s;
+}
+
+failure timeout_failure(const meshcast::timeout_error& e, const std::vector<meshcast::index_t>& host_of) {
+  std::string m = e.what();
+  if (!e.missing().empty()) {
+    m += "; unreachable: ";
+    for (std::size_t i = 0; i < e.missing().size() && i < 16; ++i)
+      m += (i ? ", " : "") + device_and_host(e.missing()[i], host_of);
+  }
+  return {m, true};
+}
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace meshcast;
   MPI_Init(&argc, &argv);
+  // MPI errors come back as codes (and become meshcast::error) instead of aborting inside MPI.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  int status = 0;
+  g_rank = rank;
+
+  cli::plan_flags flags;
+  cli::schedule_flags sched;
+  reshard_flags extra;
+  std::vector<index_t> host_of;
+  failure failed;
+  auto agree = [&](const char* what) {  // every rank learns whether all are fine; bounded in time
+    try {
+      return all_ok(MPI_COMM_WORLD, !failed, extra.timeout_s, what);
+    } catch (const timeout_error& e) {
+      abort_job(timeout_failure(e, host_of));
+    }
+  };
+  auto finish = [&](int status) {
+    MPI_Finalize();
+    return status;
+  };
+
+  // 1. Flags and plan: input errors, the same on every rank.
+  plan p;
   try {
-    cli::plan_flags flags;
-    cli::schedule_flags sched;
-    reshard_flags extra;
     for (int i = 1; i < argc; ++i) {
       std::string arg = argv[i];
       auto next = [&]() -> std::string {
-        if (i + 1 >= argc) throw error("flag " + arg + " needs a value");
+        if (i + 1 >= argc) throw error("flag " + detail::printable(arg) + " needs a value");
         return argv[++i];
       };
       if (cli::parse_plan_flag(flags, arg, next) || cli::parse_schedule_flag(sched, arg, next)) continue;
       if (arg == "--dump") extra.dump = next();
-      else if (arg == "--timeout-s") extra.timeout_s = cli::parse_real(arg, next());
+      else if (arg == "--timeout-s") extra.timeout_s = cli::parse_real(arg, next(), 0.001, max_time_limit_s);
       else if (arg == "--mpi-broadcast") {
         std::string m = next();
-        if (m != "communicator" && m != "chain") throw error("--mpi-broadcast '" + m + "' is not communicator or chain");
+        if (m != "communicator" && m != "chain")
+          throw error("--mpi-broadcast '" + detail::printable(m) + "' is not communicator or chain");
         extra.chain = m == "chain";
+      } else if (arg == "--repeat") {
+        extra.repeat = static_cast<int>(cli::parse_count(arg, next(), 1, max_repeat));
+      } else {
+        throw error("unknown flag '" + detail::printable(arg) + "'");
       }
-      else if (arg == "--repeat") extra.repeat = static_cast<int>(std::max<index_t>(1, cli::parse_count(arg, next())));
-      else throw error("unknown flag '" + arg + "'");
     }
     if (flags.help) {
       if (rank == 0)
         std::printf("usage: mpiexec -n <devices> meshcast-reshard <meshcast-plan flags> [--dump DIR] [--timeout-s S] "
-                    "[--repeat N] [--mpi-broadcast communicator|chain]\n%s%s", cli::plan_flags_help(), cli::schedule_flags_help());
-      MPI_Finalize();
-      return 0;
+                    "[--repeat N] [--mpi-broadcast communicator|chain]\n%s%s"
+                    "  --dump DIR              write each destination shard to DIR/rank<r>.bin (empty file for an empty shard)\n"
+                    "  --timeout-s S           give up on a peer after S seconds without progress (default 120)\n"
+                    "  --repeat N              reshard N times (1..%d), report the best time\n",
+                    cli::plan_flags_help(), cli::schedule_flags_help(), max_repeat);
+      return finish(0);
     }
-    plan p = cli::plan_from_flags(flags);
+    p = cli::plan_from_flags(flags);
     if (p.device_count != size)
       throw error("the layouts use " + std::to_string(p.device_count) + " devices but " + std::to_string(size) +
                   " ranks were started: run with mpiexec -n " + std::to_string(p.device_count));
-    auto hosts = default_hosts(p.device_count, static_cast<index_t>(p.src_devices.size()), flags.devices_per_host);
-    network net = cli::network_from_flags(sched, hosts);
-    schedule s;
-    int scheduled = 1;
-    std::string why;
-    if (rank == 0) {
-      try {
-        s = cli::schedule_from_flags(sched, p, net);
-      } catch (const error& e) {
-        scheduled = 0;
-        why = e.what();
-      }
-    }
-    MPI_Bcast(&scheduled, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    if (!scheduled) throw error(why);
-    double predicted = s.makespan_s;
-    MPI_Bcast(&predicted, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    share_schedule(MPI_COMM_WORLD, p, s.ops);
+    host_of = default_hosts(p.device_count, static_cast<index_t>(p.src_devices.size()), flags.devices_per_host);
+  } catch (const std::exception& e) {
+    failed = describe(e, false);
+  }
+  if (!agree("checking the input")) {
+    report(failed);
+    return finish(2);
+  }
 
-    const std::size_t eb = static_cast<std::size_t>(p.element_bytes);
-    const std::string strategy = sched.strategy.empty() ? "send_recv" : sched.strategy;
-    mpi_backend backend(MPI_COMM_WORLD, extra.timeout_s,
-                        extra.chain ? mpi_backend::broadcast_mode::chain : mpi_backend::broadcast_mode::communicator);
-    std::size_t wrong = 0;
-    double seconds = 0;
-    visit_strategy(strategy, [&](auto st) {
-      executor<mpi_backend, decltype(st)> exec(backend, p, s.ops);
-      std::vector<std::byte> source(exec.source_bytes()), destination(exec.destination_bytes());
-      const box src_tile = p.source_tile(rank), dst_tile = p.destination_tile(rank);
-      if (!source.empty()) cli::fill(src_tile, p.src.shape, eb, source);
-      const std::vector<std::byte> pristine = source;
+  // 2. Rank 0 schedules; every rank receives and checks the schedule.
+  schedule s;
+  network net;
+  try {
+    net = cli::network_from_flags(sched, host_of);
+    if (rank == 0) s = cli::schedule_from_flags(sched, p, net);
+  } catch (const std::exception& e) {
+    failed = describe(e, false);
+  }
+  // Rank 0's scheduling error reaches everyone through the agreement; the others stay silent.
+  if (!agree("scheduling")) {
+    report(failed);
+    return finish(2);
+  }
+  double predicted = s.makespan_s;
+  try {
+    bounded_broadcast(MPI_COMM_WORLD, &predicted, sizeof predicted, 0, extra.timeout_s, "receiving the prediction");
+    share_schedule(MPI_COMM_WORLD, p, s.ops, 0, extra.timeout_s);
+  } catch (const timeout_error& e) {
+    abort_job(timeout_failure(e, host_of));
+  } catch (const std::exception& e) {
+    failed = describe(e, true);
+  }
+  if (!agree("sharing the schedule")) {
+    report(failed);
+    return finish(2);
+  }
+
+  // 3. Buffers and the executor: this rank's own resources.
+  const std::size_t eb = static_cast<std::size_t>(p.element_bytes);
+  const std::string strategy = sched.strategy.empty() ? "send_recv" : sched.strategy;
+  mpi_backend backend(MPI_COMM_WORLD, extra.timeout_s,
+                      extra.chain ? mpi_backend::broadcast_mode::chain : mpi_backend::broadcast_mode::communicator);
+  std::size_t wrong = 0;
+  double seconds = 0;
+  bool is_destination = std::find(p.dst_devices.begin(), p.dst_devices.end(), rank) != p.dst_devices.end();
+  std::vector<std::byte> destination;
+  visit_strategy(strategy, [&](auto st) {
+    std::optional<executor<mpi_backend, decltype(st)>> exec;
+    std::vector<std::byte> source, pristine;
+    try {
+      exec.emplace(backend, p, s.ops);
+      source.resize(exec->source_bytes());
+      destination.resize(exec->destination_bytes());
+      if (!source.empty()) cli::fill(p.source_tile(rank), p.src.shape, eb, source);
+      pristine = source;
+    } catch (const timeout_error& e) {
+      abort_job(timeout_failure(e, host_of));
+    } catch (const std::exception& e) {
+      failed = describe(e, true);
+    }
+    if (!agree("preparing buffers")) return;
+
+    // 4. The reshards. A failure here leaves peers waiting on this rank: the job ends.
+    try {
       for (int r = 0; r < extra.repeat; ++r) {
-        MPI_Barrier(MPI_COMM_WORLD);
+        bounded_barrier(MPI_COMM_WORLD, extra.timeout_s);
         const auto t0 = std::chrono::steady_clock::now();
-        exec.run(source, destination);
-        MPI_Barrier(MPI_COMM_WORLD);
+        exec->run(source, destination);
+        bounded_barrier(MPI_COMM_WORLD, extra.timeout_s);
         const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         seconds = r == 0 ? t : std::min(seconds, t);
       }
-      if (source != pristine) throw error("device " + std::to_string(rank) + ": the source shard was written to");
-      if (!destination.empty()) wrong = cli::count_wrong(dst_tile, p.src.shape, eb, destination);
-      if (!extra.dump.empty() && exec.destination_bytes() > 0) {
-        std::string path = extra.dump + "/rank" + std::to_string(rank) + ".bin";
-        std::ofstream out(path, std::ios::binary);
-        out.write(reinterpret_cast<const char*>(destination.data()), static_cast<std::streamsize>(destination.size()));
-        if (!out) throw error("cannot write " + path);
-      }
-    });
-    // nccl-tests style: algbw = tensor bytes / time; busbw = bytes the busiest rank takes in from
-    // other devices / time (what one device's link must sustain).
-    unsigned long long my_in = 0, busiest_in = 0;
-    for (const op& o : s.ops)
-      if (o.sender != rank && std::find(o.receivers.begin(), o.receivers.end(), rank) != o.receivers.end())
-        my_in += static_cast<unsigned long long>(o.bytes);
-    MPI_Allreduce(&my_in, &busiest_in, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
-    unsigned long long mine = wrong, total_wrong = 0;
-    MPI_Reduce(&mine, &total_wrong, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-    MPI_Bcast(&total_wrong, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
-    if (rank == 0) {
-      const double tensor = static_cast<double>(p.src.whole().volume()) * static_cast<double>(eb);
-      const double delivered = static_cast<double>(p.total_bytes());
-      std::printf("meshcast-reshard: %d ranks, %s -> %s, strategy %s, solver %s: %s delivered (%s tensor) in %.6f s, "
-                  "algbw %.3f GB/s, busbw %.3f GB/s; ordered-model prediction %.6f s; %llu wrong elements\n",
-                  size, p.src.to_string().c_str(), (p.dst.mesh.to_string() + " as " + p.dst.spec.to_string()).c_str(),
-                  strategy.c_str(), sched.solver.empty() ? "greedy" : sched.solver.c_str(),
-                  cli::human_bytes(delivered).c_str(), cli::human_bytes(tensor).c_str(), seconds,
-                  tensor / seconds / 1e9, static_cast<double>(busiest_in) / seconds / 1e9, predicted, total_wrong);
+    } catch (const timeout_error& e) {
+      abort_job(timeout_failure(e, host_of));
+    } catch (const std::exception& e) {
+      abort_job(describe(e, true));
     }
-    status = total_wrong == 0 ? 0 : 1;
-  } catch (const error& e) {
-    if (rank == 0) std::fprintf(stderr, "meshcast-reshard: error: %s\n", e.what());
-    // Every rank meets input errors alike, so rank 0 reports those; a rank's own failure (its
-    // messages start with "device ") is reported by that rank.
-    else if (std::string(e.what()).rfind("device ", 0) == 0) std::fprintf(stderr, "meshcast-reshard (rank %d): error: %s\n", rank, e.what());
-    std::fflush(stderr);
-    // A transfer that timed out leaves peers waiting on this rank: end them all.
-    if (std::string(e.what()).find("did not complete") != std::string::npos) MPI_Abort(MPI_COMM_WORLD, 2);
-    status = 2;
+
+    // 5. Checks and dumps: local to this rank.
+    try {
+      if (source != pristine) throw error("device " + std::to_string(rank) + ": the source shard was written to");
+      if (!destination.empty()) wrong = cli::count_wrong(p.destination_tile(rank), p.src.shape, eb, destination);
+      if (!extra.dump.empty() && is_destination)  // one file per destination rank, empty or not
+        cli::write_file(extra.dump + "/rank" + std::to_string(rank) + ".bin",
+                        std::string(reinterpret_cast<const char*>(destination.data()), destination.size()), "shard file");
+    } catch (const std::exception& e) {
+      failed = describe(e, true);
+    }
+  });
+  if (!agree("checking the result")) {
+    report(failed);
+    return finish(2);
   }
-  MPI_Finalize();
-  return status;
+
+  // 6. Summary. nccl-tests style: algbw = tensor bytes / time; busbw = bytes the busiest rank
+  // takes in from other devices / time (what one device's link must sustain).
+  std::uint64_t my_in = 0;
+  for (const op& o : s.ops)
+    if (o.sender != rank && std::find(o.receivers.begin(), o.receivers.end(), rank) != o.receivers.end())
+      my_in += static_cast<std::uint64_t>(o.bytes);
+  std::uint64_t total_wrong = 0, busiest_in = 0;
+  try {
+    total_wrong = bounded_allreduce(MPI_COMM_WORLD, wrong, MPI_SUM, extra.timeout_s, "counting wrong elements");
+    busiest_in = bounded_allreduce(MPI_COMM_WORLD, my_in, MPI_MAX, extra.timeout_s, "summing up");
+  } catch (const timeout_error& e) {
+    abort_job(timeout_failure(e, host_of));
+  }
+  int status = total_wrong == 0 ? 0 : 1;
+  if (rank == 0) {
+    try {
+      const double tensor = static_cast<double>(p.tensor_bytes());
+      const double delivered = static_cast<double>(p.total_bytes());
+      char line[1024];
+      std::snprintf(line, sizeof line,
+                    "meshcast-reshard: %d ranks, %s -> %s, strategy %s, solver %s: %s delivered (%s tensor) in %.6f s, "
+                    "algbw %.3f GB/s, busbw %.3f GB/s; ordered-model prediction %.6f s; %llu wrong elements\n",
+                    size, p.src.to_string().c_str(), (p.dst.mesh.to_string() + " as " + p.dst.spec.to_string()).c_str(),
+                    strategy.c_str(), sched.solver.empty() ? "greedy" : sched.solver.c_str(),
+                    cli::human_bytes(delivered).c_str(), cli::human_bytes(tensor).c_str(), seconds,
+                    tensor / seconds / 1e9, static_cast<double>(busiest_in) / seconds / 1e9, predicted,
+                    static_cast<unsigned long long>(total_wrong));
+      cli::write_stdout(line);
+    } catch (const std::exception& e) {
+      report(describe(e, true));
+      status = 2;
+    }
+  }
+  return finish(status);
 }

@@ -1,12 +1,36 @@
 // A minimal streaming JSON writer for the command-line tools (numbers, strings, arrays, objects).
 #pragma once
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
+#include <meshcast/error.hpp>
+
 namespace meshcast::cli {
+
+/// Writes `text` to `path` and checks that every byte reached the file (a full disk, a missing
+/// folder or a read-only file is an error naming the path).
+inline void write_file(const std::string& path, const std::string& text, const char* what) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) throw error(std::string("cannot open ") + what + " '" + detail::printable(path) + "': " + std::strerror(errno));
+  const bool wrote = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  const bool flushed = std::fflush(f) == 0;
+  const int saved = errno;
+  const bool closed = std::fclose(f) == 0;
+  if (!wrote || !flushed || !closed)
+    throw error(std::string("cannot write ") + what + " '" + detail::printable(path) + "': " + std::strerror(saved ? saved : errno));
+}
+
+/// Writes `text` to standard output and checks that it got there (e.g. not `> /dev/full`).
+inline void write_stdout(const std::string& text) {
+  const bool wrote = std::fwrite(text.data(), 1, text.size(), stdout) == text.size();
+  if (!wrote || std::fflush(stdout) != 0 || std::ferror(stdout))
+    throw error(std::string("cannot write to standard output: ") + std::strerror(errno));
+}
 
 class json_writer {
  public:

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -12,17 +13,25 @@ namespace meshcast::cli {
 struct plan_flags {
   std::string shape, src_mesh, src_spec, dst_mesh, dst_spec;
   index_t dtype_bytes = 4;
-  index_t devices_per_host = 0;  // 0: the source mesh's last axis
+  index_t devices_per_host = -1;  // not given: the source mesh's last axis
   bool same_mesh = false;
   bool json = false;
   bool help = false;
   std::vector<index_t> dst_devices;  // explicit destination ids (overlapping meshes)
 };
 
-inline index_t parse_count(const std::string& flag, const std::string& text) {
-  if (text.empty() || text.size() > 15 || text.find_first_not_of("0123456789") != std::string::npos)
-    throw error(flag + " '" + text + "' is not a non-negative integer");
-  return std::stoll(text);
+/// A whole number in [lo, hi]; the message names the flag, the text and the range.
+inline index_t parse_count(const std::string& flag, const std::string& text, index_t lo = 0,
+                           index_t hi = std::numeric_limits<index_t>::max()) {
+  const std::string shown = flag + " '" + detail::printable(text) + "'";
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+    throw error(shown + " is not a non-negative integer");
+  index_t v = 0;
+  for (char c : text)
+    if (__builtin_mul_overflow(v, index_t{10}, &v) || __builtin_add_overflow(v, index_t{c - '0'}, &v) || v > hi)
+      throw error(shown + " is larger than " + std::to_string(hi));
+  if (v < lo) throw error(shown + " is smaller than " + std::to_string(lo));
+  return v;
 }
 
 inline std::vector<index_t> parse_id_list(const std::string& flag, const std::string& text) {
@@ -30,7 +39,9 @@ inline std::vector<index_t> parse_id_list(const std::string& flag, const std::st
   std::size_t pos = 0;
   while (true) {
     std::size_t next = text.find(',', pos);
-    ids.push_back(parse_count(flag, text.substr(pos, next == std::string::npos ? std::string::npos : next - pos)));
+    ids.push_back(parse_count(flag, text.substr(pos, next == std::string::npos ? std::string::npos : next - pos), 0,
+                              max_devices - 1));
+    if (ids.size() > static_cast<std::size_t>(max_devices)) throw error(flag + " lists more than meshcast::max_devices ids");
     if (next == std::string::npos) break;
     pos = next + 1;
   }
@@ -46,8 +57,8 @@ bool parse_plan_flag(plan_flags& f, const std::string& arg, Next&& next) {
   else if (arg == "--src-spec") f.src_spec = next();
   else if (arg == "--dst-mesh") f.dst_mesh = next();
   else if (arg == "--dst-spec") f.dst_spec = next();
-  else if (arg == "--dtype-bytes") f.dtype_bytes = parse_count(arg, next());
-  else if (arg == "--devices-per-host") f.devices_per_host = parse_count(arg, next());
+  else if (arg == "--dtype-bytes") f.dtype_bytes = parse_count(arg, next(), 1, max_element_bytes);
+  else if (arg == "--devices-per-host") f.devices_per_host = parse_count(arg, next(), 1, max_devices);
   else if (arg == "--dst-devices") f.dst_devices = parse_id_list(arg, next());
   else if (arg == "--same-mesh") f.same_mesh = true;
   else if (arg == "--json") f.json = true;
@@ -72,7 +83,7 @@ inline plan plan_from_flags(plan_flags& f) {
   dynamic_mesh src_mesh = parse_mesh(f.src_mesh), dst_mesh = parse_mesh(f.dst_mesh);
   dynamic_layout src(src_mesh, dynamic_spec(f.src_spec), shape);
   dynamic_layout dst(dst_mesh, dynamic_spec(f.dst_spec), shape);
-  if (f.devices_per_host == 0) f.devices_per_host = src_mesh.extent(src_mesh.rank() - 1);
+  if (f.devices_per_host < 0) f.devices_per_host = src_mesh.extent(src_mesh.rank() - 1);
   plan_options o;
   o.element_bytes = f.dtype_bytes;
   if (f.same_mesh) o.devices = device_map::same();

@@ -11,6 +11,15 @@
 #include "plan_options.hpp"
 
 namespace meshcast::cli {
+/// Shortest text for a bound in a message (1e+15, 0.001, 64).
+inline std::string format_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+}  // namespace meshcast::cli
+
+namespace meshcast::cli {
 
 struct schedule_flags {
   std::string solver, strategy;
@@ -20,10 +29,12 @@ struct schedule_flags {
   double time_limit_ms = 1000;
   std::uint64_t seed = 1;
   std::string trace;
-  bool wanted() const { return !solver.empty() || !strategy.empty(); }
+  /// A schedule is made when a solver, a strategy or a trace is asked for.
+  bool wanted() const { return !solver.empty() || !strategy.empty() || !trace.empty(); }
 };
 
-inline double parse_real(const std::string& flag, const std::string& text) {
+/// A finite number in [lo, hi]; the message names the flag, the text and the range.
+inline double parse_real(const std::string& flag, const std::string& text, double lo = 0, double hi = 1e15) {
   std::size_t used = 0;
   double v = 0;
   try {
@@ -31,7 +42,20 @@ inline double parse_real(const std::string& flag, const std::string& text) {
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used != text.size() || text.empty() || !(v >= 0)) throw error(flag + " '" + text + "' is not a non-negative number");
+  if (used != text.size() || text.empty() || !(v >= lo && v <= hi))  // NaN fails every comparison
+    throw error(flag + " '" + detail::printable(text) + "' is not a number in [" + format_number(lo) + ", " +
+                format_number(hi) + "]");
+  return v;
+}
+
+/// A 64-bit unsigned integer (seeds).
+inline std::uint64_t parse_u64(const std::string& flag, const std::string& text) {
+  if (text.empty() || text.size() > 20 || text.find_first_not_of("0123456789") != std::string::npos)
+    throw error(flag + " '" + detail::printable(text) + "' is not a non-negative integer below 2^64");
+  std::uint64_t v = 0;
+  for (char c : text)
+    if (__builtin_mul_overflow(v, std::uint64_t{10}, &v) || __builtin_add_overflow(v, std::uint64_t(c - '0'), &v))
+      throw error(flag + " '" + detail::printable(text) + "' is not a non-negative integer below 2^64");
   return v;
 }
 
@@ -40,21 +64,20 @@ bool parse_schedule_flag(schedule_flags& f, const std::string& arg, Next&& next)
   if (arg == "--solver") f.solver = next();
   else if (arg == "--strategy") f.strategy = next();
   else if (arg == "--split-replicas") f.split_replicas = true;
-  else if (arg == "--nic-gbps") f.nic_gbps = parse_real(arg, next());
-  else if (arg == "--intra-gbps") f.intra_gbps = parse_real(arg, next());
-  else if (arg == "--latency-us") f.latency_us = parse_real(arg, next());
-  else if (arg == "--nics-per-host") f.nics_per_host = static_cast<int>(parse_count(arg, next()));
-  else if (arg == "--time-limit-ms") f.time_limit_ms = parse_real(arg, next());
-  else if (arg == "--seed") f.seed = static_cast<std::uint64_t>(parse_count(arg, next()));
+  // Bandwidths as the network accepts them (1 byte/s .. 1e15 bytes/s), latency up to an hour,
+  // time limits up to meshcast::max_time_limit_s.
+  else if (arg == "--nic-gbps") f.nic_gbps = parse_real(arg, next(), 8e-9, 8e6);
+  else if (arg == "--intra-gbps") f.intra_gbps = parse_real(arg, next(), 8e-9, 8e6);
+  else if (arg == "--latency-us") f.latency_us = parse_real(arg, next(), 0, 3.6e9);
+  else if (arg == "--nics-per-host") f.nics_per_host = static_cast<int>(parse_count(arg, next(), 1, max_nics_per_host));
+  else if (arg == "--time-limit-ms") f.time_limit_ms = parse_real(arg, next(), 0, max_time_limit_s * 1000);
+  else if (arg == "--seed") f.seed = parse_u64(arg, next());
   else if (arg == "--trace") f.trace = next();
   else return false;
   return true;
 }
 
 inline network network_from_flags(const schedule_flags& f, std::vector<index_t> host_of) {
-  if (f.nic_gbps <= 0) throw error("--nic-gbps must be positive");
-  if (f.intra_gbps <= 0) throw error("--intra-gbps must be positive");
-  if (f.nics_per_host < 1) throw error("--nics-per-host must be at least 1");
   return network::uniform(std::move(host_of), network::gbit_per_s(f.nic_gbps), network::gbit_per_s(f.intra_gbps),
                           f.latency_us * 1e-6, f.nics_per_host);
 }

@@ -77,9 +77,7 @@ inline void write_trace(const std::string& path, const schedule& s, const networ
     if (!nic) event(o, net.host_of(o.sender), 1000);
   }
   j.end_array().end_object();
-  std::ofstream out(path);
-  if (!out) throw error("cannot write trace file '" + path + "'");
-  out << j.str() << '\n';
+  write_file(path, j.str() + '\n', "trace file");
 }
 
 inline void print_schedule_summary(std::FILE* out, const schedule& s, double fluid_s) {

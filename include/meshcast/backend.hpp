@@ -22,6 +22,7 @@ concept backend = requires(B& b, const B& cb, std::byte* out, const std::byte* i
   typename B::group;
   typename B::buffer;
   { cb.device() } -> std::convertible_to<index_t>;
+  { cb.size() } -> std::convertible_to<index_t>;  ///< devices reachable: ranks 0..size-1
   { b.send(in, n, peer, tag) } -> std::same_as<typename B::request>;
   { b.recv(out, n, peer, tag) } -> std::same_as<typename B::request>;
   /// Called, in the same order, by every member of `members` (and only by them).

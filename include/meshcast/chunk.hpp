@@ -6,16 +6,22 @@
 
 namespace meshcast {
 
-/// Chunk size q = ceil(n / k) (k >= 1). Same rule as torch.chunk and DTensor.
-constexpr index_t chunk_size(index_t n, index_t k) noexcept { return (n + k - 1) / k; }
+/// Chunk size q = ceil(n / k) (k >= 1, n >= 0). Same rule as torch.chunk and DTensor.
+/// Written without n + k - 1, which would overflow for n near the index limit.
+constexpr index_t chunk_size(index_t n, index_t k) noexcept {
+  if (k < 1) return n;  // layouts never split a dim 0 ways; stay defined all the same
+  return n / k + (n % k != 0 ? 1 : 0);
+}
 
-/// Chunk j of a dim of length n split k ways: [j*q, min((j+1)*q, n)), clipped to n, so the last
-/// chunks may be short or empty.
+/// Chunk j of a dim of length n split k ways (0 <= j < k): [j*q, min((j+1)*q, n)), clipped to n,
+/// so the last chunks may be short or empty. j*q is only formed where it cannot pass n.
 constexpr range chunk_range(index_t n, index_t k, index_t j) noexcept {
-  index_t q = chunk_size(n, k);
-  index_t lo = j * q < n ? j * q : n;
-  index_t hi = (j + 1) * q < n ? (j + 1) * q : n;
-  return {lo, hi};
+  const index_t q = chunk_size(n, k);
+  if (q == 0) return {0, 0};
+  const index_t full = n / q;  // chunks that start at or before n
+  const index_t lo = j <= full ? j * q : n;
+  const index_t hi = j + 1 <= full ? (j + 1) * q : n;
+  return {lo < n ? lo : n, hi};
 }
 
 /// Index of the chunk that holds element i (for 0 <= i < n).

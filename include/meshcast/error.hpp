@@ -3,6 +3,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace meshcast {
 
@@ -12,5 +13,26 @@ class error : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
 };
+
+namespace detail {
+/// User text as it may appear in a message: control characters escaped (\xNN), at most
+/// `max_chars` characters, so that a message never carries raw bytes from bad input.
+inline std::string printable(std::string_view text, std::size_t max_chars = 60) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (i == max_chars) return out + "...";
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 0xF];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+}  // namespace detail
 
 }  // namespace meshcast

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "config.hpp"
+#include "detail/checked.hpp"
 #include "error.hpp"
 
 namespace meshcast {
@@ -39,6 +40,15 @@ inline std::string describe_extents(std::span<const index_t> values) {
   return s;
 }
 
+// Whether the product of the static extents fits in index_t (dyn entries count as 1).
+template <index_t... Es>
+constexpr bool static_product_fits() {
+  index_t p = 1;
+  for (index_t e : {index_t{1}, Es...})
+    if (e != dyn && __builtin_mul_overflow(p, e, &p)) return false;
+  return true;
+}
+
 template <int N>
 struct dynamic_storage {
   std::array<index_t, N> values{};
@@ -52,6 +62,7 @@ template <index_t... Es>
 class extents : private detail::dynamic_storage<detail::dynamic_count<Es...>> {
   static_assert(((Es == dyn || Es >= 0) && ...), "An extent must be non-negative or meshcast::dyn.");
   static_assert(sizeof...(Es) <= max_rank, "An extents type may have at most meshcast::max_rank entries.");
+  static_assert(detail::static_product_fits<Es...>(), "The product of the extents does not fit in 64 bits.");
   using storage = detail::dynamic_storage<detail::dynamic_count<Es...>>;
 
  public:
@@ -74,6 +85,7 @@ class extents : private detail::dynamic_storage<detail::dynamic_count<Es...>> {
       : storage{{static_cast<index_t>(dynamic_values)...}} {
     for (index_t v : this->values)
       if (v < 0) throw error("extent " + std::to_string(v) + " is negative");
+    product();  // throws when the product does not fit
   }
 
   constexpr index_t extent(int i) const noexcept {
@@ -84,9 +96,10 @@ class extents : private detail::dynamic_storage<detail::dynamic_count<Es...>> {
       return s != dyn ? s : this->values[detail::dynamic_index<Es...>(i)];
     }
   }
-  constexpr index_t product() const noexcept {
+  /// The product of the extents; throws when it does not fit in 64 bits.
+  constexpr index_t product() const {
     index_t p = 1;
-    for (int i = 0; i < rank(); ++i) p *= extent(i);
+    for (int i = 0; i < rank(); ++i) p = detail::checked_mul(p, extent(i), "the product of extents");
     return p;
   }
 };
@@ -107,6 +120,7 @@ class dynamic_extents {
   static constexpr index_t static_extent(int) noexcept { return dyn; }
   static constexpr bool is_static() noexcept { return false; }
   constexpr index_t extent(int i) const noexcept { return values_[i]; }
+  /// The product of the extents (checked when the extents were set: it fits in 64 bits).
   constexpr index_t product() const noexcept {
     index_t p = 1;
     for (int i = 0; i < rank_; ++i) p *= values_[i];
@@ -122,8 +136,13 @@ class dynamic_extents {
     rank_ = static_cast<int>(n);
     for (std::size_t i = 0; i < n; ++i) {
       if (v[i] < 0) throw error("extent " + std::to_string(v[i]) + " is negative");
+      if (!std::in_range<index_t>(v[i])) throw error("extent " + std::to_string(v[i]) + " does not fit in 64 bits");
       values_[i] = static_cast<index_t>(v[i]);
     }
+    index_t p = 1;
+    for (int i = 0; i < rank_; ++i)
+      if (__builtin_mul_overflow(p, values_[i], &p))
+        throw error("extents " + detail::describe_extents({values_.data(), n}) + " have a product that does not fit in 64 bits");
   }
   int rank_ = 0;
   std::array<index_t, max_rank> values_{};
@@ -142,9 +161,11 @@ struct extents_value {
   int rank = 0;
   std::array<index_t, max_rank> values{};
   constexpr index_t operator[](int i) const noexcept { return values[i]; }
-  constexpr index_t product() const noexcept {
+  /// The product of the extents; throws when it does not fit in 64 bits.
+  constexpr index_t product() const {
     index_t p = 1;
-    for (int i = 0; i < rank; ++i) p *= values[i];
+    for (int i = 0; i < rank; ++i)
+      if (__builtin_mul_overflow(p, values[i], &p)) detail::overflow("the product of extents " + to_string());
     return p;
   }
   std::string to_string() const { return detail::describe_extents({values.data(), static_cast<std::size_t>(rank)}); }
@@ -161,18 +182,28 @@ constexpr extents_value to_value(const E& e) noexcept {
 
 /// Parses "2x4" (or "1024x512") into extents; the message names the bad text.
 inline dynamic_extents parse_extents(const std::string& text, const char* what) {
+  const std::string shown = std::string(what) + " '" + detail::printable(text) + "'";
+  if (text.empty()) throw error(shown + " is empty; expected e.g. 2x4");
   std::vector<index_t> values;
   std::size_t pos = 0;
-  if (text.empty()) throw error(std::string(what) + " '' is empty; expected e.g. 2x4");
   while (pos <= text.size()) {
     std::size_t next = text.find('x', pos);
     if (next == std::string::npos) next = text.size();
     std::string token = text.substr(pos, next - pos);
-    if (token.empty() || token.find_first_not_of("0123456789") != std::string::npos || token.size() > 15)
-      throw error(std::string(what) + " '" + text + "' is not a list of sizes like 2x4 (bad part '" + token + "')");
-    values.push_back(std::stoll(token));
+    if (token.empty() || token.find_first_not_of("0123456789") != std::string::npos)
+      throw error(shown + " is not a list of sizes like 2x4 (bad part '" + detail::printable(token) + "')");
+    if (values.size() == static_cast<std::size_t>(max_rank))
+      throw error(shown + " has more than meshcast::max_rank (" + std::to_string(max_rank) + ") sizes");
+    index_t v = 0;
+    for (char c : token)
+      if (__builtin_mul_overflow(v, index_t{10}, &v) || __builtin_add_overflow(v, index_t{c - '0'}, &v))
+        throw error(shown + ": size " + detail::printable(token) + " does not fit in 64 bits");
+    values.push_back(v);
     pos = next + 1;
   }
+  index_t product = 1;
+  for (index_t v : values)
+    if (__builtin_mul_overflow(product, v, &product)) throw error(shown + ": the product of its sizes does not fit in 64 bits");
   return dynamic_extents(values);
 }
 

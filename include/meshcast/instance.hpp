@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -30,10 +31,10 @@ struct unit {
   bool has_choice() const noexcept { return options.size() > 1; }
 };
 
-/// Keeps pointers to the plan and network it was made from: they must outlive it.
+/// Owns (shares) the plan and network it was made from, so it can never outlive them.
 struct instance {
-  const plan* source = nullptr;
-  const network* net = nullptr;
+  std::shared_ptr<const plan> source;
+  std::shared_ptr<const network> net;
   resource_space resources;
   std::string strategy;
   bool point_to_point = true;
@@ -75,17 +76,36 @@ inline std::vector<index_t> sender_choices(const network& net, std::span<const i
   return picked;
 }
 
+namespace detail {
+// Appends a unit, stamping every op with where it comes from (see op::unit).
+inline void add_unit(instance& in, unit&& u) {
+  const auto id = static_cast<index_t>(in.units.size());
+  for (std::size_t k = 0; k < u.options.size(); ++k)
+    for (std::size_t j = 0; j < u.options[k].ops.size(); ++j) {
+      op& o = u.options[k].ops[j];
+      o.unit = id;
+      o.option = static_cast<int>(k);
+      o.part = static_cast<int>(j);
+    }
+  in.units.push_back(std::move(u));
+}
+}  // namespace detail
+
 /// Builds the instance of `p` on `net` under strategy `S`. With `split_replicas`, the part of a
 /// task that must cross the network is cut into one slice per sender NIC port (at most
 /// `max_slices`), each slice with its own choice of sender.
 template <strategy S>
-instance make_instance(const plan& p, const network& net, S, bool split_replicas = false) {
+instance make_instance(std::shared_ptr<const plan> plan_ptr, std::shared_ptr<const network> net_ptr, S,
+                       bool split_replicas = false) {
+  if (!plan_ptr || !net_ptr) throw error("make_instance needs a plan and a network");
+  const plan& p = *plan_ptr;
+  const network& net = *net_ptr;
   if (net.device_count() < p.device_count)
     throw error("the network describes " + std::to_string(net.device_count()) + " devices but the plan uses " +
                 std::to_string(p.device_count));
   instance in;
-  in.source = &p;
-  in.net = &net;
+  in.source = std::move(plan_ptr);
+  in.net = std::move(net_ptr);
   in.resources = {net.port_count(), net.device_count()};
   in.strategy = std::string(S::name);
   in.point_to_point = S::point_to_point;
@@ -97,7 +117,7 @@ instance make_instance(const plan& p, const network& net, S, bool split_replicas
     unit fixed{task, t.region, t.bytes, {option{}}};
     std::vector<index_t> remote =
         deliver_locally(net, in.resources, task, t.region, t.bytes, senders, p.receivers(t), fixed.options[0].ops);
-    if (!fixed.options[0].ops.empty()) in.units.push_back(std::move(fixed));
+    if (!fixed.options[0].ops.empty()) detail::add_unit(in, std::move(fixed));
     if (remote.empty()) continue;
     // Replicas behind one NIC port cannot share its load, so a task is cut once per sender port.
     const auto ports = static_cast<index_t>(sender_ports(net, senders).size());
@@ -113,10 +133,16 @@ instance make_instance(const plan& p, const network& net, S, bool split_replicas
         S::remote_ops(net, in.resources, task, slice, u.bytes, s, remote, o.ops);
         u.options.push_back(std::move(o));
       }
-      in.units.push_back(std::move(u));
+      detail::add_unit(in, std::move(u));
     }
   }
   return in;
+}
+
+/// The same, sharing copies of `p` and `net` (the instance then depends on nothing the caller keeps).
+template <strategy S>
+instance make_instance(const plan& p, const network& net, S s, bool split_replicas = false) {
+  return make_instance(std::make_shared<const plan>(p), std::make_shared<const network>(net), s, split_replicas);
 }
 
 }  // namespace meshcast

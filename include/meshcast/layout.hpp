@@ -59,11 +59,25 @@ struct layout_value {
 
 /// Checks a layout given in value form; the message names the offending input.
 constexpr void validate(const layout_value& l) {
-  if (l.mesh.rank < 1) throw error("a mesh needs at least one axis");
-  for (int i = 0; i < l.mesh.rank; ++i)
-    if (l.mesh[i] < 1)
-      throw error("mesh '" + l.mesh.to_string() + "' has size " + std::to_string(l.mesh[i]) + " on axis " +
-                  std::to_string(i) + "; every mesh axis must hold at least one device");
+  if (l.mesh.rank > max_rank || l.shape.rank > max_rank || l.spec.rank > max_rank || l.mesh.rank < 0 ||
+      l.shape.rank < 0 || l.spec.rank < 0)
+    throw error("a layout's mesh, spec and shape may have at most meshcast::max_rank entries");
+  detail::check_mesh(l.mesh);
+  if (l.shape.rank < 1) throw error("a tensor shape needs at least one dim");
+  for (int d = 0; d < l.shape.rank; ++d)
+    if (l.shape[d] < 0) throw error("shape " + l.shape.to_string() + " has a negative size");
+  index_t volume = 1;
+  for (int d = 0; d < l.shape.rank; ++d)
+    if (__builtin_mul_overflow(volume, l.shape[d], &volume))
+      throw error("shape " + l.shape.to_string() + " has more elements than fit in 64 bits");
+  for (int d = 0; d < l.spec.rank; ++d) {
+    if (l.spec.dims[d].axis_count < 0 || l.spec.dims[d].axis_count > max_rank)
+      throw error("spec entry " + std::to_string(d) + " lists a bad number of mesh axes");
+    for (int k = 0; k < l.spec.dims[d].axis_count; ++k)
+      if (l.spec.dims[d].axes[k] < 0 || l.spec.dims[d].axes[k] >= max_rank)
+        throw error("spec entry " + std::to_string(d) + " names mesh axis " + std::to_string(l.spec.dims[d].axes[k]) +
+                    ", outside 0..max_rank-1");
+  }
   if (l.spec.rank != l.shape.rank)
     throw error("spec '" + l.spec.to_string() + "' has " + std::to_string(l.spec.rank) + " entries but shape '" +
                 l.shape.to_string() + "' has " + std::to_string(l.shape.rank) + " dims; give one R or S per dim");

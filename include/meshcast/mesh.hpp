@@ -8,24 +8,43 @@
 
 namespace meshcast {
 
+namespace detail {
+/// Every axis holds a device and the mesh holds at most `max_devices`; the message names the mesh.
+constexpr void check_mesh(const extents_value& m) {
+  if (m.rank == 0) throw error("a mesh needs at least one axis");
+  index_t n = 1;
+  for (int i = 0; i < m.rank; ++i) {
+    if (m[i] < 1)
+      throw error("mesh '" + m.to_string() + "' has size " + std::to_string(m[i]) + " on axis " + std::to_string(i) +
+                  "; every mesh axis must hold at least one device");
+    if (__builtin_mul_overflow(n, m[i], &n) || n > max_devices)
+      throw error("mesh '" + m.to_string() + "' has more than meshcast::max_devices (" + std::to_string(max_devices) +
+                  ") devices");
+  }
+}
+}  // namespace detail
+
 /// A device mesh whose shape is static (`mesh<2, 4>`), mixed (`mesh<dyn, 4>{3}`).
 /// A fully static mesh is an empty type.
 template <index_t... Es>
 class mesh : public extents<Es...> {
   static_assert(sizeof...(Es) >= 1, "A mesh needs at least one axis.");
   static_assert(((Es == dyn || Es >= 1) && ...), "Every mesh axis must hold at least one device.");
+  static_assert(((Es == dyn || Es <= max_devices) && ...) && [] {
+    index_t n = 1;
+    for (index_t e : {index_t{1}, Es...})
+      if (e != dyn && (n *= e) > max_devices) return false;
+    return true;
+  }(), "The mesh has more devices than meshcast::max_devices.");
 
  public:
   constexpr mesh() noexcept = default;
   template <class... Ints>
     requires(sizeof...(Ints) > 0)
   constexpr explicit mesh(Ints... dynamic_values) : extents<Es...>(dynamic_values...) {
-    for (int i = 0; i < this->rank(); ++i)
-      if (this->extent(i) < 1)
-        throw error("mesh axis " + std::to_string(i) + " has size " + std::to_string(this->extent(i)) +
-                    "; every mesh axis must hold at least one device");
+    detail::check_mesh(to_value(*this));
   }
-  constexpr index_t size() const noexcept { return this->product(); }
+  constexpr index_t size() const noexcept { return this->product(); }  // checked on construction
 };
 
 /// A mesh whose rank and sizes are known only at run time, built from a vector of axis sizes.
@@ -39,23 +58,11 @@ class dynamic_mesh : public dynamic_extents {
   constexpr index_t size() const noexcept { return this->product(); }
 
  private:
-  constexpr void check() const {
-    if (rank() == 0) throw error("a mesh needs at least one axis");
-    for (int i = 0; i < rank(); ++i)
-      if (extent(i) < 1)
-        throw error("mesh axis " + std::to_string(i) + " has size " + std::to_string(extent(i)) +
-                    "; every mesh axis must hold at least one device");
-  }
+  constexpr void check() const { detail::check_mesh(to_value(*this)); }
 };
 
 /// Parses a mesh like "2x4"; the message of a failure names the text.
-inline dynamic_mesh parse_mesh(const std::string& text) {
-  try {
-    return dynamic_mesh(parse_extents(text, "mesh"));
-  } catch (const error& e) {
-    throw error("mesh '" + text + "': " + e.what());
-  }
-}
+inline dynamic_mesh parse_mesh(const std::string& text) { return dynamic_mesh(parse_extents(text, "mesh")); }
 
 /// Row-major coordinate of device `id` on a mesh with the given extents.
 constexpr std::array<index_t, max_rank> mesh_coordinate(const extents_value& m, index_t id) noexcept {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -23,17 +24,29 @@ struct host_nics {
 
 class network {
  public:
+  /// Bandwidths lie in [min_bandwidth_bps, max_bandwidth_bps] bytes per second and latencies in
+  /// [0, max_latency_s]: every duration the model computes is then finite.
+  static constexpr double min_bandwidth_bps = 1;
+  static constexpr double max_bandwidth_bps = 1e15;  // 8 Pbit/s
+  static constexpr double max_latency_s = 3600;
+
   network() = default;
 
   /// `host_of[d]` is the host of device d; `hosts[h]` its NICs. Throws on a bad description.
   network(std::vector<index_t> host_of, std::vector<host_nics> hosts, double intra_bps, double latency_s)
       : host_of_(std::move(host_of)), hosts_(std::move(hosts)), intra_bps_(intra_bps), latency_s_(latency_s) {
-    if (intra_bps_ <= 0) throw error("intra-host bandwidth must be positive, got " + std::to_string(intra_bps_));
-    if (latency_s_ < 0) throw error("latency must not be negative, got " + std::to_string(latency_s_));
+    check_bandwidth(intra_bps_, "the intra-host bandwidth");
+    if (!(latency_s_ >= 0 && latency_s_ <= max_latency_s))
+      throw error("the latency (" + std::to_string(latency_s_) + " s) must be a number in [0, " +
+                  std::to_string(max_latency_s) + "] seconds");
+    if (host_of_.size() > static_cast<std::size_t>(max_devices) || hosts_.size() > static_cast<std::size_t>(max_devices))
+      throw error("a network may describe at most meshcast::max_devices devices and hosts");
     for (std::size_t h = 0; h < hosts_.size(); ++h) {
-      if (hosts_[h].count < 1) throw error("host " + std::to_string(h) + " needs at least one NIC");
-      if (hosts_[h].egress_bps <= 0 || hosts_[h].ingress_bps <= 0)
-        throw error("host " + std::to_string(h) + " has a NIC bandwidth that is not positive");
+      if (hosts_[h].count < 1 || hosts_[h].count > max_nics_per_host)
+        throw error("host " + std::to_string(h) + " has " + std::to_string(hosts_[h].count) + " NICs; a host has 1.." +
+                    std::to_string(max_nics_per_host));
+      check_bandwidth(hosts_[h].egress_bps, "the egress bandwidth of host " + std::to_string(h));
+      check_bandwidth(hosts_[h].ingress_bps, "the ingress bandwidth of host " + std::to_string(h));
     }
     port_base_.assign(hosts_.size() + 1, 0);
     for (std::size_t h = 0; h < hosts_.size(); ++h) port_base_[h + 1] = port_base_[h] + hosts_[h].count;
@@ -51,6 +64,7 @@ class network {
   static network uniform(std::vector<index_t> host_of, double nic_bps, double intra_bps, double latency_s,
                          int nics = 1) {
     index_t hosts = host_of.empty() ? 0 : *std::max_element(host_of.begin(), host_of.end()) + 1;
+    if (hosts > max_devices) throw error("a network may have at most meshcast::max_devices hosts");
     return network(std::move(host_of), std::vector<host_nics>(hosts, {nics, nic_bps, nic_bps}), intra_bps, latency_s);
   }
   /// Alpa's testbed: 4 GPUs per host, one 10 Gbit/s NIC, NVLink-class links inside a host.
@@ -90,6 +104,10 @@ class network {
   }
 
  private:
+  static void check_bandwidth(double bps, const std::string& what) {
+    if (!(bps >= min_bandwidth_bps && bps <= max_bandwidth_bps))
+      throw error(what + " (" + std::to_string(bps) + " bytes/s) must be a number in [1, 1e15] bytes/s");
+  }
   std::vector<index_t> host_of_;
   std::vector<host_nics> hosts_;
   double intra_bps_ = 1;

@@ -22,6 +22,12 @@ struct resource_space {
 /// One transfer: `sender` sends `region` (`bytes`) to every device in `receivers`.
 struct op {
   index_t task = 0;  ///< plan task the region belongs to
+  /// Where the op comes from in its instance: unit, option of that unit, and position among the
+  /// option's ops (-1 when the op was made outside an instance). `solve` checks a solver's
+  /// answer against these.
+  index_t unit = -1;
+  int option = -1;
+  int part = -1;
   box region;
   index_t bytes = 0;
   index_t sender = 0;

@@ -4,6 +4,7 @@
 #include <span>
 #include <vector>
 
+#include "detail/checked.hpp"
 #include "layout.hpp"
 #include "placement.hpp"
 
@@ -52,11 +53,16 @@ struct plan {
   constexpr box source_tile(index_t d) const noexcept { return tile_of(src, src_devices, d); }
   /// The tile device `d` must end with (an empty box if it is no destination device).
   constexpr box destination_tile(index_t d) const noexcept { return tile_of(dst, dst_devices, d); }
-  constexpr index_t total_bytes() const noexcept {
+  /// Bytes delivered, summed over receivers; throws when the sum does not fit in 64 bits.
+  constexpr index_t total_bytes() const {
     index_t b = 0;
-    for (const auto& t : tasks) b += t.bytes * static_cast<index_t>(receivers(t).size());
+    for (const auto& t : tasks)
+      b = detail::checked_add(b, detail::checked_mul(t.bytes, static_cast<index_t>(receivers(t).size()), "bytes delivered"),
+                              "bytes delivered");
     return b;
   }
+  /// Bytes of the whole tensor (checked by make_plan: it fits in 64 bits).
+  constexpr index_t tensor_bytes() const noexcept { return src.whole().volume() * element_bytes; }
 
  private:
   static constexpr box tile_of(const layout_value& l, const std::vector<index_t>& ids, index_t d) noexcept {
@@ -107,8 +113,13 @@ constexpr plan make_plan(const layout_value& src, const layout_value& dst, const
   if (src.shape != dst.shape)
     throw error("source shape '" + src.shape.to_string() + "' and destination shape '" + dst.shape.to_string() +
                 "' differ; resharding keeps the tensor's shape");
-  if (options.element_bytes < 1)
-    throw error("element size must be at least 1 byte, got " + std::to_string(options.element_bytes));
+  if (options.element_bytes < 1 || options.element_bytes > max_element_bytes)
+    throw error("element size must be 1.." + std::to_string(max_element_bytes) + " bytes, got " +
+                std::to_string(options.element_bytes));
+  index_t tensor_bytes = 0;
+  if (__builtin_mul_overflow(src.shape.product(), options.element_bytes, &tensor_bytes))
+    throw error("a tensor of shape " + src.shape.to_string() + " with " + std::to_string(options.element_bytes) +
+                "-byte elements has more bytes than fit in 64 bits");
 
   plan p;
   p.src = src;

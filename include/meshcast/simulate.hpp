@@ -66,6 +66,8 @@ inline double simulate_fluid(const std::vector<op>& ops, const network& net, con
       double share = std::numeric_limits<double>::infinity();
       for (int r = 0; r < 2 * rs.ports; ++r)
         if (users[r] > 0 && left[r] / users[r] < share) share = left[r] / users[r], bottleneck = r;
+      // Rounding may leave a saturated port a hair below zero: a flow still gets a positive rate.
+      share = std::max(share, 1e-12 * capacity(bottleneck));
       for (std::size_t i = 0; i < flows.size(); ++i) {
         if (frozen[i] || std::find(flows[i].ports.begin(), flows[i].ports.end(), bottleneck) == flows[i].ports.end())
           continue;
@@ -75,11 +77,16 @@ inline double simulate_fluid(const std::vector<op>& ops, const network& net, con
         for (int r : flows[i].ports) left[r] -= share;
       }
     }
+    // Advance to the next completion. The flows that finish then are removed by index, not by
+    // comparing what is left with a tolerance, so every pass removes at least one flow.
     double step = std::numeric_limits<double>::infinity();
     for (const flow& f : flows) step = std::min(step, f.remaining / f.rate);
     t += step;
-    for (flow& f : flows) f.remaining -= f.rate * step;
-    std::erase_if(flows, [](const flow& f) { return f.remaining <= 1e-6; });
+    for (flow& f : flows) {
+      if (f.remaining / f.rate <= step * (1 + 1e-12)) f.remaining = 0;
+      else f.remaining -= f.rate * step;
+    }
+    std::erase_if(flows, [](const flow& f) { return f.remaining <= 0; });
   }
   return any_flow ? std::max(makespan, t) : makespan;
 }

@@ -19,12 +19,11 @@ constexpr int slice_dim(const box& region, index_t pieces) noexcept {
   return best;
 }
 
-/// Cuts `region` into at most `pieces` non-empty slices along `slice_dim`, by the chunk rule.
-inline std::vector<box> slice_region(const box& region, index_t pieces) {
+/// Cuts `region` into at most `pieces` non-empty slabs along dim `d`, by the chunk rule.
+inline std::vector<box> slice_along(const box& region, int d, index_t pieces) {
   if (pieces <= 1 || region.empty()) return {region};
-  int d = slice_dim(region, pieces);
-  index_t extent = region[d].size();
-  index_t n = pieces < extent ? pieces : extent;
+  const index_t extent = region[d].size();
+  const index_t n = pieces < extent ? pieces : extent;
   std::vector<box> slices;
   for (index_t j = 0; j < n; ++j) {
     range r = chunk_range(extent, n, j);
@@ -34,6 +33,11 @@ inline std::vector<box> slice_region(const box& region, index_t pieces) {
     slices.push_back(b);
   }
   return slices;
+}
+
+/// Cuts `region` into at most `pieces` non-empty slices along `slice_dim`, by the chunk rule.
+inline std::vector<box> slice_region(const box& region, index_t pieces) {
+  return slice_along(region, slice_dim(region, pieces), pieces);
 }
 
 /// Cuts `region` along `slice_dim(region, 2)` into consecutive slices whose sizes along that dim

@@ -125,7 +125,7 @@ base = ["--shape", "8x8", "--src-mesh", "2x4", "--src-spec", "S0,R", "--dst-mesh
 for bad, word in [(["--src-spec", "S0,Q"], "'Q'"), (["--src-mesh", "2x0"], "'2x0'"), (["--dst-spec", "S2,R"], "axis 2"),
                   (["--dst-spec", "S0,S0"], "mesh axis 0"), (["--src-spec", "S0"], "'S0'"),
                   (["--dst-mesh", "3x4", "--same-mesh"], "equal device counts"), (["--bogus"], "'--bogus'"),
-                  (["--shape", "8xz"], "'8xz'"), (["--dtype-bytes", "0"], "got 0")]:
+                  (["--shape", "8xz"], "'8xz'"), (["--dtype-bytes", "0"], "--dtype-bytes '0'")]:
     args = list(base)
     for flag, value in zip(bad[0::2], bad[1::2] + [None]):
         if value is None:

@@ -25,9 +25,16 @@ namespace meshcast {
 template <backend Backend, strategy Strategy>
 class executor {
  public:
-  /// `ops` is the schedule (issue order), the same on every rank.
-  executor(Backend& b, const plan& p, const std::vector<op>& ops) : b_(b) {
+  /// `ops` is the schedule (issue order), the same on every rank. The executor keeps its own
+  /// copy of the backend (a handle: communicator, stream), so it never refers to a temporary.
+  /// Throws `meshcast::error` when the communicator has fewer ranks than the plan has devices or
+  /// an op does not fit the plan (a schedule from elsewhere is checked, not trusted).
+  executor(Backend b, const plan& p, const std::vector<op>& ops) : b_(std::move(b)) {
     me_ = b_.device();
+    if (b_.size() < p.device_count)
+      throw error("the plan uses " + std::to_string(p.device_count) + " devices but the communicator has " +
+                  std::to_string(b_.size()) + " ranks; run one rank per device");
+    check_ops(p, ops);
     eb_ = static_cast<std::size_t>(p.element_bytes);
     src_tile_ = p.source_tile(me_);
     dst_tile_ = p.destination_tile(me_);
@@ -46,7 +53,9 @@ class executor {
   /// Reshards: reads `source` (never written), fills `destination`. May be called repeatedly.
   void run(std::span<const std::byte> source, std::span<std::byte> destination) {
     if (source.size() < source_bytes() || destination.size() < destination_bytes())
-      throw error("device " + std::to_string(me_) + ": shard buffers are smaller than its tiles");
+      throw error("device " + std::to_string(me_) + ": shard buffers of " + std::to_string(source.size()) + " and " +
+                  std::to_string(destination.size()) + " bytes are smaller than its tiles (" + std::to_string(source_bytes()) +
+                  " and " + std::to_string(destination_bytes()) + " bytes)");
     pending_.clear();
     sent_.clear();
     b_.begin_round();
@@ -105,6 +114,24 @@ class executor {
   static bool collective(const op& o) noexcept { return !Strategy::point_to_point && o.receivers.size() >= 2; }
 
   std::size_t tile_bytes(const box& b) const noexcept { return static_cast<std::size_t>(b.volume()) * eb_; }
+
+  // Every op names devices of the plan, a region inside the tensor and its exact byte count.
+  static void check_ops(const plan& p, const std::vector<op>& ops) {
+    const box whole = p.src.whole();
+    auto bad = [](std::size_t i, const char* why) {
+      throw error("op " + std::to_string(i) + " of the schedule " + why + "; was it made for another plan?");
+    };
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const op& o = ops[i];
+      if (o.sender < 0 || o.sender >= p.device_count) bad(i, "names a sender that is not a device of the plan");
+      for (index_t r : o.receivers)
+        if (r < 0 || r >= p.device_count) bad(i, "names a receiver that is not a device of the plan");
+      if (o.receivers.empty()) bad(i, "has no receiver");
+      if (o.region.rank != whole.rank || !whole.contains(o.region) || o.region.empty())
+        bad(i, "moves a region outside the tensor");
+      if (o.bytes != o.region.volume() * p.element_bytes) bad(i, "has a byte count that does not match its region");
+    }
+  }
 
   void plan_steps(const std::vector<op>& ops) {
     for (std::size_t i = 0; i < ops.size(); ++i) {
@@ -171,7 +198,7 @@ class executor {
     }
   }
 
-  Backend& b_;
+  Backend b_;
   index_t me_ = -1;
   std::size_t eb_ = 1;
   box src_tile_{}, dst_tile_{};

@@ -8,10 +8,10 @@
 #pragma once
 
 #include <algorithm>
-#include <chrono>
 #include <limits>
 #include <vector>
 
+#include "../detail/deadline.hpp"
 #include "../solver.hpp"
 
 namespace meshcast {
@@ -24,31 +24,37 @@ struct alpa_dfs {
   const char* supports(const instance&) const { return nullptr; }
 
   solver_result solve(const instance& in, const solver_options& options) const {
-    state s(in, options.time_limit_s, prune);
-    s.dfs(0.0, 0);
+    search s(in, options.time_limit_s, prune);
+    s.run();
     solver_result r;
     for (auto [u, k] : s.best_order) detail::emit(in, u, k, r.ops);
     return r;
   }
 
  private:
-  struct state {
-    state(const instance& i, double limit_s, bool use_estimate)
-        : in(i),
-          prune(use_estimate),
-          deadline(std::chrono::steady_clock::now() +
-                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(limit_s))),
-          free(static_cast<std::size_t>(i.resources.size()), 0.0),
+  // The search keeps its own stack (one frame per placed unit), so its depth is not bounded by
+  // the thread's stack; at the time limit it returns the best complete order found, completing
+  // the first dive, if need be, with the remaining units in plan order and their first option.
+  struct search {
+    struct frame {
+      std::size_t u = 0, k = 0;  // next child to try
+      double makespan = 0;       // of the placed prefix
+      std::vector<std::pair<int, double>> saved;  // resource times the placed child overwrote
+      bool placed = false;
+      bool entered = false;  // the node's own test (complete? cut?) is done on first entry only
+    };
+
+    search(const instance& i, double limit_s, bool use_estimate)
+        : in(i), prune(use_estimate), stop(limit_s), free(static_cast<std::size_t>(i.resources.size()), 0.0),
           used(i.units.size(), 0) {}
     const instance& in;
     bool prune;
-    std::chrono::steady_clock::time_point deadline;
+    detail::deadline stop;
     std::vector<double> free;
     std::vector<char> used;
     std::vector<std::pair<std::size_t, std::size_t>> order, best_order;
     double best = std::numeric_limits<double>::infinity();
     long long nodes = 0;
-    bool timed_out = false;
 
     double estimate(double makespan) const {
       std::vector<double> busy = free;
@@ -70,35 +76,65 @@ struct alpa_dfs {
       return e;
     }
 
-    void dfs(double makespan, std::size_t placed) {
-      if ((++nodes & 255) == 0 && std::chrono::steady_clock::now() > deadline) timed_out = true;
-      if (timed_out && !best_order.empty()) return;  // the first dive always completes
-      if (placed == in.units.size()) {
-        if (makespan < best) best = makespan, best_order = order;
-        return;
+    // Places option k of unit u after the prefix; returns the new makespan.
+    double place(std::size_t u, std::size_t k, double makespan, std::vector<std::pair<int, double>>& saved) {
+      saved.clear();
+      double end_all = makespan;
+      for (const op& x : in.units[u].options[k].ops) {
+        double start = 0;
+        for (int r : x.resources) start = std::max(start, free[r]);
+        for (int r : x.resources) saved.push_back({r, free[r]}), free[r] = start + x.duration;
+        end_all = std::max(end_all, start + x.duration);
       }
-      if (!prune && makespan >= best) return;  // still exact: the makespan only grows
-      if (prune && estimate(makespan) >= best) return;
-      std::vector<std::pair<int, double>> saved;
-      for (std::size_t u = 0; u < in.units.size(); ++u) {
-        if (used[u]) continue;
-        for (std::size_t k = 0; k < in.units[u].options.size(); ++k) {
-          saved.clear();
-          double end_all = makespan;
-          for (const op& x : in.units[u].options[k].ops) {
-            double start = 0;
-            for (int r : x.resources) start = std::max(start, free[r]);
-            for (int r : x.resources) saved.push_back({r, free[r]}), free[r] = start + x.duration;
-            end_all = std::max(end_all, start + x.duration);
-          }
-          used[u] = 1;
-          order.push_back({u, k});
-          dfs(end_all, placed + 1);
-          order.pop_back();
-          used[u] = 0;
-          for (auto it = saved.rbegin(); it != saved.rend(); ++it) free[it->first] = it->second;
-          if (timed_out && !best_order.empty()) return;
+      used[u] = 1;
+      order.push_back({u, k});
+      return end_all;
+    }
+    void unplace(frame& f) {
+      order.pop_back();
+      used[f.u] = 0;
+      for (auto it = f.saved.rbegin(); it != f.saved.rend(); ++it) free[it->first] = it->second;
+      f.placed = false;
+    }
+
+    void run() {
+      const std::size_t n = in.units.size();
+      std::vector<frame> stack(1);
+      while (!stack.empty()) {
+        frame& f = stack.back();
+        if (f.placed) {  // back from the child placed last: undo it and move to the next child
+          unplace(f);
+          if (++f.k >= in.units[f.u].options.size()) f.k = 0, ++f.u;
         }
+        ++nodes;
+        if (stop.expired()) break;  // every node: one node costs far more than reading the clock
+        if (!f.entered) {
+          f.entered = true;
+          if (order.size() == n) {  // a complete order
+            if (f.makespan < best) best = f.makespan, best_order = order;
+            stack.pop_back();
+            continue;
+          }
+          // Alpa's estimate; without it the search is exact (the makespan only grows).
+          if (prune ? estimate(f.makespan) >= best : f.makespan >= best) {
+            stack.pop_back();
+            continue;
+          }
+        }
+        while (f.u < n && used[f.u]) ++f.u;
+        if (f.u >= n) {
+          stack.pop_back();
+          continue;
+        }
+        frame child;
+        child.makespan = place(f.u, f.k, f.makespan, f.saved);
+        f.placed = true;
+        stack.push_back(std::move(child));
+      }
+      if (best_order.empty()) {  // out of time in the first dive: finish it in plan order
+        for (std::size_t u = 0; u < n; ++u)
+          if (!used[u]) order.push_back({u, 0}), used[u] = 1;
+        best_order = order;
       }
     }
   };

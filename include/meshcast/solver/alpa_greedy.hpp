@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "../detail/deadline.hpp"
 #include "../solver.hpp"
 
 namespace meshcast {
@@ -19,6 +20,7 @@ struct alpa_greedy {
   const char* supports(const instance&) const { return nullptr; }
 
   solver_result solve(const instance& in, const solver_options& options) const {
+    const detail::deadline stop(options.time_limit_s);
     const network& net = *in.net;
     solver_result r;
     std::vector<std::size_t> pending;
@@ -30,10 +32,22 @@ struct alpa_greedy {
     std::vector<double> load(hosts, 0.0);
     std::mt19937_64 rng(options.seed);
     while (!pending.empty()) {
+      if (stop.expired()) {
+        std::sort(pending.begin(), pending.end());
+        for (std::size_t u : pending) {
+          const unit& un = in.units[u];
+          std::size_t k = 0;
+          for (std::size_t c = 1; c < un.options.size(); ++c)
+            if (load[net.host_of(un.options[c].sender)] < load[net.host_of(un.options[k].sender)]) k = c;
+          load[net.host_of(un.options[k].sender)] += static_cast<double>(un.bytes);
+          detail::emit(in, u, k, r.ops);
+        }
+        break;
+      }
       std::vector<std::pair<std::size_t, std::size_t>> best;  // (unit, option)
       std::vector<double> best_load;
       double best_spread = 0;
-      for (int trial = 0; trial < trials; ++trial) {
+      for (int trial = 0; trial < trials && (trial == 0 || !stop.expired()); ++trial) {
         std::vector<std::size_t> order = pending;
         std::shuffle(order.begin(), order.end(), rng);
         std::vector<char> sending(hosts, 0), receiving(hosts, 0);
@@ -67,10 +81,12 @@ struct alpa_greedy {
         }
       }
       load = best_load;
+      std::vector<char> placed(in.units.size(), 0);
       for (auto [u, k] : best) {
         detail::emit(in, u, k, r.ops);
-        pending.erase(std::find(pending.begin(), pending.end(), u));
+        placed[u] = 1;
       }
+      std::erase_if(pending, [&](std::size_t u) { return placed[u] != 0; });
     }
     return r;
   }

@@ -6,6 +6,8 @@
 // exists, and each schedule is met once. A node is cut when an admissible bound (per resource:
 // work that must still run there after max(its free time, the last start); per set of sender
 // ports: the same on average) reaches the incumbent, which starts as the greedy schedule.
+// The search recurses once per placed op, so it runs only on instances of at most
+// `max_search_ops` ops; larger ones get the greedy schedule (not proven optimal).
 #pragma once
 
 #include <algorithm>
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "../solver.hpp"
+#include "../detail/deadline.hpp"
 #include "greedy.hpp"
 
 namespace meshcast {
@@ -29,18 +32,30 @@ struct branch_and_bound {
     return nullptr;
   }
 
+  /// Most ops (summed over units, each unit's largest option) the exact search takes on.
+  static constexpr std::size_t max_search_ops = 512;
+
   solver_result solve(const instance& in, const solver_options& options) const {
-    search s(in, options.time_limit_s);
-    return s.run(options);
+    const detail::deadline stop(options.time_limit_s);
+    solver_options seed_options = options;
+    seed_options.time_limit_s = options.time_limit_s / 2;  // the search gets the rest
+    std::size_t ops = 0;
+    for (const unit& u : in.units) {
+      std::size_t most = 0;
+      for (const option& o : u.options) most = std::max(most, o.ops.size());
+      ops += most;
+    }
+    if (ops > max_search_ops) return greedy{}.solve(in, seed_options);
+    search s(in, stop);
+    return s.run(seed_options);
   }
 
  private:
   struct search {
-    using clock = std::chrono::steady_clock;
     const instance& in;
     const std::size_t n_units;
     const int n_res;
-    clock::time_point deadline;
+    const detail::deadline& deadline;
     bool timed_out = false;
     std::uint64_t nodes = 0;
     // per unit and option: resource -> total duration
@@ -54,9 +69,8 @@ struct branch_and_bound {
     std::vector<step> path, best_path;
     double best = std::numeric_limits<double>::infinity();
 
-    search(const instance& i, double limit_s)
-        : in(i), n_units(i.units.size()), n_res(i.resources.size()),
-          deadline(clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(limit_s))) {
+    search(const instance& i, const detail::deadline& stop)
+        : in(i), n_units(i.units.size()), n_res(i.resources.size()), deadline(stop) {
       load.resize(n_units);
       for (std::size_t u = 0; u < n_units; ++u)
         for (const option& o : in.units[u].options) {
@@ -154,7 +168,7 @@ struct branch_and_bound {
     }
 
     void dfs(double makespan, double last_start, long long last_key) {
-      if ((++nodes & 1023) == 0 && clock::now() > deadline) timed_out = true;
+      if ((++nodes & 1023) == 0 && deadline.expired()) timed_out = true;
       if (timed_out) return;
       bool all_done = true;
       for (std::size_t u = 0; u < n_units && all_done; ++u) all_done = complete(u);

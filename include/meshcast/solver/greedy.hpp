@@ -18,9 +18,10 @@
 #include <random>
 #include <vector>
 
+#include "../detail/deadline.hpp"
 #include "../lower_bound.hpp"
 #include "../solver.hpp"
-#include "open_shop.hpp"
+#include "../detail/edge_colour.hpp"
 
 namespace meshcast {
 
@@ -49,6 +50,9 @@ struct greedy {
 
   outcome search(const instance& in, const solver_options& options) const {
     const auto begin = std::chrono::steady_clock::now();
+    // Everything, constructions included, stops at the time limit; the plain list (units in plan
+    // order, each with its earliest-finishing sender) is the answer if nothing else fits in it.
+    const detail::deadline stop(options.time_limit_s);
     const double limit = std::min(options.time_limit_s, search_limit_s);
     std::vector<double> weight(in.units.size(), 0.0);
     for (std::size_t u = 0; u < in.units.size(); ++u)
@@ -58,14 +62,19 @@ struct greedy {
         weight[u] = std::max(weight[u], w);
       }
     outcome best;
-    best.order = round_order(in, weight);
+    best.order.resize(in.units.size());
+    std::iota(best.order.begin(), best.order.end(), 0);
     best.makespan = list_schedule(in, best.order, &best.choice);
     outcome trial;
-    if (in.units.size() <= earliest_finish_limit) {
-      trial.order = earliest_finish_order(in, weight);
-      trial.makespan = list_schedule(in, trial.order, &trial.choice);
+    auto consider = [&](std::vector<std::size_t> order, std::vector<int> forced) {
+      if (order.empty() && !in.units.empty()) return;  // the construction ran out of time
+      trial.order = std::move(order);
+      trial.forced = std::move(forced);
+      trial.makespan = list_schedule(in, trial.order, &trial.choice, trial.forced.empty() ? nullptr : &trial.forced);
       if (trial.makespan < best.makespan) std::swap(best, trial);
-    }
+    };
+    if (!stop.expired()) consider(round_order(in, weight, stop), {});
+    if (in.units.size() <= earliest_finish_limit && !stop.expired()) consider(earliest_finish_order(in, weight), {});
     std::vector<std::size_t> lpt(in.units.size());
     std::iota(lpt.begin(), lpt.end(), 0);
     std::stable_sort(lpt.begin(), lpt.end(), [&](std::size_t a, std::size_t b) { return weight[a] > weight[b]; });
@@ -73,24 +82,18 @@ struct greedy {
     if (!large) {
       // (c) longest first; (d) senders chosen first to balance the sender ports, then longest first.
       // On large instances (a) and (e) do their job at a lower cost.
-      trial.order = lpt;
-      trial.forced.clear();
-      trial.makespan = list_schedule(in, trial.order, &trial.choice);
-      if (trial.makespan < best.makespan) std::swap(best, trial);
-      trial.order = lpt;
-      trial.forced = balanced_senders(in, lpt);
-      trial.makespan = list_schedule(in, trial.order, &trial.choice, &trial.forced);
-      if (trial.makespan < best.makespan) std::swap(best, trial);
+      if (!stop.expired()) consider(lpt, {});
+      if (!stop.expired()) consider(lpt, balanced_senders(in, lpt));
     }
     // (e) senders from the egress bound's optimal flow, then the units as the edges of a bipartite
     // multigraph (sender port, receiving port) in Koenig colour classes.
-    trial.forced = quota_senders(in, lpt);
-    for (std::size_t u = 0; u < in.units.size(); ++u)
-      if (!in.units[u].has_choice()) trial.forced[u] = -1;
-    if (std::vector<std::size_t> rounds = colour_order(in, trial.forced, weight); !rounds.empty()) {
-      trial.order = std::move(rounds);
-      trial.makespan = list_schedule(in, trial.order, &trial.choice, &trial.forced);
-      if (trial.makespan < best.makespan) std::swap(best, trial);
+    if (!stop.expired()) {
+      std::vector<int> forced = quota_senders(in, lpt);
+      for (std::size_t u = 0; u < in.units.size(); ++u)
+        if (!in.units[u].has_choice()) forced[u] = -1;
+      if (!stop.expired())
+        if (std::vector<std::size_t> rounds = colour_order(in, forced, weight, stop); !rounds.empty())
+          consider(std::move(rounds), std::move(forced));
     }
     if (best.forced.empty()) best.forced.assign(in.units.size(), -1);
     // Local search: move a unit earlier, or impose another sender on one.
@@ -163,7 +166,7 @@ struct greedy {
   // units are edges of a bipartite multigraph; its Koenig colouring gives rounds with no port
   // twice. Returns the units by round (longest first within one), or nothing if it does not apply.
   static std::vector<std::size_t> colour_order(const instance& in, const std::vector<int>& forced,
-                                               const std::vector<double>& weight) {
+                                               const std::vector<double>& weight, const detail::deadline& stop) {
     const resource_space& rs = in.resources;
     std::vector<std::pair<int, int>> ends;
     std::vector<std::size_t> nic_units, local_units;
@@ -191,7 +194,8 @@ struct greedy {
     std::vector<int> degree(static_cast<std::size_t>(2 * rs.ports), 0);
     for (auto [a, b] : ends) ++degree[a], ++degree[b];
     const int colours = ends.empty() ? 0 : *std::max_element(degree.begin(), degree.end());
-    std::vector<int> colour = open_shop::edge_colour(ends, 2 * rs.ports, colours);
+    std::vector<int> colour = detail::edge_colour(ends, 2 * rs.ports, colours, &stop);
+    if (colour.empty()) return {};
     std::vector<std::size_t> order = local_units;
     std::vector<std::size_t> by(nic_units.size());
     std::iota(by.begin(), by.end(), 0);
@@ -235,7 +239,8 @@ struct greedy {
 
   // First-fit rounds: a unit (with the sender whose port is free earliest among the rounds) takes
   // the first round where none of its ports is used; units are then sorted by round, longest first.
-  static std::vector<std::size_t> round_order(const instance& in, const std::vector<double>& weight) {
+  static std::vector<std::size_t> round_order(const instance& in, const std::vector<double>& weight,
+                                              const detail::deadline& stop) {
     const resource_space& rs = in.resources;
     std::vector<std::vector<char>> used(static_cast<std::size_t>(2 * rs.ports));
     auto taken = [&](int port, std::size_t r) { return r < used[port].size() && used[port][r]; };
@@ -244,7 +249,9 @@ struct greedy {
     std::stable_sort(by_weight.begin(), by_weight.end(), [&](std::size_t a, std::size_t b) { return weight[a] > weight[b]; });
     std::vector<std::size_t> round(in.units.size(), 0);
     std::vector<int> ports;
+    std::size_t done = 0;
     for (std::size_t u : by_weight) {
+      if ((++done & 255) == 0 && stop.expired()) return {};
       std::size_t best_round = std::numeric_limits<std::size_t>::max(), best_k = 0;
       for (std::size_t k = 0; k < in.units[u].options.size(); ++k) {
         ports.clear();

@@ -12,6 +12,8 @@
 #include <cmath>
 #include <vector>
 
+#include "../detail/deadline.hpp"
+#include "../detail/edge_colour.hpp"
 #include "../lower_bound.hpp"
 #include "../slice.hpp"
 #include "../solver.hpp"
@@ -28,7 +30,8 @@ struct open_shop {
     return nullptr;
   }
 
-  solver_result solve(const instance& in, const solver_options&) const {
+  solver_result solve(const instance& in, const solver_options& options) const {
+    const detail::deadline stop(options.time_limit_s);
     const network& net = *in.net;
     const resource_space& rs = in.resources;
     egress_split split = egress_bound(in);
@@ -75,7 +78,9 @@ struct open_shop {
         }
         const box& region = ops0[j].region;
         const index_t element_bytes = region.volume() > 0 ? ops0[j].bytes / region.volume() : 1;
-        int d = slice_dim(region, 2);
+        // Replica shares and chunks are all slabs along one dim, chosen for the chunk count.
+        const double whole_s = net.transfer_time(ops0[j].sender, ops0[j].receivers[0], ops0[j].bytes);
+        const int d = slice_dim(region, std::max<index_t>(2, static_cast<index_t>(std::min(1e6, whole_s / chunk_s))));
         std::vector<index_t> rows = apportion(region[d].size(), share);
         std::vector<box> blocks = slice_by_counts(region, d, rows);
         std::size_t first_chunk = chunks.size();
@@ -84,7 +89,7 @@ struct open_shop {
           const op& model = un.options[k].ops[j];
           index_t block_bytes = blocks[k].volume() * element_bytes;
           double t = net.transfer_time(model.sender, model.receivers[0], block_bytes);
-          auto pieces = slice_region(blocks[k], std::max<index_t>(1, std::llround(t / chunk_s)));
+          auto pieces = slice_along(blocks[k], d, static_cast<index_t>(std::clamp(std::round(t / chunk_s), 1.0, 1e6)));
           for (const box& piece : pieces) {
             op c = model;
             c.region = piece;
@@ -116,8 +121,9 @@ struct open_shop {
       ++degree[a], ++degree[b];
     }
     const int colours = chunks.empty() ? 0 : *std::max_element(degree.begin(), degree.end());
-    std::vector<int> colour = edge_colour(ends, 2 * ports, colours);
-    std::vector<std::vector<std::size_t>> by_round(static_cast<std::size_t>(colours));
+    std::vector<int> colour = detail::edge_colour(ends, 2 * ports, colours, &stop);
+    if (colour.empty()) colour.assign(chunks.size(), 0);  // out of time: one round, in creation order
+    std::vector<std::vector<std::size_t>> by_round(static_cast<std::size_t>(std::max(colours, 1)));
     for (std::size_t e = 0; e < chunks.size(); ++e) by_round[colour[e]].push_back(e);
     for (const auto& round : by_round) {
       std::vector<std::size_t> finished;
@@ -129,51 +135,6 @@ struct open_shop {
         for (const op& x : follow[f].then) out.ops.push_back(x);
     }
     return out;
-  }
-
-  /// Colours the edges of a bipartite multigraph with `colours` >= max degree colours, no two
-  /// edges of one colour sharing a vertex (alternating-path recolouring).
-  static std::vector<int> edge_colour(const std::vector<std::pair<int, int>>& ends, int vertices, int colours) {
-    std::vector<int> colour(ends.size(), -1);
-    // at[v * colours + c]: the edge of colour c at vertex v, or -1
-    std::vector<int> at(static_cast<std::size_t>(vertices) * static_cast<std::size_t>(colours), -1);
-    std::vector<int> next_free(static_cast<std::size_t>(vertices), 0);
-    auto slot = [&](int v, int c) -> int& { return at[static_cast<std::size_t>(v) * colours + c]; };
-    auto free_colour = [&](int v) {
-      int& c = next_free[v];
-      while (slot(v, c) >= 0) c = (c + 1) % colours;
-      return c;
-    };
-    auto other = [&](int e, int v) { return ends[e].first == v ? ends[e].second : ends[e].first; };
-    std::vector<int> path;
-    for (std::size_t e = 0; e < ends.size(); ++e) {
-      auto [u, v] = ends[e];
-      int a = free_colour(u), b = free_colour(v);
-      if (slot(v, a) >= 0) {
-        // Swap a and b along the path from v that alternates a, b, a, ...; it cannot reach u.
-        path.clear();
-        int w = v, c = a;
-        while (slot(w, c) >= 0) {
-          int f = slot(w, c);
-          path.push_back(f);
-          w = other(f, w);
-          c = c == a ? b : a;
-        }
-        for (int f : path) {
-          slot(ends[f].first, colour[f]) = -1;
-          slot(ends[f].second, colour[f]) = -1;
-        }
-        for (int f : path) {
-          colour[f] = colour[f] == a ? b : a;
-          slot(ends[f].first, colour[f]) = f;
-          slot(ends[f].second, colour[f]) = f;
-        }
-      }
-      colour[e] = a;
-      slot(u, a) = static_cast<int>(e);
-      slot(v, a) = static_cast<int>(e);
-    }
-    return colour;
   }
 
  private:
