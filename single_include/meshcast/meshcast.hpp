@@ -22,6 +22,16 @@ inline constexpr index_t dyn = std::numeric_limits<index_t>::min();
 /// Ranks are stored inline (no allocation), so a fixed ceiling keeps every value type constexpr-friendly.
 inline constexpr int max_rank = 8;
 
+/// Most devices a mesh may have, and the bound on every global device id (ids lie in
+/// [0, max_devices)): per-device tables stay small and every id fits an `int` (an MPI rank).
+inline constexpr index_t max_devices = index_t{1} << 20;
+
+/// Largest element size in bytes.
+inline constexpr index_t max_element_bytes = index_t{1} << 20;
+
+/// Most NICs one host may have.
+inline constexpr int max_nics_per_host = 64;
+
 }  // namespace meshcast
 // ---- end meshcast/config.hpp ----
 // ---- begin meshcast/error.hpp ----
@@ -29,6 +39,7 @@ inline constexpr int max_rank = 8;
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace meshcast {
 
@@ -38,6 +49,27 @@ class error : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
 };
+
+namespace detail {
+/// User text as it may appear in a message: control characters escaped (\xNN), at most
+/// `max_chars` characters, so that a message never carries raw bytes from bad input.
+inline std::string printable(std::string_view text, std::size_t max_chars = 60) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (i == max_chars) return out + "...";
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 0xF];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+}  // namespace detail
 
 }  // namespace meshcast
 // ---- end meshcast/error.hpp ----
@@ -55,6 +87,48 @@ class error : public std::invalid_argument {
 #include <string>
 #include <vector>
 
+// ---- begin meshcast/detail/checked.hpp ----
+// Checked integer arithmetic: every size that is multiplied, added or converted goes through
+// these, so a value that does not fit is a `meshcast::error` naming it, never a wrapped number.
+
+#include <concepts>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <utility>
+
+
+namespace meshcast::detail {
+
+[[noreturn]] inline void overflow(std::string_view what) {
+  throw error(std::string(what) + " does not fit in 64 bits");
+}
+
+/// a * b for non-negative a and b; throws naming `what` on overflow.
+constexpr index_t checked_mul(index_t a, index_t b, std::string_view what) {
+  index_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) overflow(what);
+  return r;
+}
+
+/// a + b; throws naming `what` on overflow.
+constexpr index_t checked_add(index_t a, index_t b, std::string_view what) {
+  index_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) overflow(what);
+  return r;
+}
+
+/// `v` converted to `To` when it fits, else an error naming `what` and the value.
+template <std::integral To, std::integral From>
+constexpr To checked_cast(From v, std::string_view what) {
+  if (!std::in_range<To>(v))
+    throw error(std::string(what) + " (" + std::to_string(v) + ") is out of range [" +
+                std::to_string(std::numeric_limits<To>::min()) + ", " + std::to_string(std::numeric_limits<To>::max()) + "]");
+  return static_cast<To>(v);
+}
+
+}  // namespace meshcast::detail
+// ---- end meshcast/detail/checked.hpp ----
 
 namespace meshcast {
 
@@ -80,6 +154,15 @@ inline std::string describe_extents(std::span<const index_t> values) {
   return s;
 }
 
+// Whether the product of the static extents fits in index_t (dyn entries count as 1).
+template <index_t... Es>
+constexpr bool static_product_fits() {
+  index_t p = 1;
+  for (index_t e : {index_t{1}, Es...})
+    if (e != dyn && __builtin_mul_overflow(p, e, &p)) return false;
+  return true;
+}
+
 template <int N>
 struct dynamic_storage {
   std::array<index_t, N> values{};
@@ -93,6 +176,7 @@ template <index_t... Es>
 class extents : private detail::dynamic_storage<detail::dynamic_count<Es...>> {
   static_assert(((Es == dyn || Es >= 0) && ...), "An extent must be non-negative or meshcast::dyn.");
   static_assert(sizeof...(Es) <= max_rank, "An extents type may have at most meshcast::max_rank entries.");
+  static_assert(detail::static_product_fits<Es...>(), "The product of the extents does not fit in 64 bits.");
   using storage = detail::dynamic_storage<detail::dynamic_count<Es...>>;
 
  public:
@@ -115,6 +199,7 @@ class extents : private detail::dynamic_storage<detail::dynamic_count<Es...>> {
       : storage{{static_cast<index_t>(dynamic_values)...}} {
     for (index_t v : this->values)
       if (v < 0) throw error("extent " + std::to_string(v) + " is negative");
+    product();  // throws when the product does not fit
   }
 
   constexpr index_t extent(int i) const noexcept {
@@ -125,9 +210,10 @@ class extents : private detail::dynamic_storage<detail::dynamic_count<Es...>> {
       return s != dyn ? s : this->values[detail::dynamic_index<Es...>(i)];
     }
   }
-  constexpr index_t product() const noexcept {
+  /// The product of the extents; throws when it does not fit in 64 bits.
+  constexpr index_t product() const {
     index_t p = 1;
-    for (int i = 0; i < rank(); ++i) p *= extent(i);
+    for (int i = 0; i < rank(); ++i) p = detail::checked_mul(p, extent(i), "the product of extents");
     return p;
   }
 };
@@ -148,6 +234,7 @@ class dynamic_extents {
   static constexpr index_t static_extent(int) noexcept { return dyn; }
   static constexpr bool is_static() noexcept { return false; }
   constexpr index_t extent(int i) const noexcept { return values_[i]; }
+  /// The product of the extents (checked when the extents were set: it fits in 64 bits).
   constexpr index_t product() const noexcept {
     index_t p = 1;
     for (int i = 0; i < rank_; ++i) p *= values_[i];
@@ -163,8 +250,13 @@ class dynamic_extents {
     rank_ = static_cast<int>(n);
     for (std::size_t i = 0; i < n; ++i) {
       if (v[i] < 0) throw error("extent " + std::to_string(v[i]) + " is negative");
+      if (!std::in_range<index_t>(v[i])) throw error("extent " + std::to_string(v[i]) + " does not fit in 64 bits");
       values_[i] = static_cast<index_t>(v[i]);
     }
+    index_t p = 1;
+    for (int i = 0; i < rank_; ++i)
+      if (__builtin_mul_overflow(p, values_[i], &p))
+        throw error("extents " + detail::describe_extents({values_.data(), n}) + " have a product that does not fit in 64 bits");
   }
   int rank_ = 0;
   std::array<index_t, max_rank> values_{};
@@ -183,9 +275,11 @@ struct extents_value {
   int rank = 0;
   std::array<index_t, max_rank> values{};
   constexpr index_t operator[](int i) const noexcept { return values[i]; }
-  constexpr index_t product() const noexcept {
+  /// The product of the extents; throws when it does not fit in 64 bits.
+  constexpr index_t product() const {
     index_t p = 1;
-    for (int i = 0; i < rank; ++i) p *= values[i];
+    for (int i = 0; i < rank; ++i)
+      if (__builtin_mul_overflow(p, values[i], &p)) detail::overflow("the product of extents " + to_string());
     return p;
   }
   std::string to_string() const { return detail::describe_extents({values.data(), static_cast<std::size_t>(rank)}); }
@@ -202,18 +296,28 @@ constexpr extents_value to_value(const E& e) noexcept {
 
 /// Parses "2x4" (or "1024x512") into extents; the message names the bad text.
 inline dynamic_extents parse_extents(const std::string& text, const char* what) {
+  const std::string shown = std::string(what) + " '" + detail::printable(text) + "'";
+  if (text.empty()) throw error(shown + " is empty; expected e.g. 2x4");
   std::vector<index_t> values;
   std::size_t pos = 0;
-  if (text.empty()) throw error(std::string(what) + " '' is empty; expected e.g. 2x4");
   while (pos <= text.size()) {
     std::size_t next = text.find('x', pos);
     if (next == std::string::npos) next = text.size();
     std::string token = text.substr(pos, next - pos);
-    if (token.empty() || token.find_first_not_of("0123456789") != std::string::npos || token.size() > 15)
-      throw error(std::string(what) + " '" + text + "' is not a list of sizes like 2x4 (bad part '" + token + "')");
-    values.push_back(std::stoll(token));
+    if (token.empty() || token.find_first_not_of("0123456789") != std::string::npos)
+      throw error(shown + " is not a list of sizes like 2x4 (bad part '" + detail::printable(token) + "')");
+    if (values.size() == static_cast<std::size_t>(max_rank))
+      throw error(shown + " has more than meshcast::max_rank (" + std::to_string(max_rank) + ") sizes");
+    index_t v = 0;
+    for (char c : token)
+      if (__builtin_mul_overflow(v, index_t{10}, &v) || __builtin_add_overflow(v, index_t{c - '0'}, &v))
+        throw error(shown + ": size " + detail::printable(token) + " does not fit in 64 bits");
+    values.push_back(v);
     pos = next + 1;
   }
+  index_t product = 1;
+  for (index_t v : values)
+    if (__builtin_mul_overflow(product, v, &product)) throw error(shown + ": the product of its sizes does not fit in 64 bits");
   return dynamic_extents(values);
 }
 
@@ -228,24 +332,43 @@ inline dynamic_extents parse_extents(const std::string& text, const char* what) 
 
 namespace meshcast {
 
+namespace detail {
+/// Every axis holds a device and the mesh holds at most `max_devices`; the message names the mesh.
+constexpr void check_mesh(const extents_value& m) {
+  if (m.rank == 0) throw error("a mesh needs at least one axis");
+  index_t n = 1;
+  for (int i = 0; i < m.rank; ++i) {
+    if (m[i] < 1)
+      throw error("mesh '" + m.to_string() + "' has size " + std::to_string(m[i]) + " on axis " + std::to_string(i) +
+                  "; every mesh axis must hold at least one device");
+    if (__builtin_mul_overflow(n, m[i], &n) || n > max_devices)
+      throw error("mesh '" + m.to_string() + "' has more than meshcast::max_devices (" + std::to_string(max_devices) +
+                  ") devices");
+  }
+}
+}  // namespace detail
+
 /// A device mesh whose shape is static (`mesh<2, 4>`), mixed (`mesh<dyn, 4>{3}`).
 /// A fully static mesh is an empty type.
 template <index_t... Es>
 class mesh : public extents<Es...> {
   static_assert(sizeof...(Es) >= 1, "A mesh needs at least one axis.");
   static_assert(((Es == dyn || Es >= 1) && ...), "Every mesh axis must hold at least one device.");
+  static_assert(((Es == dyn || Es <= max_devices) && ...) && [] {
+    index_t n = 1;
+    for (index_t e : {index_t{1}, Es...})
+      if (e != dyn && (n *= e) > max_devices) return false;
+    return true;
+  }(), "The mesh has more devices than meshcast::max_devices.");
 
  public:
   constexpr mesh() noexcept = default;
   template <class... Ints>
     requires(sizeof...(Ints) > 0)
   constexpr explicit mesh(Ints... dynamic_values) : extents<Es...>(dynamic_values...) {
-    for (int i = 0; i < this->rank(); ++i)
-      if (this->extent(i) < 1)
-        throw error("mesh axis " + std::to_string(i) + " has size " + std::to_string(this->extent(i)) +
-                    "; every mesh axis must hold at least one device");
+    detail::check_mesh(to_value(*this));
   }
-  constexpr index_t size() const noexcept { return this->product(); }
+  constexpr index_t size() const noexcept { return this->product(); }  // checked on construction
 };
 
 /// A mesh whose rank and sizes are known only at run time, built from a vector of axis sizes.
@@ -259,23 +382,11 @@ class dynamic_mesh : public dynamic_extents {
   constexpr index_t size() const noexcept { return this->product(); }
 
  private:
-  constexpr void check() const {
-    if (rank() == 0) throw error("a mesh needs at least one axis");
-    for (int i = 0; i < rank(); ++i)
-      if (extent(i) < 1)
-        throw error("mesh axis " + std::to_string(i) + " has size " + std::to_string(extent(i)) +
-                    "; every mesh axis must hold at least one device");
-  }
+  constexpr void check() const { detail::check_mesh(to_value(*this)); }
 };
 
 /// Parses a mesh like "2x4"; the message of a failure names the text.
-inline dynamic_mesh parse_mesh(const std::string& text) {
-  try {
-    return dynamic_mesh(parse_extents(text, "mesh"));
-  } catch (const error& e) {
-    throw error("mesh '" + text + "': " + e.what());
-  }
-}
+inline dynamic_mesh parse_mesh(const std::string& text) { return dynamic_mesh(parse_extents(text, "mesh")); }
 
 /// Row-major coordinate of device `id` on a mesh with the given extents.
 constexpr std::array<index_t, max_rank> mesh_coordinate(const extents_value& m, index_t id) noexcept {
@@ -601,16 +712,22 @@ constexpr box intersect(const box& a, const box& b) noexcept {
 
 namespace meshcast {
 
-/// Chunk size q = ceil(n / k) (k >= 1). Same rule as torch.chunk and DTensor.
-constexpr index_t chunk_size(index_t n, index_t k) noexcept { return (n + k - 1) / k; }
+/// Chunk size q = ceil(n / k) (k >= 1, n >= 0). Same rule as torch.chunk and DTensor.
+/// Written without n + k - 1, which would overflow for n near the index limit.
+constexpr index_t chunk_size(index_t n, index_t k) noexcept {
+  if (k < 1) return n;  // layouts never split a dim 0 ways; stay defined all the same
+  return n / k + (n % k != 0 ? 1 : 0);
+}
 
-/// Chunk j of a dim of length n split k ways: [j*q, min((j+1)*q, n)), clipped to n, so the last
-/// chunks may be short or empty.
+/// Chunk j of a dim of length n split k ways (0 <= j < k): [j*q, min((j+1)*q, n)), clipped to n,
+/// so the last chunks may be short or empty. j*q is only formed where it cannot pass n.
 constexpr range chunk_range(index_t n, index_t k, index_t j) noexcept {
-  index_t q = chunk_size(n, k);
-  index_t lo = j * q < n ? j * q : n;
-  index_t hi = (j + 1) * q < n ? (j + 1) * q : n;
-  return {lo, hi};
+  const index_t q = chunk_size(n, k);
+  if (q == 0) return {0, 0};
+  const index_t full = n / q;  // chunks that start at or before n
+  const index_t lo = j <= full ? j * q : n;
+  const index_t hi = j + 1 <= full ? (j + 1) * q : n;
+  return {lo < n ? lo : n, hi};
 }
 
 /// Index of the chunk that holds element i (for 0 <= i < n).
@@ -674,11 +791,25 @@ struct layout_value {
 
 /// Checks a layout given in value form; the message names the offending input.
 constexpr void validate(const layout_value& l) {
-  if (l.mesh.rank < 1) throw error("a mesh needs at least one axis");
-  for (int i = 0; i < l.mesh.rank; ++i)
-    if (l.mesh[i] < 1)
-      throw error("mesh '" + l.mesh.to_string() + "' has size " + std::to_string(l.mesh[i]) + " on axis " +
-                  std::to_string(i) + "; every mesh axis must hold at least one device");
+  if (l.mesh.rank > max_rank || l.shape.rank > max_rank || l.spec.rank > max_rank || l.mesh.rank < 0 ||
+      l.shape.rank < 0 || l.spec.rank < 0)
+    throw error("a layout's mesh, spec and shape may have at most meshcast::max_rank entries");
+  detail::check_mesh(l.mesh);
+  if (l.shape.rank < 1) throw error("a tensor shape needs at least one dim");
+  for (int d = 0; d < l.shape.rank; ++d)
+    if (l.shape[d] < 0) throw error("shape " + l.shape.to_string() + " has a negative size");
+  index_t volume = 1;
+  for (int d = 0; d < l.shape.rank; ++d)
+    if (__builtin_mul_overflow(volume, l.shape[d], &volume))
+      throw error("shape " + l.shape.to_string() + " has more elements than fit in 64 bits");
+  for (int d = 0; d < l.spec.rank; ++d) {
+    if (l.spec.dims[d].axis_count < 0 || l.spec.dims[d].axis_count > max_rank)
+      throw error("spec entry " + std::to_string(d) + " lists a bad number of mesh axes");
+    for (int k = 0; k < l.spec.dims[d].axis_count; ++k)
+      if (l.spec.dims[d].axes[k] < 0 || l.spec.dims[d].axes[k] >= max_rank)
+        throw error("spec entry " + std::to_string(d) + " names mesh axis " + std::to_string(l.spec.dims[d].axes[k]) +
+                    ", outside 0..max_rank-1");
+  }
   if (l.spec.rank != l.shape.rank)
     throw error("spec '" + l.spec.to_string() + "' has " + std::to_string(l.spec.rank) + " entries but shape '" +
                 l.shape.to_string() + "' has " + std::to_string(l.shape.rank) + " dims; give one R or S per dim");
@@ -741,6 +872,7 @@ concept layout_like = requires(const L& l) {
 // ---- begin meshcast/placement.hpp ----
 // Placement: which global device id each mesh position is, and which host (NIC) each device sits on.
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -783,6 +915,9 @@ struct device_map {
 
   /// Global ids of the M destination positions, given N source devices; validates the map.
   constexpr std::vector<index_t> destination_ids(index_t src_count, index_t dst_count) const {
+    if (how == kind::disjoint && src_count + dst_count > max_devices)
+      throw error("side by side, the meshes have " + std::to_string(src_count + dst_count) +
+                  " devices, more than meshcast::max_devices (" + std::to_string(max_devices) + ")");
     auto ids = detail::filled_vector<index_t>(static_cast<std::size_t>(dst_count), 0);
     switch (how) {
       case kind::disjoint:
@@ -799,12 +934,16 @@ struct device_map {
           throw error("the destination device list has " + std::to_string(dst_ids.size()) +
                       " entries but the destination mesh has " + std::to_string(dst_count) + " devices");
         for (std::size_t j = 0; j < dst_ids.size(); ++j) {
-          if (dst_ids[j] < 0) throw error("destination device id " + std::to_string(dst_ids[j]) + " is negative");
-          for (std::size_t k = 0; k < j; ++k)
-            if (dst_ids[k] == dst_ids[j])
-              throw error("destination device id " + std::to_string(dst_ids[j]) + " is listed twice");
+          if (dst_ids[j] < 0 || dst_ids[j] >= max_devices)
+            throw error("destination device id " + std::to_string(dst_ids[j]) + " is outside 0.." +
+                        std::to_string(max_devices - 1) + " (meshcast::max_devices)");
           ids[j] = dst_ids[j];
         }
+        std::vector<index_t> sorted = ids;  // repeats, in O(M log M) and memory proportional to M
+        std::sort(sorted.begin(), sorted.end());
+        for (std::size_t j = 1; j < sorted.size(); ++j)
+          if (sorted[j] == sorted[j - 1])
+            throw error("destination device id " + std::to_string(sorted[j]) + " is listed twice");
         break;
       }
     }
@@ -821,8 +960,11 @@ constexpr index_t default_host_of(index_t device, index_t src_count, index_t dev
 
 /// Host of every device 0..device_count-1 under the default placement.
 inline std::vector<index_t> default_hosts(index_t device_count, index_t src_count, index_t devices_per_host) {
-  if (devices_per_host < 1)
-    throw error("devices per host must be at least 1, got " + std::to_string(devices_per_host));
+  if (devices_per_host < 1 || devices_per_host > max_devices)
+    throw error("devices per host must be in 1.." + std::to_string(max_devices) + ", got " + std::to_string(devices_per_host));
+  if (device_count < 0 || device_count > max_devices || src_count < 0 || src_count > device_count)
+    throw error("default_hosts: " + std::to_string(device_count) + " devices with " + std::to_string(src_count) +
+                " sources is not a valid placement");
   std::vector<index_t> h(static_cast<std::size_t>(device_count));
   for (index_t d = 0; d < device_count; ++d) h[d] = default_host_of(d, src_count, devices_per_host);
   return h;
@@ -882,11 +1024,16 @@ struct plan {
   constexpr box source_tile(index_t d) const noexcept { return tile_of(src, src_devices, d); }
   /// The tile device `d` must end with (an empty box if it is no destination device).
   constexpr box destination_tile(index_t d) const noexcept { return tile_of(dst, dst_devices, d); }
-  constexpr index_t total_bytes() const noexcept {
+  /// Bytes delivered, summed over receivers; throws when the sum does not fit in 64 bits.
+  constexpr index_t total_bytes() const {
     index_t b = 0;
-    for (const auto& t : tasks) b += t.bytes * static_cast<index_t>(receivers(t).size());
+    for (const auto& t : tasks)
+      b = detail::checked_add(b, detail::checked_mul(t.bytes, static_cast<index_t>(receivers(t).size()), "bytes delivered"),
+                              "bytes delivered");
     return b;
   }
+  /// Bytes of the whole tensor (checked by make_plan: it fits in 64 bits).
+  constexpr index_t tensor_bytes() const noexcept { return src.whole().volume() * element_bytes; }
 
  private:
   static constexpr box tile_of(const layout_value& l, const std::vector<index_t>& ids, index_t d) noexcept {
@@ -937,8 +1084,13 @@ constexpr plan make_plan(const layout_value& src, const layout_value& dst, const
   if (src.shape != dst.shape)
     throw error("source shape '" + src.shape.to_string() + "' and destination shape '" + dst.shape.to_string() +
                 "' differ; resharding keeps the tensor's shape");
-  if (options.element_bytes < 1)
-    throw error("element size must be at least 1 byte, got " + std::to_string(options.element_bytes));
+  if (options.element_bytes < 1 || options.element_bytes > max_element_bytes)
+    throw error("element size must be 1.." + std::to_string(max_element_bytes) + " bytes, got " +
+                std::to_string(options.element_bytes));
+  index_t tensor_bytes = 0;
+  if (__builtin_mul_overflow(src.shape.product(), options.element_bytes, &tensor_bytes))
+    throw error("a tensor of shape " + src.shape.to_string() + " with " + std::to_string(options.element_bytes) +
+                "-byte elements has more bytes than fit in 64 bits");
 
   plan p;
   p.src = src;
@@ -1021,6 +1173,7 @@ constexpr plan make_plan(const Src& src, const Dst& dst, const plan_options& opt
 // rail-style pairing of GPUs and NICs.
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -1036,17 +1189,29 @@ struct host_nics {
 
 class network {
  public:
+  /// Bandwidths lie in [min_bandwidth_bps, max_bandwidth_bps] bytes per second and latencies in
+  /// [0, max_latency_s]: every duration the model computes is then finite.
+  static constexpr double min_bandwidth_bps = 1;
+  static constexpr double max_bandwidth_bps = 1e15;  // 8 Pbit/s
+  static constexpr double max_latency_s = 3600;
+
   network() = default;
 
   /// `host_of[d]` is the host of device d; `hosts[h]` its NICs. Throws on a bad description.
   network(std::vector<index_t> host_of, std::vector<host_nics> hosts, double intra_bps, double latency_s)
       : host_of_(std::move(host_of)), hosts_(std::move(hosts)), intra_bps_(intra_bps), latency_s_(latency_s) {
-    if (intra_bps_ <= 0) throw error("intra-host bandwidth must be positive, got " + std::to_string(intra_bps_));
-    if (latency_s_ < 0) throw error("latency must not be negative, got " + std::to_string(latency_s_));
+    check_bandwidth(intra_bps_, "the intra-host bandwidth");
+    if (!(latency_s_ >= 0 && latency_s_ <= max_latency_s))
+      throw error("the latency (" + std::to_string(latency_s_) + " s) must be a number in [0, " +
+                  std::to_string(max_latency_s) + "] seconds");
+    if (host_of_.size() > static_cast<std::size_t>(max_devices) || hosts_.size() > static_cast<std::size_t>(max_devices))
+      throw error("a network may describe at most meshcast::max_devices devices and hosts");
     for (std::size_t h = 0; h < hosts_.size(); ++h) {
-      if (hosts_[h].count < 1) throw error("host " + std::to_string(h) + " needs at least one NIC");
-      if (hosts_[h].egress_bps <= 0 || hosts_[h].ingress_bps <= 0)
-        throw error("host " + std::to_string(h) + " has a NIC bandwidth that is not positive");
+      if (hosts_[h].count < 1 || hosts_[h].count > max_nics_per_host)
+        throw error("host " + std::to_string(h) + " has " + std::to_string(hosts_[h].count) + " NICs; a host has 1.." +
+                    std::to_string(max_nics_per_host));
+      check_bandwidth(hosts_[h].egress_bps, "the egress bandwidth of host " + std::to_string(h));
+      check_bandwidth(hosts_[h].ingress_bps, "the ingress bandwidth of host " + std::to_string(h));
     }
     port_base_.assign(hosts_.size() + 1, 0);
     for (std::size_t h = 0; h < hosts_.size(); ++h) port_base_[h + 1] = port_base_[h] + hosts_[h].count;
@@ -1064,6 +1229,7 @@ class network {
   static network uniform(std::vector<index_t> host_of, double nic_bps, double intra_bps, double latency_s,
                          int nics = 1) {
     index_t hosts = host_of.empty() ? 0 : *std::max_element(host_of.begin(), host_of.end()) + 1;
+    if (hosts > max_devices) throw error("a network may have at most meshcast::max_devices hosts");
     return network(std::move(host_of), std::vector<host_nics>(hosts, {nics, nic_bps, nic_bps}), intra_bps, latency_s);
   }
   /// Alpa's testbed: 4 GPUs per host, one 10 Gbit/s NIC, NVLink-class links inside a host.
@@ -1103,6 +1269,10 @@ class network {
   }
 
  private:
+  static void check_bandwidth(double bps, const std::string& what) {
+    if (!(bps >= min_bandwidth_bps && bps <= max_bandwidth_bps))
+      throw error(what + " (" + std::to_string(bps) + " bytes/s) must be a number in [1, 1e15] bytes/s");
+  }
   std::vector<index_t> host_of_;
   std::vector<host_nics> hosts_;
   double intra_bps_ = 1;
@@ -1136,6 +1306,12 @@ struct resource_space {
 /// One transfer: `sender` sends `region` (`bytes`) to every device in `receivers`.
 struct op {
   index_t task = 0;  ///< plan task the region belongs to
+  /// Where the op comes from in its instance: unit, option of that unit, and position among the
+  /// option's ops (-1 when the op was made outside an instance). `solve` checks a solver's
+  /// answer against these.
+  index_t unit = -1;
+  int option = -1;
+  int part = -1;
   box region;
   index_t bytes = 0;
   index_t sender = 0;
@@ -1175,12 +1351,11 @@ constexpr int slice_dim(const box& region, index_t pieces) noexcept {
   return best;
 }
 
-/// Cuts `region` into at most `pieces` non-empty slices along `slice_dim`, by the chunk rule.
-inline std::vector<box> slice_region(const box& region, index_t pieces) {
+/// Cuts `region` into at most `pieces` non-empty slabs along dim `d`, by the chunk rule.
+inline std::vector<box> slice_along(const box& region, int d, index_t pieces) {
   if (pieces <= 1 || region.empty()) return {region};
-  int d = slice_dim(region, pieces);
-  index_t extent = region[d].size();
-  index_t n = pieces < extent ? pieces : extent;
+  const index_t extent = region[d].size();
+  const index_t n = pieces < extent ? pieces : extent;
   std::vector<box> slices;
   for (index_t j = 0; j < n; ++j) {
     range r = chunk_range(extent, n, j);
@@ -1190,6 +1365,11 @@ inline std::vector<box> slice_region(const box& region, index_t pieces) {
     slices.push_back(b);
   }
   return slices;
+}
+
+/// Cuts `region` into at most `pieces` non-empty slices along `slice_dim`, by the chunk rule.
+inline std::vector<box> slice_region(const box& region, index_t pieces) {
+  return slice_along(region, slice_dim(region, pieces), pieces);
 }
 
 /// Cuts `region` along `slice_dim(region, 2)` into consecutive slices whose sizes along that dim
@@ -1426,6 +1606,7 @@ decltype(auto) visit_strategy(std::string_view name, F&& f) {
 // option per possible sender. Solvers choose an option per unit and an order for all the ops.
 
 #include <algorithm>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -1449,10 +1630,10 @@ struct unit {
   bool has_choice() const noexcept { return options.size() > 1; }
 };
 
-/// Keeps pointers to the plan and network it was made from: they must outlive it.
+/// Owns (shares) the plan and network it was made from, so it can never outlive them.
 struct instance {
-  const plan* source = nullptr;
-  const network* net = nullptr;
+  std::shared_ptr<const plan> source;
+  std::shared_ptr<const network> net;
   resource_space resources;
   std::string strategy;
   bool point_to_point = true;
@@ -1494,17 +1675,36 @@ inline std::vector<index_t> sender_choices(const network& net, std::span<const i
   return picked;
 }
 
+namespace detail {
+// Appends a unit, stamping every op with where it comes from (see op::unit).
+inline void add_unit(instance& in, unit&& u) {
+  const auto id = static_cast<index_t>(in.units.size());
+  for (std::size_t k = 0; k < u.options.size(); ++k)
+    for (std::size_t j = 0; j < u.options[k].ops.size(); ++j) {
+      op& o = u.options[k].ops[j];
+      o.unit = id;
+      o.option = static_cast<int>(k);
+      o.part = static_cast<int>(j);
+    }
+  in.units.push_back(std::move(u));
+}
+}  // namespace detail
+
 /// Builds the instance of `p` on `net` under strategy `S`. With `split_replicas`, the part of a
 /// task that must cross the network is cut into one slice per sender NIC port (at most
 /// `max_slices`), each slice with its own choice of sender.
 template <strategy S>
-instance make_instance(const plan& p, const network& net, S, bool split_replicas = false) {
+instance make_instance(std::shared_ptr<const plan> plan_ptr, std::shared_ptr<const network> net_ptr, S,
+                       bool split_replicas = false) {
+  if (!plan_ptr || !net_ptr) throw error("make_instance needs a plan and a network");
+  const plan& p = *plan_ptr;
+  const network& net = *net_ptr;
   if (net.device_count() < p.device_count)
     throw error("the network describes " + std::to_string(net.device_count()) + " devices but the plan uses " +
                 std::to_string(p.device_count));
   instance in;
-  in.source = &p;
-  in.net = &net;
+  in.source = std::move(plan_ptr);
+  in.net = std::move(net_ptr);
   in.resources = {net.port_count(), net.device_count()};
   in.strategy = std::string(S::name);
   in.point_to_point = S::point_to_point;
@@ -1516,7 +1716,7 @@ instance make_instance(const plan& p, const network& net, S, bool split_replicas
     unit fixed{task, t.region, t.bytes, {option{}}};
     std::vector<index_t> remote =
         deliver_locally(net, in.resources, task, t.region, t.bytes, senders, p.receivers(t), fixed.options[0].ops);
-    if (!fixed.options[0].ops.empty()) in.units.push_back(std::move(fixed));
+    if (!fixed.options[0].ops.empty()) detail::add_unit(in, std::move(fixed));
     if (remote.empty()) continue;
     // Replicas behind one NIC port cannot share its load, so a task is cut once per sender port.
     const auto ports = static_cast<index_t>(sender_ports(net, senders).size());
@@ -1532,10 +1732,16 @@ instance make_instance(const plan& p, const network& net, S, bool split_replicas
         S::remote_ops(net, in.resources, task, slice, u.bytes, s, remote, o.ops);
         u.options.push_back(std::move(o));
       }
-      in.units.push_back(std::move(u));
+      detail::add_unit(in, std::move(u));
     }
   }
   return in;
+}
+
+/// The same, sharing copies of `p` and `net` (the instance then depends on nothing the caller keeps).
+template <strategy S>
+instance make_instance(const plan& p, const network& net, S s, bool split_replicas = false) {
+  return make_instance(std::make_shared<const plan>(p), std::make_shared<const network>(net), s, split_replicas);
 }
 
 }  // namespace meshcast
@@ -1964,10 +2170,54 @@ inline double sender_nic_bytes(const instance& in, const option& o) {
 // can load a port more than the best assignment would), so the search can cut away an optimum.
 
 #include <algorithm>
-#include <chrono>
 #include <limits>
 #include <vector>
 
+// ---- begin meshcast/detail/deadline.hpp ----
+// A point in time after which a search stops. Built from a checked number of seconds, so that
+// no conversion of a huge or non-finite limit can overflow the clock.
+
+#include <chrono>
+#include <cmath>
+#include <string>
+
+
+namespace meshcast {
+
+/// Longest time limit any solver or wait accepts, in seconds (about 11.6 days).
+inline constexpr double max_time_limit_s = 1e6;
+
+namespace detail {
+
+/// Throws naming `what` unless `seconds` is a finite number in [0, max_time_limit_s].
+inline double checked_seconds(double seconds, const std::string& what) {
+  if (!(seconds >= 0 && seconds <= max_time_limit_s))
+    throw error(what + " (" + std::to_string(seconds) + " s) must be a number in [0, 1e6] seconds");
+  return seconds;
+}
+
+class deadline {
+ public:
+  using clock = std::chrono::steady_clock;
+  /// `seconds` from now; checked as by `checked_seconds`.
+  explicit deadline(double seconds, const char* what = "a time limit")
+      : at_(clock::now() + std::chrono::duration_cast<clock::duration>(
+                               std::chrono::duration<double>(checked_seconds(seconds, what)))) {}
+  bool expired() const noexcept { return clock::now() >= at_; }
+  /// Seconds left (0 once expired).
+  double remaining_s() const noexcept {
+    const double s = std::chrono::duration<double>(at_ - clock::now()).count();
+    return s > 0 ? s : 0;
+  }
+  clock::time_point at() const noexcept { return at_; }
+
+ private:
+  clock::time_point at_;
+};
+
+}  // namespace detail
+}  // namespace meshcast
+// ---- end meshcast/detail/deadline.hpp ----
 
 namespace meshcast {
 
@@ -1979,35 +2229,43 @@ struct alpa_dfs {
   const char* supports(const instance&) const { return nullptr; }
 
   solver_result solve(const instance& in, const solver_options& options) const {
-    state s(in, options.time_limit_s, prune);
-    s.dfs(0.0, 0);
+    search s(in, options.time_limit_s, prune);
+    s.run();
     solver_result r;
     for (auto [u, k] : s.best_order) detail::emit(in, u, k, r.ops);
     return r;
   }
 
  private:
-  struct state {
-    state(const instance& i, double limit_s, bool use_estimate)
-        : in(i),
-          prune(use_estimate),
-          deadline(std::chrono::steady_clock::now() +
-                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(limit_s))),
-          free(static_cast<std::size_t>(i.resources.size()), 0.0),
+  // The search keeps its own stack (one frame per placed unit), so its depth is not bounded by
+  // the thread's stack; at the time limit it returns the best complete order found, completing
+  // the first dive, if need be, with the remaining units in plan order and their first option.
+  struct search {
+    struct frame {
+      std::size_t u = 0, k = 0;  // next child to try
+      double makespan = 0;       // of the placed prefix
+      std::vector<std::pair<int, double>> saved;  // resource times the placed child overwrote
+      bool placed = false;
+      bool entered = false;  // the node's own test (complete? cut?) is done on first entry only
+    };
+
+    search(const instance& i, double limit_s, bool use_estimate)
+        : in(i), prune(use_estimate), stop(limit_s), free(static_cast<std::size_t>(i.resources.size()), 0.0),
           used(i.units.size(), 0) {}
     const instance& in;
     bool prune;
-    std::chrono::steady_clock::time_point deadline;
+    detail::deadline stop;
     std::vector<double> free;
     std::vector<char> used;
     std::vector<std::pair<std::size_t, std::size_t>> order, best_order;
     double best = std::numeric_limits<double>::infinity();
     long long nodes = 0;
-    bool timed_out = false;
 
     double estimate(double makespan) const {
       std::vector<double> busy = free;
       for (std::size_t u = 0; u < in.units.size(); ++u) {
+        // One estimate walks every unit: on a large instance it looks at the clock on the way.
+        if ((u & 4095) == 4095 && stop.expired()) return std::numeric_limits<double>::infinity();
         if (used[u]) continue;
         const unit& un = in.units[u];
         std::size_t pick = 0;
@@ -2025,35 +2283,65 @@ struct alpa_dfs {
       return e;
     }
 
-    void dfs(double makespan, std::size_t placed) {
-      if ((++nodes & 255) == 0 && std::chrono::steady_clock::now() > deadline) timed_out = true;
-      if (timed_out && !best_order.empty()) return;  // the first dive always completes
-      if (placed == in.units.size()) {
-        if (makespan < best) best = makespan, best_order = order;
-        return;
+    // Places option k of unit u after the prefix; returns the new makespan.
+    double place(std::size_t u, std::size_t k, double makespan, std::vector<std::pair<int, double>>& saved) {
+      saved.clear();
+      double end_all = makespan;
+      for (const op& x : in.units[u].options[k].ops) {
+        double start = 0;
+        for (int r : x.resources) start = std::max(start, free[r]);
+        for (int r : x.resources) saved.push_back({r, free[r]}), free[r] = start + x.duration;
+        end_all = std::max(end_all, start + x.duration);
       }
-      if (!prune && makespan >= best) return;  // still exact: the makespan only grows
-      if (prune && estimate(makespan) >= best) return;
-      std::vector<std::pair<int, double>> saved;
-      for (std::size_t u = 0; u < in.units.size(); ++u) {
-        if (used[u]) continue;
-        for (std::size_t k = 0; k < in.units[u].options.size(); ++k) {
-          saved.clear();
-          double end_all = makespan;
-          for (const op& x : in.units[u].options[k].ops) {
-            double start = 0;
-            for (int r : x.resources) start = std::max(start, free[r]);
-            for (int r : x.resources) saved.push_back({r, free[r]}), free[r] = start + x.duration;
-            end_all = std::max(end_all, start + x.duration);
-          }
-          used[u] = 1;
-          order.push_back({u, k});
-          dfs(end_all, placed + 1);
-          order.pop_back();
-          used[u] = 0;
-          for (auto it = saved.rbegin(); it != saved.rend(); ++it) free[it->first] = it->second;
-          if (timed_out && !best_order.empty()) return;
+      used[u] = 1;
+      order.push_back({u, k});
+      return end_all;
+    }
+    void unplace(frame& f) {
+      order.pop_back();
+      used[f.u] = 0;
+      for (auto it = f.saved.rbegin(); it != f.saved.rend(); ++it) free[it->first] = it->second;
+      f.placed = false;
+    }
+
+    void run() {
+      const std::size_t n = in.units.size();
+      std::vector<frame> stack(1);
+      while (!stack.empty()) {
+        frame& f = stack.back();
+        if (f.placed) {  // back from the child placed last: undo it and move to the next child
+          unplace(f);
+          if (++f.k >= in.units[f.u].options.size()) f.k = 0, ++f.u;
         }
+        ++nodes;
+        if (stop.expired()) break;  // every node: one node costs far more than reading the clock
+        if (!f.entered) {
+          f.entered = true;
+          if (order.size() == n) {  // a complete order
+            if (f.makespan < best) best = f.makespan, best_order = order;
+            stack.pop_back();
+            continue;
+          }
+          // Alpa's estimate; without it the search is exact (the makespan only grows).
+          if (prune ? estimate(f.makespan) >= best : f.makespan >= best) {
+            stack.pop_back();
+            continue;
+          }
+        }
+        while (f.u < n && used[f.u]) ++f.u;
+        if (f.u >= n) {
+          stack.pop_back();
+          continue;
+        }
+        frame child;
+        child.makespan = place(f.u, f.k, f.makespan, f.saved);
+        f.placed = true;
+        stack.push_back(std::move(child));
+      }
+      if (best_order.empty()) {  // out of time in the first dive: finish it in plan order
+        for (std::size_t u = 0; u < n; ++u)
+          if (!used[u]) order.push_back({u, 0}), used[u] = 1;
+        best_order = order;
       }
     }
   };
@@ -2081,6 +2369,7 @@ struct alpa_greedy {
   const char* supports(const instance&) const { return nullptr; }
 
   solver_result solve(const instance& in, const solver_options& options) const {
+    const detail::deadline stop(options.time_limit_s);
     const network& net = *in.net;
     solver_result r;
     std::vector<std::size_t> pending;
@@ -2092,16 +2381,30 @@ struct alpa_greedy {
     std::vector<double> load(hosts, 0.0);
     std::mt19937_64 rng(options.seed);
     while (!pending.empty()) {
+      if (stop.expired()) {
+        std::sort(pending.begin(), pending.end());
+        for (std::size_t u : pending) {
+          const unit& un = in.units[u];
+          std::size_t k = 0;
+          for (std::size_t c = 1; c < un.options.size(); ++c)
+            if (load[net.host_of(un.options[c].sender)] < load[net.host_of(un.options[k].sender)]) k = c;
+          load[net.host_of(un.options[k].sender)] += static_cast<double>(un.bytes);
+          detail::emit(in, u, k, r.ops);
+        }
+        break;
+      }
       std::vector<std::pair<std::size_t, std::size_t>> best;  // (unit, option)
       std::vector<double> best_load;
       double best_spread = 0;
-      for (int trial = 0; trial < trials; ++trial) {
+      for (int trial = 0; trial < trials && (trial == 0 || !stop.expired()); ++trial) {
         std::vector<std::size_t> order = pending;
         std::shuffle(order.begin(), order.end(), rng);
         std::vector<char> sending(hosts, 0), receiving(hosts, 0);
         std::vector<double> trial_load = load;
         std::vector<std::pair<std::size_t, std::size_t>> chosen;
+        std::size_t looked = 0;
         for (std::size_t u : order) {
+          if ((++looked & 4095) == 0 && stop.expired()) break;  // a trial on a large instance looks at the clock
           const unit& un = in.units[u];
           std::vector<index_t> into = receiving_hosts(un.options[0]);
           if (std::any_of(into.begin(), into.end(), [&](index_t h) { return receiving[h]; })) continue;
@@ -2129,10 +2432,12 @@ struct alpa_greedy {
         }
       }
       load = best_load;
+      std::vector<char> placed(in.units.size(), 0);
       for (auto [u, k] : best) {
         detail::emit(in, u, k, r.ops);
-        pending.erase(std::find(pending.begin(), pending.end(), u));
+        placed[u] = 1;
       }
+      std::erase_if(pending, [&](std::size_t u) { return placed[u] != 0; });
     }
     return r;
   }
@@ -2194,6 +2499,8 @@ struct alpa_least_loaded {
 // exists, and each schedule is met once. A node is cut when an admissible bound (per resource:
 // work that must still run there after max(its free time, the last start); per set of sender
 // ports: the same on average) reaches the incumbent, which starts as the greedy schedule.
+// The search recurses once per placed op, so it runs only on instances of at most
+// `max_search_ops` ops; larger ones get the greedy schedule (not proven optimal).
 
 #include <algorithm>
 #include <chrono>
@@ -2221,228 +2528,83 @@ struct alpa_least_loaded {
 #include <random>
 #include <vector>
 
-// ---- begin meshcast/solver/open_shop.hpp ----
-// open_shop: for point-to-point strategies, reach the lower bound up to chunking and latency.
-//
-// 1. Spread every unit over its replicas in the proportions of the egress bound's optimal flow
-//    (with replica splitting; otherwise each unit goes whole to its largest share).
-// 2. Cut every NIC transfer into chunks of about (lower bound / rounds) seconds.
-// 3. The chunks form a bipartite multigraph between egress and ingress ports. By Koenig's
-//    theorem its edges can be coloured with as many colours as the largest degree; each colour is
-//    a round in which no port is used twice. Rounds are issued one after another.
+// ---- begin meshcast/detail/edge_colour.hpp ----
+// Edge colouring of a bipartite multigraph with as many colours as its largest degree (Koenig's
+// theorem), by alternating-path recolouring. Solvers use it to cut transfers into rounds in which
+// no NIC port is used twice.
 
-#include <algorithm>
-#include <cmath>
+#include <cstdint>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 
-namespace meshcast {
+namespace meshcast::detail {
 
-struct open_shop {
-  static constexpr std::string_view name = "open_shop";
-  int rounds = 256;  ///< target number of chunks on the busiest port (fewer when latency dominates)
-
-  const char* supports(const instance& in) const {
-    if (!in.point_to_point)
-      return "open_shop colours point-to-point transfers; a broadcast chain holds several ports at once";
-    return nullptr;
-  }
-
-  solver_result solve(const instance& in, const solver_options&) const {
-    const network& net = *in.net;
-    const resource_space& rs = in.resources;
-    egress_split split = egress_bound(in);
-    // Every chunk pays one latency: keep chunks at least 50 latencies long (<= 2% overhead).
-    const double bound = lower_bound(in).value();
-    const double wanted_rounds = net.latency_s() > 0 ? std::min<double>(rounds, bound / (50 * net.latency_s())) : rounds;
-    const double chunk_s = std::max(bound / std::max(1.0, wanted_rounds), 1e-12);
-    std::vector<std::size_t> longest(in.units.size());
-    for (std::size_t u = 0; u < longest.size(); ++u) longest[u] = u;
-    std::stable_sort(longest.begin(), longest.end(),
-                     [&](std::size_t a, std::size_t b) { return unit_time(in.units[a]) > unit_time(in.units[b]); });
-    const std::vector<int> whole = quota_senders(in, longest);
-    solver_result out;
-    std::vector<op> chunks;
-    struct followup {
-      std::size_t pending;  // chunks of the transfer still to be issued
-      std::vector<op> then;  // ops that need the whole transfer first (local all-gather)
-    };
-    std::vector<followup> follow;
-    std::vector<std::size_t> follow_of;  // chunk -> followup index, or npos
-
-    for (std::size_t u = 0; u < in.units.size(); ++u) {
-      const unit& un = in.units[u];
-      if (!un.has_choice() && !any_nic(un.options[0], rs)) {
-        detail::emit(in, u, 0, out.ops);  // local and intra-host work goes first
-        continue;
+/// Colours the edges `ends` (pairs of vertices in [0, vertices), left and right sides disjoint)
+/// with `colours` >= max degree colours so that no two edges of one colour share a vertex.
+/// Returns the colour of every edge, or nothing if `stop` expires first. Memory is linear in the
+/// edges: the (vertex, colour) table is dense only while that is small.
+inline std::vector<int> edge_colour(const std::vector<std::pair<int, int>>& ends, int vertices, int colours,
+                                    const deadline* stop = nullptr) {
+  std::vector<int> colour(ends.size(), -1);
+  if (ends.empty()) return colour;
+  const auto cells = static_cast<std::uint64_t>(vertices) * static_cast<std::uint64_t>(colours);
+  const bool dense = cells <= (std::uint64_t{1} << 24) || cells <= 8 * ends.size();
+  std::vector<int> table(dense ? cells : 0, -1);
+  std::unordered_map<std::uint64_t, int> sparse;
+  auto key = [&](int v, int c) { return static_cast<std::uint64_t>(v) * static_cast<std::uint64_t>(colours) + static_cast<std::uint64_t>(c); };
+  auto get = [&](int v, int c) -> int {
+    if (dense) return table[key(v, c)];
+    auto it = sparse.find(key(v, c));
+    return it == sparse.end() ? -1 : it->second;
+  };
+  auto set = [&](int v, int c, int e) {
+    if (dense) table[key(v, c)] = e;
+    else if (e < 0) sparse.erase(key(v, c));
+    else sparse[key(v, c)] = e;
+  };
+  std::vector<int> next_free(static_cast<std::size_t>(vertices), 0);
+  auto free_colour = [&](int v) {
+    int& c = next_free[v];
+    while (get(v, c) >= 0) c = (c + 1) % colours;
+    return c;
+  };
+  auto other = [&](int e, int v) { return ends[e].first == v ? ends[e].second : ends[e].first; };
+  std::vector<int> path;
+  for (std::size_t e = 0; e < ends.size(); ++e) {
+    if (stop && (e & 63) == 63 && stop->expired()) return {};
+    auto [u, v] = ends[e];
+    int a = free_colour(u), b = free_colour(v);
+    if (get(v, a) >= 0) {
+      // Swap a and b along the path from v that alternates a, b, a, ...; it cannot reach u.
+      path.clear();
+      int w = v, c = a;
+      while (get(w, c) >= 0) {
+        int f = get(w, c);
+        path.push_back(f);
+        w = other(f, w);
+        c = c == a ? b : a;
       }
-      std::vector<double> share = split.fraction[u];
-      // A transfer that would be cut into pieces shorter than a chunk among its replicas is not
-      // worth cutting (each piece pays a latency): it goes whole to the sender its quota names.
-      const auto sharing = std::count_if(share.begin(), share.end(), [](double f) { return f > 1e-9; });
-      if (!in.split_replicas || !same_shape(un) || longest_op(un) < chunk_s * static_cast<double>(sharing)) {
-        std::fill(share.begin(), share.end(), 0.0);
-        share[static_cast<std::size_t>(whole[u])] = 1;
+      for (int f : path) {
+        set(ends[f].first, colour[f], -1);
+        set(ends[f].second, colour[f], -1);
       }
-      const auto& ops0 = un.options[0].ops;
-      for (std::size_t j = 0; j < ops0.size(); ++j) {
-        if (ops0[j].after >= 0) continue;  // handled with the transfer it waits for
-        if (!ops0[j].uses_nic(rs)) {
-          out.ops.push_back(ops0[j]);
-          for (const op& x : ops0)
-            if (x.after == static_cast<int>(j)) out.ops.push_back(x);
-          continue;
-        }
-        const box& region = ops0[j].region;
-        const index_t element_bytes = region.volume() > 0 ? ops0[j].bytes / region.volume() : 1;
-        int d = slice_dim(region, 2);
-        std::vector<index_t> rows = apportion(region[d].size(), share);
-        std::vector<box> blocks = slice_by_counts(region, d, rows);
-        std::size_t first_chunk = chunks.size();
-        for (std::size_t k = 0; k < blocks.size(); ++k) {
-          if (rows[k] == 0) continue;
-          const op& model = un.options[k].ops[j];
-          index_t block_bytes = blocks[k].volume() * element_bytes;
-          double t = net.transfer_time(model.sender, model.receivers[0], block_bytes);
-          auto pieces = slice_region(blocks[k], std::max<index_t>(1, std::llround(t / chunk_s)));
-          for (const box& piece : pieces) {
-            op c = model;
-            c.region = piece;
-            c.bytes = piece.volume() * element_bytes;
-            c.duration = net.transfer_time(model.sender, model.receivers[0], c.bytes);
-            chunks.push_back(std::move(c));
-          }
-        }
-        std::vector<op> then;
-        for (const op& x : ops0)
-          if (x.after == static_cast<int>(j)) then.push_back(x);
-        std::size_t f = then.empty() ? npos : follow.size();
-        if (!then.empty()) follow.push_back({chunks.size() - first_chunk, std::move(then)});
-        follow_of.resize(chunks.size(), f);
+      for (int f : path) {
+        colour[f] = colour[f] == a ? b : a;
+        set(ends[f].first, colour[f], f);
+        set(ends[f].second, colour[f], f);
       }
     }
+    colour[e] = a;
+    set(u, a, static_cast<int>(e));
+    set(v, a, static_cast<int>(e));
+  }
+  return colour;
+}
 
-    // Colour the chunk graph: vertices are egress ports (left) and ingress ports (right).
-    const int ports = rs.ports;
-    std::vector<int> degree(static_cast<std::size_t>(2 * ports), 0);
-    std::vector<std::pair<int, int>> ends(chunks.size());
-    for (std::size_t e = 0; e < chunks.size(); ++e) {
-      int a = -1, b = -1;
-      for (int r : chunks[e].resources) {
-        if (r < ports) a = r;
-        else if (r < 2 * ports) b = r;
-      }
-      ends[e] = {a, b};
-      ++degree[a], ++degree[b];
-    }
-    const int colours = chunks.empty() ? 0 : *std::max_element(degree.begin(), degree.end());
-    std::vector<int> colour = edge_colour(ends, 2 * ports, colours);
-    std::vector<std::vector<std::size_t>> by_round(static_cast<std::size_t>(colours));
-    for (std::size_t e = 0; e < chunks.size(); ++e) by_round[colour[e]].push_back(e);
-    for (const auto& round : by_round) {
-      std::vector<std::size_t> finished;
-      for (std::size_t e : round) {
-        out.ops.push_back(chunks[e]);
-        if (follow_of[e] != npos && --follow[follow_of[e]].pending == 0) finished.push_back(follow_of[e]);
-      }
-      for (std::size_t f : finished)
-        for (const op& x : follow[f].then) out.ops.push_back(x);
-    }
-    return out;
-  }
-
-  /// Colours the edges of a bipartite multigraph with `colours` >= max degree colours, no two
-  /// edges of one colour sharing a vertex (alternating-path recolouring).
-  static std::vector<int> edge_colour(const std::vector<std::pair<int, int>>& ends, int vertices, int colours) {
-    std::vector<int> colour(ends.size(), -1);
-    // at[v * colours + c]: the edge of colour c at vertex v, or -1
-    std::vector<int> at(static_cast<std::size_t>(vertices) * static_cast<std::size_t>(colours), -1);
-    std::vector<int> next_free(static_cast<std::size_t>(vertices), 0);
-    auto slot = [&](int v, int c) -> int& { return at[static_cast<std::size_t>(v) * colours + c]; };
-    auto free_colour = [&](int v) {
-      int& c = next_free[v];
-      while (slot(v, c) >= 0) c = (c + 1) % colours;
-      return c;
-    };
-    auto other = [&](int e, int v) { return ends[e].first == v ? ends[e].second : ends[e].first; };
-    std::vector<int> path;
-    for (std::size_t e = 0; e < ends.size(); ++e) {
-      auto [u, v] = ends[e];
-      int a = free_colour(u), b = free_colour(v);
-      if (slot(v, a) >= 0) {
-        // Swap a and b along the path from v that alternates a, b, a, ...; it cannot reach u.
-        path.clear();
-        int w = v, c = a;
-        while (slot(w, c) >= 0) {
-          int f = slot(w, c);
-          path.push_back(f);
-          w = other(f, w);
-          c = c == a ? b : a;
-        }
-        for (int f : path) {
-          slot(ends[f].first, colour[f]) = -1;
-          slot(ends[f].second, colour[f]) = -1;
-        }
-        for (int f : path) {
-          colour[f] = colour[f] == a ? b : a;
-          slot(ends[f].first, colour[f]) = f;
-          slot(ends[f].second, colour[f]) = f;
-        }
-      }
-      colour[e] = a;
-      slot(u, a) = static_cast<int>(e);
-      slot(v, a) = static_cast<int>(e);
-    }
-    return colour;
-  }
-
- private:
-  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
-
-  // Time the unit's NIC work takes under its first option, and its longest transfer.
-  static double unit_time(const unit& u) {
-    double t = 0;
-    for (const op& x : u.options[0].ops) t += x.duration;
-    return t;
-  }
-  static double longest_op(const unit& u) {
-    double t = 0;
-    for (const op& x : u.options[0].ops) t = std::max(t, x.duration);
-    return t;
-  }
-
-  static bool any_nic(const option& o, const resource_space& rs) {
-    return std::any_of(o.ops.begin(), o.ops.end(), [&](const op& x) { return x.uses_nic(rs); });
-  }
-  // Options that differ only in the sender can share one unit's transfers between replicas.
-  static bool same_shape(const unit& u) {
-    for (const option& o : u.options) {
-      if (o.ops.size() != u.options[0].ops.size()) return false;
-      for (std::size_t j = 0; j < o.ops.size(); ++j)
-        if (o.ops[j].receivers != u.options[0].ops[j].receivers || !(o.ops[j].region == u.options[0].ops[j].region))
-          return false;
-    }
-    return true;
-  }
-  // Splits n indices in the given proportions (largest remainder).
-  static std::vector<index_t> apportion(index_t n, const std::vector<double>& share) {
-    std::vector<index_t> counts(share.size(), 0);
-    std::vector<std::pair<double, std::size_t>> rest;
-    index_t given = 0;
-    for (std::size_t k = 0; k < share.size(); ++k) {
-      double exact = share[k] * static_cast<double>(n);
-      counts[k] = static_cast<index_t>(std::floor(exact));
-      given += counts[k];
-      rest.push_back({exact - std::floor(exact), k});
-    }
-    std::sort(rest.begin(), rest.end(), [](auto& a, auto& b) { return a.first > b.first; });
-    for (std::size_t i = 0; given < n; ++i, ++given) ++counts[rest[i % rest.size()].second];
-    return counts;
-  }
-};
-
-}  // namespace meshcast
-// ---- end meshcast/solver/open_shop.hpp ----
+}  // namespace meshcast::detail
+// ---- end meshcast/detail/edge_colour.hpp ----
 
 namespace meshcast {
 
@@ -2471,6 +2633,9 @@ struct greedy {
 
   outcome search(const instance& in, const solver_options& options) const {
     const auto begin = std::chrono::steady_clock::now();
+    // Everything, constructions included, stops at the time limit; the plain list (units in plan
+    // order, each with its earliest-finishing sender) is the answer if nothing else fits in it.
+    const detail::deadline stop(options.time_limit_s);
     const double limit = std::min(options.time_limit_s, search_limit_s);
     std::vector<double> weight(in.units.size(), 0.0);
     for (std::size_t u = 0; u < in.units.size(); ++u)
@@ -2480,14 +2645,19 @@ struct greedy {
         weight[u] = std::max(weight[u], w);
       }
     outcome best;
-    best.order = round_order(in, weight);
+    best.order.resize(in.units.size());
+    std::iota(best.order.begin(), best.order.end(), 0);
     best.makespan = list_schedule(in, best.order, &best.choice);
     outcome trial;
-    if (in.units.size() <= earliest_finish_limit) {
-      trial.order = earliest_finish_order(in, weight);
-      trial.makespan = list_schedule(in, trial.order, &trial.choice);
+    auto consider = [&](std::vector<std::size_t> order, std::vector<int> forced) {
+      if (order.empty() && !in.units.empty()) return;  // the construction ran out of time
+      trial.order = std::move(order);
+      trial.forced = std::move(forced);
+      trial.makespan = list_schedule(in, trial.order, &trial.choice, trial.forced.empty() ? nullptr : &trial.forced);
       if (trial.makespan < best.makespan) std::swap(best, trial);
-    }
+    };
+    if (!stop.expired()) consider(round_order(in, weight, stop), {});
+    if (in.units.size() <= earliest_finish_limit && !stop.expired()) consider(earliest_finish_order(in, weight), {});
     std::vector<std::size_t> lpt(in.units.size());
     std::iota(lpt.begin(), lpt.end(), 0);
     std::stable_sort(lpt.begin(), lpt.end(), [&](std::size_t a, std::size_t b) { return weight[a] > weight[b]; });
@@ -2495,24 +2665,18 @@ struct greedy {
     if (!large) {
       // (c) longest first; (d) senders chosen first to balance the sender ports, then longest first.
       // On large instances (a) and (e) do their job at a lower cost.
-      trial.order = lpt;
-      trial.forced.clear();
-      trial.makespan = list_schedule(in, trial.order, &trial.choice);
-      if (trial.makespan < best.makespan) std::swap(best, trial);
-      trial.order = lpt;
-      trial.forced = balanced_senders(in, lpt);
-      trial.makespan = list_schedule(in, trial.order, &trial.choice, &trial.forced);
-      if (trial.makespan < best.makespan) std::swap(best, trial);
+      if (!stop.expired()) consider(lpt, {});
+      if (!stop.expired()) consider(lpt, balanced_senders(in, lpt));
     }
     // (e) senders from the egress bound's optimal flow, then the units as the edges of a bipartite
     // multigraph (sender port, receiving port) in Koenig colour classes.
-    trial.forced = quota_senders(in, lpt);
-    for (std::size_t u = 0; u < in.units.size(); ++u)
-      if (!in.units[u].has_choice()) trial.forced[u] = -1;
-    if (std::vector<std::size_t> rounds = colour_order(in, trial.forced, weight); !rounds.empty()) {
-      trial.order = std::move(rounds);
-      trial.makespan = list_schedule(in, trial.order, &trial.choice, &trial.forced);
-      if (trial.makespan < best.makespan) std::swap(best, trial);
+    if (!stop.expired()) {
+      std::vector<int> forced = quota_senders(in, lpt);
+      for (std::size_t u = 0; u < in.units.size(); ++u)
+        if (!in.units[u].has_choice()) forced[u] = -1;
+      if (!stop.expired())
+        if (std::vector<std::size_t> rounds = colour_order(in, forced, weight, stop); !rounds.empty())
+          consider(std::move(rounds), std::move(forced));
     }
     if (best.forced.empty()) best.forced.assign(in.units.size(), -1);
     // Local search: move a unit earlier, or impose another sender on one.
@@ -2585,7 +2749,7 @@ struct greedy {
   // units are edges of a bipartite multigraph; its Koenig colouring gives rounds with no port
   // twice. Returns the units by round (longest first within one), or nothing if it does not apply.
   static std::vector<std::size_t> colour_order(const instance& in, const std::vector<int>& forced,
-                                               const std::vector<double>& weight) {
+                                               const std::vector<double>& weight, const detail::deadline& stop) {
     const resource_space& rs = in.resources;
     std::vector<std::pair<int, int>> ends;
     std::vector<std::size_t> nic_units, local_units;
@@ -2613,7 +2777,8 @@ struct greedy {
     std::vector<int> degree(static_cast<std::size_t>(2 * rs.ports), 0);
     for (auto [a, b] : ends) ++degree[a], ++degree[b];
     const int colours = ends.empty() ? 0 : *std::max_element(degree.begin(), degree.end());
-    std::vector<int> colour = open_shop::edge_colour(ends, 2 * rs.ports, colours);
+    std::vector<int> colour = detail::edge_colour(ends, 2 * rs.ports, colours, &stop);
+    if (colour.empty()) return {};
     std::vector<std::size_t> order = local_units;
     std::vector<std::size_t> by(nic_units.size());
     std::iota(by.begin(), by.end(), 0);
@@ -2657,7 +2822,8 @@ struct greedy {
 
   // First-fit rounds: a unit (with the sender whose port is free earliest among the rounds) takes
   // the first round where none of its ports is used; units are then sorted by round, longest first.
-  static std::vector<std::size_t> round_order(const instance& in, const std::vector<double>& weight) {
+  static std::vector<std::size_t> round_order(const instance& in, const std::vector<double>& weight,
+                                              const detail::deadline& stop) {
     const resource_space& rs = in.resources;
     std::vector<std::vector<char>> used(static_cast<std::size_t>(2 * rs.ports));
     auto taken = [&](int port, std::size_t r) { return r < used[port].size() && used[port][r]; };
@@ -2666,7 +2832,9 @@ struct greedy {
     std::stable_sort(by_weight.begin(), by_weight.end(), [&](std::size_t a, std::size_t b) { return weight[a] > weight[b]; });
     std::vector<std::size_t> round(in.units.size(), 0);
     std::vector<int> ports;
+    std::size_t done = 0;
     for (std::size_t u : by_weight) {
+      if ((++done & 255) == 0 && stop.expired()) return {};
       std::size_t best_round = std::numeric_limits<std::size_t>::max(), best_k = 0;
       for (std::size_t k = 0; k < in.units[u].options.size(); ++k) {
         ports.clear();
@@ -2772,18 +2940,30 @@ struct branch_and_bound {
     return nullptr;
   }
 
+  /// Most ops (summed over units, each unit's largest option) the exact search takes on.
+  static constexpr std::size_t max_search_ops = 512;
+
   solver_result solve(const instance& in, const solver_options& options) const {
-    search s(in, options.time_limit_s);
-    return s.run(options);
+    const detail::deadline stop(options.time_limit_s);
+    solver_options seed_options = options;
+    seed_options.time_limit_s = options.time_limit_s / 2;  // the search gets the rest
+    std::size_t ops = 0;
+    for (const unit& u : in.units) {
+      std::size_t most = 0;
+      for (const option& o : u.options) most = std::max(most, o.ops.size());
+      ops += most;
+    }
+    if (ops > max_search_ops) return greedy{}.solve(in, seed_options);
+    search s(in, stop);
+    return s.run(seed_options);
   }
 
  private:
   struct search {
-    using clock = std::chrono::steady_clock;
     const instance& in;
     const std::size_t n_units;
     const int n_res;
-    clock::time_point deadline;
+    const detail::deadline& deadline;
     bool timed_out = false;
     std::uint64_t nodes = 0;
     // per unit and option: resource -> total duration
@@ -2797,9 +2977,8 @@ struct branch_and_bound {
     std::vector<step> path, best_path;
     double best = std::numeric_limits<double>::infinity();
 
-    search(const instance& i, double limit_s)
-        : in(i), n_units(i.units.size()), n_res(i.resources.size()),
-          deadline(clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(limit_s))) {
+    search(const instance& i, const detail::deadline& stop)
+        : in(i), n_units(i.units.size()), n_res(i.resources.size()), deadline(stop) {
       load.resize(n_units);
       for (std::size_t u = 0; u < n_units; ++u)
         for (const option& o : in.units[u].options) {
@@ -2897,7 +3076,7 @@ struct branch_and_bound {
     }
 
     void dfs(double makespan, double last_start, long long last_key) {
-      if ((++nodes & 1023) == 0 && clock::now() > deadline) timed_out = true;
+      if ((++nodes & 1023) == 0 && deadline.expired()) timed_out = true;
       if (timed_out) return;
       bool all_done = true;
       for (std::size_t u = 0; u < n_units && all_done; ++u) all_done = complete(u);
@@ -2978,6 +3157,187 @@ struct naive {
 
 }  // namespace meshcast
 // ---- end meshcast/solver/naive.hpp ----
+// ---- begin meshcast/solver/open_shop.hpp ----
+// open_shop: for point-to-point strategies, reach the lower bound up to chunking and latency.
+//
+// 1. Spread every unit over its replicas in the proportions of the egress bound's optimal flow
+//    (with replica splitting; otherwise each unit goes whole to its largest share).
+// 2. Cut every NIC transfer into chunks of about (lower bound / rounds) seconds.
+// 3. The chunks form a bipartite multigraph between egress and ingress ports. By Koenig's
+//    theorem its edges can be coloured with as many colours as the largest degree; each colour is
+//    a round in which no port is used twice. Rounds are issued one after another.
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+
+namespace meshcast {
+
+struct open_shop {
+  static constexpr std::string_view name = "open_shop";
+  int rounds = 256;  ///< target number of chunks on the busiest port (fewer when latency dominates)
+
+  const char* supports(const instance& in) const {
+    if (!in.point_to_point)
+      return "open_shop colours point-to-point transfers; a broadcast chain holds several ports at once";
+    return nullptr;
+  }
+
+  solver_result solve(const instance& in, const solver_options& options) const {
+    const detail::deadline stop(options.time_limit_s);
+    const network& net = *in.net;
+    const resource_space& rs = in.resources;
+    egress_split split = egress_bound(in);
+    // Every chunk pays one latency: keep chunks at least 50 latencies long (<= 2% overhead).
+    const double bound = lower_bound(in).value();
+    const double wanted_rounds = net.latency_s() > 0 ? std::min<double>(rounds, bound / (50 * net.latency_s())) : rounds;
+    const double chunk_s = std::max(bound / std::max(1.0, wanted_rounds), 1e-12);
+    std::vector<std::size_t> longest(in.units.size());
+    for (std::size_t u = 0; u < longest.size(); ++u) longest[u] = u;
+    std::stable_sort(longest.begin(), longest.end(),
+                     [&](std::size_t a, std::size_t b) { return unit_time(in.units[a]) > unit_time(in.units[b]); });
+    const std::vector<int> whole = quota_senders(in, longest);
+    solver_result out;
+    std::vector<op> chunks;
+    struct followup {
+      std::size_t pending;  // chunks of the transfer still to be issued
+      std::vector<op> then;  // ops that need the whole transfer first (local all-gather)
+    };
+    std::vector<followup> follow;
+    std::vector<std::size_t> follow_of;  // chunk -> followup index, or npos
+
+    for (std::size_t u = 0; u < in.units.size(); ++u) {
+      const unit& un = in.units[u];
+      if (!un.has_choice() && !any_nic(un.options[0], rs)) {
+        detail::emit(in, u, 0, out.ops);  // local and intra-host work goes first
+        continue;
+      }
+      std::vector<double> share = split.fraction[u];
+      // A transfer that would be cut into pieces shorter than a chunk among its replicas is not
+      // worth cutting (each piece pays a latency): it goes whole to the sender its quota names.
+      const auto sharing = std::count_if(share.begin(), share.end(), [](double f) { return f > 1e-9; });
+      if (!in.split_replicas || !same_shape(un) || longest_op(un) < chunk_s * static_cast<double>(sharing)) {
+        std::fill(share.begin(), share.end(), 0.0);
+        share[static_cast<std::size_t>(whole[u])] = 1;
+      }
+      const auto& ops0 = un.options[0].ops;
+      for (std::size_t j = 0; j < ops0.size(); ++j) {
+        if (ops0[j].after >= 0) continue;  // handled with the transfer it waits for
+        if (!ops0[j].uses_nic(rs)) {
+          out.ops.push_back(ops0[j]);
+          for (const op& x : ops0)
+            if (x.after == static_cast<int>(j)) out.ops.push_back(x);
+          continue;
+        }
+        const box& region = ops0[j].region;
+        const index_t element_bytes = region.volume() > 0 ? ops0[j].bytes / region.volume() : 1;
+        // Replica shares and chunks are all slabs along one dim, chosen for the chunk count.
+        const double whole_s = net.transfer_time(ops0[j].sender, ops0[j].receivers[0], ops0[j].bytes);
+        const int d = slice_dim(region, std::max<index_t>(2, static_cast<index_t>(std::min(1e6, whole_s / chunk_s))));
+        std::vector<index_t> rows = apportion(region[d].size(), share);
+        std::vector<box> blocks = slice_by_counts(region, d, rows);
+        std::size_t first_chunk = chunks.size();
+        for (std::size_t k = 0; k < blocks.size(); ++k) {
+          if (rows[k] == 0) continue;
+          const op& model = un.options[k].ops[j];
+          index_t block_bytes = blocks[k].volume() * element_bytes;
+          double t = net.transfer_time(model.sender, model.receivers[0], block_bytes);
+          auto pieces = slice_along(blocks[k], d, static_cast<index_t>(std::clamp(std::round(t / chunk_s), 1.0, 1e6)));
+          for (const box& piece : pieces) {
+            op c = model;
+            c.region = piece;
+            c.bytes = piece.volume() * element_bytes;
+            c.duration = net.transfer_time(model.sender, model.receivers[0], c.bytes);
+            chunks.push_back(std::move(c));
+          }
+        }
+        std::vector<op> then;
+        for (const op& x : ops0)
+          if (x.after == static_cast<int>(j)) then.push_back(x);
+        std::size_t f = then.empty() ? npos : follow.size();
+        if (!then.empty()) follow.push_back({chunks.size() - first_chunk, std::move(then)});
+        follow_of.resize(chunks.size(), f);
+      }
+    }
+
+    // Colour the chunk graph: vertices are egress ports (left) and ingress ports (right).
+    const int ports = rs.ports;
+    std::vector<int> degree(static_cast<std::size_t>(2 * ports), 0);
+    std::vector<std::pair<int, int>> ends(chunks.size());
+    for (std::size_t e = 0; e < chunks.size(); ++e) {
+      int a = -1, b = -1;
+      for (int r : chunks[e].resources) {
+        if (r < ports) a = r;
+        else if (r < 2 * ports) b = r;
+      }
+      ends[e] = {a, b};
+      ++degree[a], ++degree[b];
+    }
+    const int colours = chunks.empty() ? 0 : *std::max_element(degree.begin(), degree.end());
+    std::vector<int> colour = detail::edge_colour(ends, 2 * ports, colours, &stop);
+    if (colour.empty()) colour.assign(chunks.size(), 0);  // out of time: one round, in creation order
+    std::vector<std::vector<std::size_t>> by_round(static_cast<std::size_t>(std::max(colours, 1)));
+    for (std::size_t e = 0; e < chunks.size(); ++e) by_round[colour[e]].push_back(e);
+    for (const auto& round : by_round) {
+      std::vector<std::size_t> finished;
+      for (std::size_t e : round) {
+        out.ops.push_back(chunks[e]);
+        if (follow_of[e] != npos && --follow[follow_of[e]].pending == 0) finished.push_back(follow_of[e]);
+      }
+      for (std::size_t f : finished)
+        for (const op& x : follow[f].then) out.ops.push_back(x);
+    }
+    return out;
+  }
+
+ private:
+  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
+  // Time the unit's NIC work takes under its first option, and its longest transfer.
+  static double unit_time(const unit& u) {
+    double t = 0;
+    for (const op& x : u.options[0].ops) t += x.duration;
+    return t;
+  }
+  static double longest_op(const unit& u) {
+    double t = 0;
+    for (const op& x : u.options[0].ops) t = std::max(t, x.duration);
+    return t;
+  }
+
+  static bool any_nic(const option& o, const resource_space& rs) {
+    return std::any_of(o.ops.begin(), o.ops.end(), [&](const op& x) { return x.uses_nic(rs); });
+  }
+  // Options that differ only in the sender can share one unit's transfers between replicas.
+  static bool same_shape(const unit& u) {
+    for (const option& o : u.options) {
+      if (o.ops.size() != u.options[0].ops.size()) return false;
+      for (std::size_t j = 0; j < o.ops.size(); ++j)
+        if (o.ops[j].receivers != u.options[0].ops[j].receivers || !(o.ops[j].region == u.options[0].ops[j].region))
+          return false;
+    }
+    return true;
+  }
+  // Splits n indices in the given proportions (largest remainder).
+  static std::vector<index_t> apportion(index_t n, const std::vector<double>& share) {
+    std::vector<index_t> counts(share.size(), 0);
+    std::vector<std::pair<double, std::size_t>> rest;
+    index_t given = 0;
+    for (std::size_t k = 0; k < share.size(); ++k) {
+      double exact = share[k] * static_cast<double>(n);
+      counts[k] = static_cast<index_t>(std::floor(exact));
+      given += counts[k];
+      rest.push_back({exact - std::floor(exact), k});
+    }
+    std::sort(rest.begin(), rest.end(), [](auto& a, auto& b) { return a.first > b.first; });
+    for (std::size_t i = 0; given < n; ++i, ++given) ++counts[rest[i % rest.size()].second];
+    return counts;
+  }
+};
+
+}  // namespace meshcast
+// ---- end meshcast/solver/open_shop.hpp ----
 
 namespace meshcast {
 
@@ -3061,6 +3421,8 @@ inline double simulate_fluid(const std::vector<op>& ops, const network& net, con
       double share = std::numeric_limits<double>::infinity();
       for (int r = 0; r < 2 * rs.ports; ++r)
         if (users[r] > 0 && left[r] / users[r] < share) share = left[r] / users[r], bottleneck = r;
+      // Rounding may leave a saturated port a hair below zero: a flow still gets a positive rate.
+      share = std::max(share, 1e-12 * capacity(bottleneck));
       for (std::size_t i = 0; i < flows.size(); ++i) {
         if (frozen[i] || std::find(flows[i].ports.begin(), flows[i].ports.end(), bottleneck) == flows[i].ports.end())
           continue;
@@ -3070,11 +3432,16 @@ inline double simulate_fluid(const std::vector<op>& ops, const network& net, con
         for (int r : flows[i].ports) left[r] -= share;
       }
     }
+    // Advance to the next completion. The flows that finish then are removed by index, not by
+    // comparing what is left with a tolerance, so every pass removes at least one flow.
     double step = std::numeric_limits<double>::infinity();
     for (const flow& f : flows) step = std::min(step, f.remaining / f.rate);
     t += step;
-    for (flow& f : flows) f.remaining -= f.rate * step;
-    std::erase_if(flows, [](const flow& f) { return f.remaining <= 1e-6; });
+    for (flow& f : flows) {
+      if (f.remaining / f.rate <= step * (1 + 1e-12)) f.remaining = 0;
+      else f.remaining -= f.rate * step;
+    }
+    std::erase_if(flows, [](const flow& f) { return f.remaining <= 0; });
   }
   return any_flow ? std::max(makespan, t) : makespan;
 }
@@ -3087,17 +3454,144 @@ inline double simulate_fluid(const std::vector<op>& ops, const network& net, con
 #include <chrono>
 #include <string>
 
+// ---- begin meshcast/validate.hpp ----
+// Checking a solver's answer against its instance, in O(ops log ops): whatever a solver returns
+// (a user's included), `solve` hands on only schedules that deliver every byte exactly once.
+//
+// A valid answer takes one option of every unit and every op of that option, each where its
+// `after` op is complete. A solver may cut an op into pieces (open_shop does, to pipeline
+// transfers and to share one transfer among replicas): the pieces are slabs of the op's region
+// along one dim that together tile it exactly, each sent as the op of some option of the unit
+// (options that differ only in their sender, so that a piece's sender holds it).
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
 
 namespace meshcast {
 
-/// Solves `in` with solver `S`; throws `meshcast::error` if the solver does not apply to it.
+namespace detail {
+// Whether `pieces` (regions inside `whole`) tile it exactly: one piece equal to it, or slabs
+// along one dim that meet end to end.
+inline bool tiles(const box& whole, std::vector<box>& pieces) {
+  if (pieces.size() == 1) return pieces[0] == whole;
+  int cut = -1;
+  for (int d = 0; d < whole.rank && cut < 0; ++d)
+    if (!(pieces[0][d] == whole[d])) cut = d;
+  if (cut < 0) return false;  // two pieces equal to the whole overlap
+  for (const box& b : pieces)
+    for (int d = 0; d < whole.rank; ++d)
+      if (d != cut && !(b[d] == whole[d])) return false;
+  std::sort(pieces.begin(), pieces.end(), [cut](const box& a, const box& b) { return a[cut].lo < b[cut].lo; });
+  index_t at = whole[cut].lo;
+  for (const box& b : pieces) {
+    if (b[cut].lo != at || b[cut].hi <= b[cut].lo) return false;
+    at = b[cut].hi;
+  }
+  return at == whole[cut].hi;
+}
+}  // namespace detail
+
+/// Throws `meshcast::error` naming `solver` and the first problem when `ops` is not a valid
+/// answer for `in` (see the file comment).
+inline void validate_solution(const instance& in, const std::vector<op>& ops, std::string_view solver) {
+  auto fail = [&](const std::string& why) {
+    throw error("solver '" + std::string(solver) + "' returned an invalid schedule: " + why);
+  };
+  const std::size_t n_units = in.units.size();
+  std::vector<int> chosen(n_units, -1);  // the first option seen: the reference for the unit's ops
+  auto same_shape = [](const option& a, const option& b) {
+    if (a.ops.size() != b.ops.size()) return false;
+    for (std::size_t j = 0; j < a.ops.size(); ++j)
+      if (!(a.ops[j].region == b.ops[j].region) || a.ops[j].receivers != b.ops[j].receivers ||
+          a.ops[j].after != b.ops[j].after)
+        return false;
+    return true;
+  };
+  std::vector<std::uint64_t> compatible(n_units, 0);  // options found to match the reference (first 64)
+  for (const op& o : ops) {
+    if (o.unit < 0 || o.unit >= static_cast<index_t>(n_units)) fail("an op names no unit of the instance");
+    const unit& u = in.units[static_cast<std::size_t>(o.unit)];
+    if (o.option < 0 || o.option >= static_cast<int>(u.options.size()) || o.part < 0 ||
+        o.part >= static_cast<int>(u.options[static_cast<std::size_t>(o.option)].ops.size()))
+      fail("an op of unit " + std::to_string(o.unit) + " names no op of the instance");
+    int& c = chosen[static_cast<std::size_t>(o.unit)];
+    if (c < 0) c = o.option;
+    if (c == o.option) continue;
+    std::uint64_t& seen = compatible[static_cast<std::size_t>(o.unit)];
+    const std::uint64_t bit = o.option < 64 ? std::uint64_t{1} << o.option : 0;
+    if (bit && (seen & bit)) continue;
+    if (!same_shape(u.options[static_cast<std::size_t>(c)], u.options[static_cast<std::size_t>(o.option)]))
+      fail("unit " + std::to_string(o.unit) + " mixes options that deliver different things");
+    seen |= bit;
+  }
+  // Slot of (unit, part) under the chosen option: pieces are grouped by slot.
+  std::vector<std::size_t> base(n_units + 1, 0);
+  for (std::size_t u = 0; u < n_units; ++u) {
+    if (chosen[u] < 0) fail("unit " + std::to_string(u) + " (task " + std::to_string(in.units[u].task) + ") is missing");
+    base[u + 1] = base[u] + in.units[u].options[static_cast<std::size_t>(chosen[u])].ops.size();
+  }
+  const std::size_t slots = base[n_units];
+  std::vector<std::size_t> first(slots, ops.size()), last(slots, 0), count(slots + 1, 0);
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const std::size_t s = base[static_cast<std::size_t>(ops[i].unit)] + static_cast<std::size_t>(ops[i].part);
+    first[s] = std::min(first[s], i);
+    last[s] = i;
+    ++count[s + 1];
+  }
+  for (std::size_t s = 0; s < slots; ++s) count[s + 1] += count[s];
+  std::vector<std::size_t> by_slot(ops.size()), fill(count.begin(), count.end() - 1);
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    by_slot[fill[base[static_cast<std::size_t>(ops[i].unit)] + static_cast<std::size_t>(ops[i].part)]++] = i;
+  const index_t element_bytes = in.source ? in.source->element_bytes : 1;
+  std::vector<box> pieces;
+  for (std::size_t u = 0; u < n_units; ++u) {
+    const auto& model_ops = in.units[u].options[static_cast<std::size_t>(chosen[u])].ops;
+    for (std::size_t j = 0; j < model_ops.size(); ++j) {
+      const op& model = model_ops[j];
+      const std::size_t s = base[u] + j;
+      const std::string where = "op " + std::to_string(j) + " of unit " + std::to_string(u);
+      if (count[s] == count[s + 1]) fail(where + " is missing");
+      pieces.clear();
+      for (std::size_t k = count[s]; k < count[s + 1]; ++k) {
+        const op& o = ops[by_slot[k]];
+        const op& own = in.units[u].options[static_cast<std::size_t>(o.option)].ops[static_cast<std::size_t>(o.part)];
+        if (o.sender != own.sender || o.receivers != own.receivers || o.task != own.task)
+          fail(where + " changes its sender or receivers");
+        if (o.region.rank != model.region.rank || !model.region.contains(o.region) || o.region.empty())
+          fail(where + " has a piece outside its region");
+        if (o.bytes != o.region.volume() * element_bytes) fail(where + " has a piece whose bytes do not match its region");
+        pieces.push_back(o.region);
+      }
+      if (!detail::tiles(model.region, pieces)) fail(where + " is not delivered exactly once");
+      if (model.after >= 0) {
+        const std::size_t before = base[u] + static_cast<std::size_t>(model.after);
+        if (last[before] >= first[s]) fail(where + " is issued before the op it waits for is complete");
+      }
+    }
+  }
+}
+
+}  // namespace meshcast
+// ---- end meshcast/validate.hpp ----
+
+namespace meshcast {
+
+/// Solves `in` with solver `S`; throws `meshcast::error` if the solver does not apply to it, if
+/// the options are out of range, or if what the solver returns is not a valid schedule of `in`
+/// (see validate.hpp).
 template <solver S>
 schedule solve(const instance& in, const S& s, const solver_options& options = {}) {
+  detail::checked_seconds(options.time_limit_s, "the solver time limit");
   if (const char* why = s.supports(in))
     throw error("solver '" + std::string(S::name) + "' does not apply to strategy '" + in.strategy + "': " + why);
   const auto begin = std::chrono::steady_clock::now();
   solver_result r = s.solve(in, options);
   const auto end = std::chrono::steady_clock::now();
+  validate_solution(in, r.ops, S::name);
   schedule out;
   out.solver = std::string(S::name);
   out.strategy = in.strategy;
@@ -3135,6 +3629,7 @@ concept backend = requires(B& b, const B& cb, std::byte* out, const std::byte* i
   typename B::group;
   typename B::buffer;
   { cb.device() } -> std::convertible_to<index_t>;
+  { cb.size() } -> std::convertible_to<index_t>;  ///< devices reachable: ranks 0..size-1
   { b.send(in, n, peer, tag) } -> std::same_as<typename B::request>;
   { b.recv(out, n, peer, tag) } -> std::same_as<typename B::request>;
   /// Called, in the same order, by every member of `members` (and only by them).
@@ -3343,9 +3838,16 @@ namespace meshcast {
 template <backend Backend, strategy Strategy>
 class executor {
  public:
-  /// `ops` is the schedule (issue order), the same on every rank.
-  executor(Backend& b, const plan& p, const std::vector<op>& ops) : b_(b) {
+  /// `ops` is the schedule (issue order), the same on every rank. The executor keeps its own
+  /// copy of the backend (a handle: communicator, stream), so it never refers to a temporary.
+  /// Throws `meshcast::error` when the communicator has fewer ranks than the plan has devices or
+  /// an op does not fit the plan (a schedule from elsewhere is checked, not trusted).
+  executor(Backend b, const plan& p, const std::vector<op>& ops) : b_(std::move(b)) {
     me_ = b_.device();
+    if (b_.size() < p.device_count)
+      throw error("the plan uses " + std::to_string(p.device_count) + " devices but the communicator has " +
+                  std::to_string(b_.size()) + " ranks; run one rank per device");
+    check_ops(p, ops);
     eb_ = static_cast<std::size_t>(p.element_bytes);
     src_tile_ = p.source_tile(me_);
     dst_tile_ = p.destination_tile(me_);
@@ -3364,7 +3866,9 @@ class executor {
   /// Reshards: reads `source` (never written), fills `destination`. May be called repeatedly.
   void run(std::span<const std::byte> source, std::span<std::byte> destination) {
     if (source.size() < source_bytes() || destination.size() < destination_bytes())
-      throw error("device " + std::to_string(me_) + ": shard buffers are smaller than its tiles");
+      throw error("device " + std::to_string(me_) + ": shard buffers of " + std::to_string(source.size()) + " and " +
+                  std::to_string(destination.size()) + " bytes are smaller than its tiles (" + std::to_string(source_bytes()) +
+                  " and " + std::to_string(destination_bytes()) + " bytes)");
     pending_.clear();
     sent_.clear();
     b_.begin_round();
@@ -3423,6 +3927,24 @@ class executor {
   static bool collective(const op& o) noexcept { return !Strategy::point_to_point && o.receivers.size() >= 2; }
 
   std::size_t tile_bytes(const box& b) const noexcept { return static_cast<std::size_t>(b.volume()) * eb_; }
+
+  // Every op names devices of the plan, a region inside the tensor and its exact byte count.
+  static void check_ops(const plan& p, const std::vector<op>& ops) {
+    const box whole = p.src.whole();
+    auto bad = [](std::size_t i, const char* why) {
+      throw error("op " + std::to_string(i) + " of the schedule " + why + "; was it made for another plan?");
+    };
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const op& o = ops[i];
+      if (o.sender < 0 || o.sender >= p.device_count) bad(i, "names a sender that is not a device of the plan");
+      for (index_t r : o.receivers)
+        if (r < 0 || r >= p.device_count) bad(i, "names a receiver that is not a device of the plan");
+      if (o.receivers.empty()) bad(i, "has no receiver");
+      if (o.region.rank != whole.rank || !whole.contains(o.region) || o.region.empty())
+        bad(i, "moves a region outside the tensor");
+      if (o.bytes != o.region.volume() * p.element_bytes) bad(i, "has a byte count that does not match its region");
+    }
+  }
 
   void plan_steps(const std::vector<op>& ops) {
     for (std::size_t i = 0; i < ops.size(); ++i) {
@@ -3489,7 +4011,7 @@ class executor {
     }
   }
 
-  Backend& b_;
+  Backend b_;
   index_t me_ = -1;
   std::size_t eb_ = 1;
   box src_tile_{}, dst_tile_{};

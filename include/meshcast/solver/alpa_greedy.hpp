@@ -53,7 +53,9 @@ struct alpa_greedy {
         std::vector<char> sending(hosts, 0), receiving(hosts, 0);
         std::vector<double> trial_load = load;
         std::vector<std::pair<std::size_t, std::size_t>> chosen;
+        std::size_t looked = 0;
         for (std::size_t u : order) {
+          if ((++looked & 4095) == 0 && stop.expired()) break;  // a trial on a large instance looks at the clock
           const unit& un = in.units[u];
           std::vector<index_t> into = receiving_hosts(un.options[0]);
           if (std::any_of(into.begin(), into.end(), [&](index_t h) { return receiving[h]; })) continue;

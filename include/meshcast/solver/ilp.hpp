@@ -33,7 +33,11 @@ namespace meshcast {
 struct ilp {
   static constexpr std::string_view name = "ilp";
   int max_slots = 64;  ///< horizon length in slots, at most
-  std::size_t max_nonzeros = 2'000'000;  ///< largest constraint matrix built
+  /// Largest constraint matrix built. CBC's root LP does not look at the clock, so the model is
+  /// kept to what it solves well within the limit: at most this, and at most
+  /// `nonzeros_per_second` times the seconds left.
+  std::size_t max_nonzeros = 150'000;
+  double nonzeros_per_second = 150'000;
 
   const char* supports(const instance&) const { return nullptr; }
 
@@ -84,7 +88,8 @@ struct ilp {
         for (const option& o : u.options)
           for (const op& x : o.ops)
             nonzeros += (horizon - slots(x.duration) + 1.0) * (3.0 + static_cast<double>(x.resources.size()) * (slots(x.duration) + 1));
-      if (nonzeros > static_cast<double>(max_nonzeros) || stop.expired()) return fallback();
+      const double cap = std::min(static_cast<double>(max_nonzeros), nonzeros_per_second * stop.remaining_s());
+      if (nonzeros > cap || stop.expired()) return fallback();
     }
     bool exact = true;
     for (const unit& u : in.units)

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <meshcast/meshcast.hpp>
+#include <meshcast/backend/mpi_bounded.hpp>
 
 namespace meshcast {
 
@@ -30,6 +31,7 @@ class mpi_backend {
   struct request {
     MPI_Request mpi = MPI_REQUEST_NULL;
     int chain = -1;  // index into chains_, or -1
+    int peer = -1;   // the other side (for messages), -1 for a group operation
   };
   /// A sub-communicator and the group rank of each member device, in member order.
   struct group {
@@ -58,22 +60,29 @@ class mpi_backend {
   /// Rank r of `comm` plays device r. `timeout_s` bounds every wait (0: no bound).
   explicit mpi_backend(MPI_Comm comm = MPI_COMM_WORLD, double timeout_s = 60,
                        broadcast_mode mode = broadcast_mode::communicator, std::size_t chain_chunk = 1 << 20)
-      : comm_(comm), timeout_s_(timeout_s), mode_(mode), chunk_(chain_chunk) {
-    int r = 0;
+      : comm_(comm), timeout_s_(detail::checked_seconds(timeout_s, "the MPI backend's timeout")), mode_(mode),
+        chunk_(chain_chunk < 1 ? 1 : chain_chunk) {
+    int r = 0, n = 0;
     MPI_Comm_rank(comm_, &r);
+    MPI_Comm_size(comm_, &n);
     rank_ = r;
+    size_ = n;
   }
 
   index_t device() const noexcept { return rank_; }
+  /// Devices the communicator holds (ranks 0..size-1).
+  index_t size() const noexcept { return size_; }
   MPI_Comm comm() const noexcept { return comm_; }
 
   request send(const std::byte* data, std::size_t n, index_t peer, int tag) {
     request r;
+    r.peer = static_cast<int>(peer);
     check(MPI_Isend(data, count(n), MPI_BYTE, static_cast<int>(peer), tag, comm_, &r.mpi), "MPI_Isend");
     return r;
   }
   request recv(std::byte* data, std::size_t n, index_t peer, int tag) {
     request r;
+    r.peer = static_cast<int>(peer);
     check(MPI_Irecv(data, count(n), MPI_BYTE, static_cast<int>(peer), tag, comm_, &r.mpi), "MPI_Irecv");
     return r;
   }
@@ -123,36 +132,29 @@ class mpi_backend {
     if (r.chain >= 0) {
       chain& c = chains_[static_cast<std::size_t>(r.chain)];
       for (auto& k : c.chunks) {
-        wait_mpi(k.recv);
+        wait_mpi(k.recv, -1);
         if (c.next >= 0 && !c.root) {
           c.sends.emplace_back();
           check(MPI_Isend(c.data + k.at, count(k.len), MPI_BYTE, c.next, 0, c.comm, &c.sends.back()), "MPI_Isend");
         }
       }
-      for (auto& s : c.sends) wait_mpi(s);
+      for (auto& s : c.sends) wait_mpi(s, -1);
       c = chain{};
       r.chain = -1;
       return;
     }
-    wait_mpi(r.mpi);
+    wait_mpi(r.mpi, r.peer);
   }
-  /// Waits for one MPI request, polling, and throws once the deadline has passed (a peer that
-  /// never comes). With a timeout of 0 it simply blocks in MPI_Wait, as a hand-written loop would.
-  void wait_mpi(MPI_Request& r) {
+  /// Waits for one MPI request, polling, and throws `timeout_error` naming the peer once the
+  /// deadline has passed (a peer that never comes). With a timeout of 0 it simply blocks in
+  /// MPI_Wait, as a hand-written loop would.
+  void wait_mpi(MPI_Request& r, int peer) {
     if (timeout_s_ <= 0) {
       check(MPI_Wait(&r, MPI_STATUS_IGNORE), "MPI_Wait");
       return;
     }
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s_);
-    for (int spins = 0;; ++spins) {
-      int done = 0;
-      check(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test");
-      if (done) return;
-      if (std::chrono::steady_clock::now() > deadline)
-        throw error("device " + std::to_string(rank_) + ": a transfer did not complete within " +
-                    std::to_string(timeout_s_) + " s (a rank is missing, or ranks run different schedules)");
-      if (spins > 1000) std::this_thread::yield();
-    }
+    if (!detail::wait_until(r, detail::deadline(timeout_s_))) [[unlikely]]
+      timed_out(peer);
   }
   void begin_round() noexcept {}
   void end_round() noexcept {}
@@ -195,7 +197,16 @@ class mpi_backend {
     throw error("a message of " + std::to_string(n) + " bytes exceeds MPI's int count; cut the task finer");
   }
   [[noreturn, gnu::cold, gnu::noinline]] void failed(int rc, const char* what) const {
-    throw error("device " + std::to_string(rank_) + ": " + what + " failed with code " + std::to_string(rc));
+    char text[MPI_MAX_ERROR_STRING] = {};
+    int length = 0;
+    MPI_Error_string(rc, text, &length);
+    throw error("device " + std::to_string(rank_) + ": " + what + " failed: " + text);
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void timed_out(int peer) const {
+    const std::string whom = peer >= 0 ? "with device " + std::to_string(peer) : "in a broadcast group";
+    throw timeout_error("device " + std::to_string(rank_) + ": a transfer " + whom + " did not complete within " +
+                            std::to_string(timeout_s_) + " s (the device is unreachable, stopped or gone)",
+                        peer >= 0 ? std::vector<int>{peer} : std::vector<int>{});
   }
   struct chain {
     struct piece {
@@ -219,6 +230,7 @@ class mpi_backend {
   }
   MPI_Comm comm_;
   double timeout_s_;
+  index_t size_ = 0;
   broadcast_mode mode_ = broadcast_mode::communicator;
   std::size_t chunk_ = 1 << 20;
   std::vector<chain> chains_;
@@ -228,20 +240,26 @@ class mpi_backend {
 static_assert(backend<mpi_backend>, "mpi_backend must satisfy the backend concept.");
 
 /// Hands `root`'s ops to every rank of `comm` (so that ranks never run solvers that may differ,
-/// e.g. time-limited searches), then checks that all ranks agree on plan and schedule.
-inline void share_schedule(MPI_Comm comm, const plan& p, std::vector<op>& ops, int root = 0) {
+/// e.g. time-limited searches), then checks that all ranks agree on plan and schedule. Every step
+/// gives up with `timeout_error` after `timeout_s` seconds.
+inline void share_schedule(MPI_Comm comm, const plan& p, std::vector<op>& ops, int root = 0, double timeout_s = 60) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   std::vector<std::int64_t> wire = rank == root ? to_wire(ops) : std::vector<std::int64_t>{};
   long long n = static_cast<long long>(wire.size());
-  MPI_Bcast(&n, 1, MPI_LONG_LONG, root, comm);
+  bounded_broadcast(comm, &n, sizeof n, root, timeout_s, "receiving the schedule's size");
+  if (n < 0 || static_cast<unsigned long long>(n) > (std::numeric_limits<int>::max() / sizeof(std::int64_t)))
+    throw error("the schedule is too large to share (" + std::to_string(n) + " words)");
   wire.resize(static_cast<std::size_t>(n));
-  MPI_Bcast(wire.data(), static_cast<int>(n), MPI_INT64_T, root, comm);
+  bounded_broadcast(comm, wire.data(), static_cast<int>(n * static_cast<long long>(sizeof(std::int64_t))), root, timeout_s,
+                    "receiving the schedule");
   if (rank != root) ops = from_wire(wire);
-  unsigned long long mine = fingerprint(p, ops), low = 0, high = 0;
-  MPI_Allreduce(&mine, &low, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, comm);
-  MPI_Allreduce(&mine, &high, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm);
-  if (low != high) throw error("ranks disagree on the plan: were they given the same layouts and sizes?");
+  const std::uint64_t mine = fingerprint(p, ops);
+  // Equal everywhere exactly when the sum over ranks is size * root's value.
+  std::uint64_t theirs = mine;
+  bounded_broadcast(comm, &theirs, sizeof theirs, root, timeout_s, "comparing schedules");
+  if (!all_ok(comm, mine == theirs, timeout_s, "comparing schedules"))
+    throw error("ranks disagree on the plan: were they given the same layouts and sizes?");
 }
 
 }  // namespace meshcast

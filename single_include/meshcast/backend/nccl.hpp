@@ -81,12 +81,15 @@ class nccl_backend {
   /// `comm` spans every device of the plan (rank r plays device r); work goes on `stream`.
   nccl_backend(ncclComm_t comm, cudaStream_t stream, Bootstrap bootstrap)
       : comm_(comm), stream_(stream), bootstrap_(std::move(bootstrap)) {
-    int r = 0;
+    int r = 0, n = 0;
     detail::nccl_check(ncclCommUserRank(comm_, &r), "ncclCommUserRank");
+    detail::nccl_check(ncclCommCount(comm_, &n), "ncclCommCount");
     rank_ = r;
+    size_ = n;
   }
 
   index_t device() const noexcept { return rank_; }
+  index_t size() const noexcept { return size_; }
 
   request send(const std::byte* data, std::size_t n, index_t peer, int) {
     detail::nccl_check(ncclSend(data, n, ncclUint8, static_cast<int>(peer), comm_, stream_), "ncclSend");
@@ -148,6 +151,7 @@ class nccl_backend {
   cudaStream_t stream_;
   Bootstrap bootstrap_;
   index_t rank_ = 0;
+  index_t size_ = 0;
 };
 
 }  // namespace meshcast

@@ -199,7 +199,7 @@ class parser {
       if (at_ >= s_.size() || s_[at_] != '"') fail("expected a member name in quotes");
       std::string key = parse_string();
       for (const member& m : o)
-        if (m.first == key) fail("member \"" + printable(key) + "\" appears twice");
+        if (m.first == key) fail("member \"" + meshcast::detail::printable(key) + "\" appears twice");
       skip_space();
       expect(':');
       skip_space();
@@ -291,7 +291,7 @@ class parser {
           utf8(out, cp);
           break;
         }
-        default: fail(std::string("unknown escape '\\") + printable(std::string(1, e)) + "'");
+        default: fail(std::string("unknown escape '\\") + meshcast::detail::printable(std::string(1, e)) + "'");
       }
     }
   }
@@ -341,24 +341,6 @@ class parser {
       i = static_cast<std::int64_t>(d);
     }
     return value::make_number(d, integral, i);
-  }
-
- public:
-  /// Text as it may appear in a message: control characters escaped, at most 60 characters.
-  static std::string printable(const std::string& s) {
-    std::string out;
-    for (char c : s) {
-      if (out.size() >= 60) return out + "...";
-      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-        static const char* hex = "0123456789abcdef";
-        out += "\\x";
-        out += hex[(static_cast<unsigned char>(c) >> 4) & 0xF];
-        out += hex[static_cast<unsigned char>(c) & 0xF];
-      } else {
-        out += c;
-      }
-    }
-    return out;
   }
 
  private:

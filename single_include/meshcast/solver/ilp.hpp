@@ -10,6 +10,8 @@
 // once; no resource (NIC direction or device stream) carries two ops in one slot; an op waits for
 // the op named by its `after`; C >= every end; minimise C. The greedy schedule is the MIP start.
 // When every duration is a whole number of slots, the optimum is the ordered model's optimum.
+// The model is built only when it stays small (`max_nonzeros`) and time is left; otherwise, and
+// whenever CBC ends without a complete solution, the answer is the greedy schedule.
 //
 // Needs CBC (Debian: coinor-libcbc-dev; link with `pkg-config --libs cbc`).
 
@@ -32,10 +34,24 @@ namespace meshcast {
 struct ilp {
   static constexpr std::string_view name = "ilp";
   int max_slots = 64;  ///< horizon length in slots, at most
+  /// Largest constraint matrix built. CBC's root LP does not look at the clock, so the model is
+  /// kept to what it solves well within the limit: at most this, and at most
+  /// `nonzeros_per_second` times the seconds left.
+  std::size_t max_nonzeros = 150'000;
+  double nonzeros_per_second = 150'000;
 
   const char* supports(const instance&) const { return nullptr; }
 
   solver_result solve(const instance& in, const solver_options& options) const {
+    const detail::deadline stop(options.time_limit_s);
+    solver_options seed_options = options;
+    seed_options.time_limit_s = options.time_limit_s / 4;
+    greedy::outcome seed = greedy{}.search(in, seed_options);
+    auto fallback = [&] {
+      solver_result r;
+      r.ops = greedy::ops_of(in, seed.order, seed.choice);
+      return r;
+    };
     // Slot length.
     double shortest = std::numeric_limits<double>::infinity();
     for (const unit& u : in.units)
@@ -43,7 +59,6 @@ struct ilp {
         for (const op& x : o.ops)
           if (x.duration > 0) shortest = std::min(shortest, x.duration);
     if (!std::isfinite(shortest)) shortest = 1;
-    greedy::outcome seed = greedy{}.search(in, options);
     // Prefer a slot that divides every duration (then the program is exact), e.g. 768 and 640
     // bytes at one bandwidth: slot = 128 bytes' worth.
     auto divides_all = [&](double d) {
@@ -59,12 +74,24 @@ struct ilp {
         delta = shortest / m;
         break;
       }
-    int horizon = replay(in, delta, seed, nullptr);
-    if (horizon > max_slots) {
-      delta = delta * horizon / max_slots * (1 + 1e-9);
-      horizon = replay(in, delta, seed, nullptr);
+    double horizon_slots = replay(in, delta, seed, nullptr);
+    if (horizon_slots > max_slots) {
+      delta = delta * horizon_slots / max_slots * (1 + 1e-9);
+      horizon_slots = replay(in, delta, seed, nullptr);
     }
-    auto slots = [&](double d) { return std::max(1, static_cast<int>(std::ceil(d / delta - 1e-9))); };
+    if (horizon_slots > 4.0 * max_slots) return fallback();  // rounding up many short ops: no useful model
+    const int horizon = static_cast<int>(horizon_slots);
+    auto slots = [&](double d) { return slots_of(d, delta, horizon); };
+    {
+      // Size of the constraint matrix, counted before anything is allocated.
+      double nonzeros = 0;
+      for (const unit& u : in.units)
+        for (const option& o : u.options)
+          for (const op& x : o.ops)
+            nonzeros += (horizon - slots(x.duration) + 1.0) * (3.0 + static_cast<double>(x.resources.size()) * (slots(x.duration) + 1));
+      const double cap = std::min(static_cast<double>(max_nonzeros), nonzeros_per_second * stop.remaining_s());
+      if (nonzeros > cap || stop.expired()) return fallback();
+    }
     bool exact = true;
     for (const unit& u : in.units)
       for (const option& o : u.options)
@@ -104,8 +131,16 @@ struct ilp {
       rows.push_back(std::move(r)), row_lo.push_back(lo), row_hi.push_back(hi);
     };
     const double inf = 1e30;
+    // Per resource (dense over the resources any op uses) and slot: the starts that occupy it.
+    std::vector<int> dense(static_cast<std::size_t>(in.resources.size()), -1);
+    int used_resources = 0;
+    for (const unit& u : in.units)
+      for (const option& o : u.options)
+        for (const op& x : o.ops)
+          for (int r : x.resources)
+            if (dense[r] < 0) dense[r] = used_resources++;
     std::vector<std::vector<std::vector<std::pair<int, double>>>> busy(
-        static_cast<std::size_t>(in.resources.size()), std::vector<std::vector<std::pair<int, double>>>(horizon));
+        static_cast<std::size_t>(used_resources), std::vector<std::vector<std::pair<int, double>>>(horizon));
     for (std::size_t u = 0; u < in.units.size(); ++u) {
       const unit& un = in.units[u];
       std::vector<std::pair<int, double>> one;
@@ -121,7 +156,7 @@ struct ilp {
             once.push_back({cs.first + t, 1});
             end.push_back({cs.first + t, t + d});
             for (int r : ops[j].resources)
-              for (int s = t; s < t + d; ++s) busy[r][s].push_back({cs.first + t, 1});
+              for (int s = t; s < t + d; ++s) busy[dense[r]][s].push_back({cs.first + t, 1});
           }
           add_row(once, 0, 0);
           add_row(end, -inf, 0);
@@ -138,13 +173,13 @@ struct ilp {
     }
     // Each resource's total work fits before C: implied by the rows above, but it gives the
     // relaxation the load bound at once.
-    std::vector<std::vector<std::pair<int, double>>> work(static_cast<std::size_t>(in.resources.size()));
+    std::vector<std::vector<std::pair<int, double>>> work(static_cast<std::size_t>(used_resources));
     for (std::size_t u = 0; u < in.units.size(); ++u)
       for (std::size_t k = 0; k < in.units[u].options.size(); ++k)
         for (std::size_t j = 0; j < in.units[u].options[k].ops.size(); ++j) {
           const op& o = in.units[u].options[k].ops[j];
           for (int r : o.resources)
-            for (int t = 0; t < x[u][k][j].count; ++t) work[r].push_back({x[u][k][j].first + t, slots(o.duration)});
+            for (int t = 0; t < x[u][k][j].count; ++t) work[dense[r]].push_back({x[u][k][j].first + t, slots(o.duration)});
         }
     for (auto& w : work)
       if (!w.empty()) {
@@ -174,14 +209,15 @@ struct ilp {
     // CBC 2.10's preprocessing can crash in its post-processing on these models; the rows are
     // already tight, so it is switched off.
     Cbc_setParameter(model.get(), "preprocess", "off");
-    Cbc_setMaximumSeconds(model.get(), std::max(options.time_limit_s, 0.01));
+    if (stop.expired()) return fallback();
+    Cbc_setMaximumSeconds(model.get(), std::max(stop.remaining_s(), 0.01));
 
     // MIP start: the list schedule.
     std::vector<int> start_slot_of;  // flattened per (u, k, j) of the chosen option
     std::vector<double> initial(static_cast<std::size_t>(columns), 0.0);
     {
       std::vector<std::vector<int>> starts;
-      int makespan = replay(in, delta, seed, &starts);
+      const double makespan = replay(in, delta, seed, &starts);
       initial[c] = makespan;
       for (std::size_t u = 0; u < in.units.size(); ++u) {
         std::size_t k = seed.choice[u];
@@ -195,6 +231,7 @@ struct ilp {
     Cbc_solve(model.get());
 
     const double* sol = Cbc_getColSolution(model.get());
+    if (!sol || Cbc_numberSavedSolutions(model.get()) < 1) return fallback();
     struct placed {
       int t;
       std::size_t u, k, j;
@@ -207,6 +244,18 @@ struct ilp {
           for (int t = 0; t < x[u][k][j].count; ++t)
             if (sol[x[u][k][j].first + t] > 0.5) chosen.push_back({t, u, k, j});
       }
+    {
+      // A complete answer takes one option per unit and starts each of its ops once.
+      std::vector<int> options_taken(in.units.size(), 0);
+      std::vector<std::size_t> starts(in.units.size(), 0);
+      for (std::size_t u = 0; u < in.units.size(); ++u)
+        for (std::size_t k = 0; k < in.units[u].options.size(); ++k)
+          if (sol[y[u][k]] >= 0.5) ++options_taken[u], starts[u] += in.units[u].options[k].ops.size();
+      std::vector<std::size_t> got(in.units.size(), 0);
+      for (const placed& p : chosen) ++got[p.u];
+      for (std::size_t u = 0; u < in.units.size(); ++u)
+        if (options_taken[u] != 1 || got[u] != starts[u]) return fallback();
+    }
     std::sort(chosen.begin(), chosen.end(), [](const placed& a, const placed& b) {
       return std::tie(a.t, a.u, a.j) < std::tie(b.t, b.u, b.j);
     });
@@ -218,19 +267,26 @@ struct ilp {
   }
 
  private:
+  // Whole slots an op of `d` seconds takes, at least 1 and at most cap + 1 (so that no ratio of
+  // a long op to a short slot can overflow an int).
+  static int slots_of(double d, double delta, int cap) {
+    const double q = std::ceil(d / delta - 1e-9);
+    return q >= cap + 1.0 ? cap + 1 : std::max(1, static_cast<int>(q));
+  }
   // The greedy schedule with durations in whole slots (ordered model). Returns its makespan in
-  // slots; with `starts`, also the start slot of every op of each unit's chosen option.
-  static int replay(const instance& in, double delta, const greedy::outcome& g, std::vector<std::vector<int>>* starts) {
-    auto slots = [&](double d) { return std::max(1, static_cast<int>(std::ceil(d / delta - 1e-9))); };
+  // slots (in floating point: it may be far beyond any horizon); with `starts`, also the start
+  // slot of every op of each unit's chosen option.
+  static double replay(const instance& in, double delta, const greedy::outcome& g, std::vector<std::vector<int>>* starts) {
+    auto slots = [&](double d) { return std::max(1.0, std::ceil(d / delta - 1e-9)); };
     if (starts) starts->assign(in.units.size(), {});
-    std::vector<int> free(static_cast<std::size_t>(in.resources.size()), 0);
-    int makespan = 0;
+    std::vector<double> free(static_cast<std::size_t>(in.resources.size()), 0);
+    double makespan = 0;
     for (std::size_t u : g.order)
       for (const op& x : in.units[u].options[g.choice[u]].ops) {
-        int s = 0;
+        double s = 0;
         for (int r : x.resources) s = std::max(s, free[r]);
         for (int r : x.resources) free[r] = s + slots(x.duration);
-        if (starts) (*starts)[u].push_back(s);
+        if (starts) (*starts)[u].push_back(static_cast<int>(std::min(s, 1e9)));
         makespan = std::max(makespan, s + slots(x.duration));
       }
     return makespan;

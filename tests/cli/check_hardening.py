@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Regression tests for bad input on the command-line tools: every case that once crashed, hung,
+wrapped a size or ended with a wrong exit status. Each case checks the exit status, the message
+and a generous time bound (a regression, not a benchmark).
+
+Usage: check_hardening.py PATH/TO/meshcast-plan [MPIEXEC PATH/TO/meshcast-reshard]
+"""
+import os
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+PLAN = sys.argv[1]
+MPIEXEC = sys.argv[2] if len(sys.argv) > 3 else None
+RESHARD = sys.argv[3] if len(sys.argv) > 3 else None
+failures = []
+# Sanitizer builds run several times slower: ctest passes a scale for the time bounds.
+SCALE = float(os.environ.get("MESHCAST_TIME_SCALE", "1"))
+BASE = ["--shape", "64x64", "--src-mesh", "2", "--src-spec", "S0,R", "--dst-mesh", "2", "--dst-spec", "R,S0"]
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+
+
+def limit_memory(gib):
+    def apply():
+        cap = int(gib * (1 << 30))
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    return apply
+
+
+def run(cmd, timeout=120, stdout=subprocess.PIPE, memory_gib=None):
+    t0 = time.monotonic()
+    try:
+        r = subprocess.run(cmd, stdout=stdout, stderr=subprocess.PIPE, timeout=timeout,
+                           preexec_fn=limit_memory(memory_gib) if memory_gib else None)
+    except subprocess.TimeoutExpired:
+        return None, "", "", time.monotonic() - t0
+    out = r.stdout.decode(errors="replace") if isinstance(r.stdout, bytes) else ""
+    return r.returncode, out, r.stderr.decode(errors="replace"), time.monotonic() - t0
+
+
+def expect(name, cmd, status, text=None, seconds=60, **kw):
+    """status None: any non-zero status."""
+    seconds *= SCALE
+    rc, out, err, took = run(cmd, timeout=seconds + 30, **kw)
+    check(rc is not None, f"{name}: did not end within {seconds + 30} s")
+    if rc is None:
+        return out, err
+    check(rc == status if status is not None else rc != 0, f"{name}: exit {rc}, expected {status}\n{err[-2000:]}")
+    if text is not None:
+        check(text in err, f"{name}: stderr does not say {text!r}: {err[-1000:]!r}")
+    check(took <= seconds, f"{name}: took {took:.1f} s, more than {seconds} s")
+    check("terminate called" not in err and "runtime error" not in err, f"{name}: crashed: {err[-1000:]!r}")
+    return out, err
+
+
+# --- meshcast-plan ---------------------------------------------------------------------------
+plan = [PLAN]
+expect("mesh product wraps", plan + ["--shape", "8x8", "--src-mesh", "384773x95883776011880", "--src-spec", "R,R",
+                                     "--dst-mesh", "2", "--dst-spec", "R,R"], 2, "does not fit in 64 bits")
+expect("shape product wraps", plan + ["--shape", "4294967296x4294967296", "--dtype-bytes", "1", "--src-mesh", "2",
+                                      "--src-spec", "R,R", "--dst-mesh", "2", "--dst-spec", "R,R"], 2, "does not fit")
+expect("shape just past 2^63", plan + ["--shape", "3037000500x3037000500", "--dtype-bytes", "1", "--src-mesh", "2",
+                                       "--src-spec", "R,R", "--dst-mesh", "2", "--dst-spec", "R,R"], 2, "does not fit")
+expect("bytes past 2^63", plan + ["--shape", "2147483648x2147483648", "--dtype-bytes", "4", "--src-mesh", "2",
+                                  "--src-spec", "R,R", "--dst-mesh", "2", "--dst-spec", "R,R"], 2, "more bytes than fit")
+expect("destination mesh wraps (was SIGFPE)", plan + ["--shape", "8x8", "--src-mesh", "2", "--src-spec", "R,R",
+       "--dst-mesh", "4294967296x4294967296", "--dst-spec", "S01,R"], 2, "mesh '4294967296x4294967296'")
+expect("source mesh wraps (was SIGSEGV)", plan + ["--shape", "8x8", "--src-mesh", "4294967296x4294967296",
+       "--src-spec", "R,R", "--dst-mesh", "2", "--dst-spec", "R,R"], 2, "mesh '4294967296x4294967296'")
+expect("mesh beyond max_devices", plan + ["--shape", "8x8", "--src-mesh", "2048x1024", "--src-spec", "R,R",
+       "--dst-mesh", "2", "--dst-spec", "R,R"], 2, "max_devices")
+for bad in ["inf", "1e300", "nan", "-1", "0"]:
+    expect(f"--nic-gbps {bad} (was an endless loop)", plan + BASE + ["--nic-gbps", bad, "--solver", "greedy"], 2,
+           "--nic-gbps", seconds=10)
+for bad in ["inf", "1e13", "nan", "-5"]:
+    expect(f"--time-limit-ms {bad} (was UB in a duration cast)", plan + BASE + ["--time-limit-ms", bad, "--solver", "greedy"],
+           2, "--time-limit-ms", seconds=10)
+expect("--nics-per-host 4294967297 (became 1)", plan + BASE + ["--nics-per-host", "4294967297", "--solver", "greedy"], 2,
+       "--nics-per-host")
+expect("--devices-per-host 0 (was taken as the default)", plan + BASE + ["--devices-per-host", "0"], 2, "--devices-per-host")
+expect("a device id of 100,000,000 allocates nothing", plan + ["--shape", "8", "--src-mesh", "4", "--src-spec", "S0",
+       "--dst-mesh", "4", "--dst-spec", "S0", "--dst-devices", "0,1,2,100000000"], 2, "100000000", seconds=10, memory_gib=1)
+out, err = expect("control characters are escaped, the input named once",
+                  plan + ["--shape", "8\x1bx8", "--src-mesh", "2", "--src-spec", "R,R", "--dst-mesh", "2", "--dst-spec", "R,R"],
+                  2, "\\x1b")
+check("\x1b" not in err, f"raw escape character in {err!r}")
+out, err = expect("no repeated input", plan + ["--shape", "8x8", "--src-mesh", "2,4", "--src-spec", "R,R", "--dst-mesh", "2",
+                                               "--dst-spec", "R,R"], 2, "'2,4'")
+check(err.count("2,4") == 2, f"the message repeats the input: {err!r}")  # once in quotes, once as the bad part
+# Time limits hold at every size (instance building aside): 65,536 units.
+big = ["--shape", "4096x4096", "--src-mesh", "256", "--src-spec", "S0,R", "--dst-mesh", "256", "--dst-spec", "R,S0",
+       "--same-mesh", "--devices-per-host", "4", "--time-limit-ms", "500"]
+for solver in ["alpa_dfs", "alpa_greedy", "greedy", "branch_and_bound", "open_shop"]:
+    expect(f"{solver} on 65,536 units keeps its limit (alpa_dfs overflowed the stack)", plan + big + ["--solver", solver], 0,
+           seconds=45)
+expect("ilp on 1,024 tasks keeps its limit (took 48 s)", plan + ["--shape", "4096x4096", "--src-mesh", "32", "--src-spec",
+       "S0,R", "--dst-mesh", "32", "--dst-spec", "R,S0", "--devices-per-host", "4", "--solver", "ilp", "--time-limit-ms", "1000"],
+       0, seconds=30, memory_gib=4)
+with open("/dev/full", "w") as full:
+    expect("stdout on a full disk", plan + BASE, 2, "cannot write to standard output", stdout=full)
+    expect("--json on a full disk", plan + BASE + ["--json"], 2, "cannot write to standard output", stdout=full)
+expect("--trace on a full disk", plan + BASE + ["--solver", "greedy", "--trace", "/dev/full"], 2, "cannot write trace file")
+with tempfile.TemporaryDirectory() as tmp:
+    trace = os.path.join(tmp, "t.json")
+    expect("--trace without --solver writes the trace", plan + BASE + ["--trace", trace], 0)
+    check(os.path.exists(trace) and "traceEvents" in open(trace).read(), "--trace without --solver wrote no trace")
+expect("out of memory is a message, not terminate", plan + ["--shape", "1048576x1048576", "--src-mesh", "1024x1024",
+       "--src-spec", "S0,S1", "--dst-mesh", "1024x1024", "--dst-spec", "S1,S0", "--same-mesh", "--json"], 2, "out of memory",
+       memory_gib=0.3)
+
+# --- meshcast-reshard ------------------------------------------------------------------------
+if RESHARD:
+    mpi = [MPIEXEC, "-n"]
+    expect("reshard: element count wraps (was a heap overflow)",
+           mpi + ["2", RESHARD, "--shape", "4562284561x4043312912", "--dtype-bytes", "1", "--src-mesh", "1", "--src-spec",
+                  "R,R", "--dst-mesh", "1", "--dst-spec", "R,R"], 2, "does not fit", seconds=30)
+    expect("reshard: zero bytes planned (reported 0 wrong elements)",
+           mpi + ["4", RESHARD, "--shape", "4294967296x4294967296", "--dtype-bytes", "1", "--src-mesh", "2", "--src-spec",
+                  "R,R", "--dst-mesh", "2", "--dst-spec", "R,R"], 2, "does not fit", seconds=30)
+    expect("reshard: --repeat 4294967296 (truncated to 0)", mpi + ["4", RESHARD] + BASE + ["--repeat", "4294967296"], 2,
+           "--repeat", seconds=30)
+    out, err = expect("reshard: --dump into a missing folder (hung)",
+                      mpi + ["4", RESHARD] + BASE + ["--dump", "/missing/dir", "--timeout-s", "5"], 2, "/missing/dir",
+                      seconds=5 + 5 + 10)
+    for r in (2, 3):  # every destination rank reports its own failure, once
+        check(err.count(f"(rank {r})") == 1, f"rank {r} did not report its own failure once: {err!r}")
+    with tempfile.TemporaryDirectory() as tmp:
+        expect("reshard: --dump writes a file for an empty shard",
+               mpi + ["8", RESHARD, "--shape", "3", "--src-mesh", "4", "--src-spec", "S0", "--dst-mesh", "4", "--dst-spec",
+                      "S0", "--dump", tmp], 0, seconds=60)
+        names = sorted(os.listdir(tmp))
+        check(names == [f"rank{r}.bin" for r in range(4, 8)], f"dump files {names}")
+        check(os.path.exists(os.path.join(tmp, "rank7.bin")) and os.path.getsize(os.path.join(tmp, "rank7.bin")) == 0,
+              "the empty shard's file is missing or not empty")
+    with open("/dev/full", "w") as full:
+        # mpiexec forwards the ranks' output: it is the one that meets the full disk.
+        expect("reshard: summary on a full disk", mpi + ["4", RESHARD] + BASE, None, stdout=full, seconds=60)
+    # A rank stopped mid-run: every other rank gives up within --timeout-s (plus the grace period
+    # and start-up), names the silent device, and the job ends non-zero.
+    cmd = mpi + ["4", RESHARD, "--shape", "1024x1001", "--src-mesh", "2", "--src-spec", "S0,R", "--dst-mesh", "2",
+                 "--dst-spec", "R,S0", "--repeat", "1000000", "--timeout-s", "5"]
+    t0 = time.monotonic()
+    job = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    stopped = None
+    for _ in range(100):
+        time.sleep(0.1)
+        ranks = subprocess.run(["pgrep", "-f", "meshcast-reshard --shape 1024x1001"], capture_output=True, text=True).stdout.split()
+        ranks = [int(p) for p in ranks if int(p) != job.pid]
+        if len(ranks) >= 4 and time.monotonic() - t0 > 2:
+            stopped = max(ranks)
+            os.kill(stopped, signal.SIGSTOP)
+            break
+    check(stopped is not None, "could not find a rank to stop")
+    t_stop = time.monotonic()
+    try:
+        _, err = job.communicate(timeout=60)
+        err = err.decode(errors="replace")
+        check(job.returncode != 0, "a stopped rank: the job ended with status 0")
+        check(time.monotonic() - t_stop <= (5 + 10) * SCALE, f"a stopped rank: the others took {time.monotonic() - t_stop:.1f} s")
+        check("did not" in err and "device" in err, f"a stopped rank: no message names it: {err[-1500:]!r}")
+    except subprocess.TimeoutExpired:
+        os.killpg(job.pid, signal.SIGKILL)
+        failures.append("a stopped rank: the job hung")
+    if stopped:
+        try:
+            os.kill(stopped, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+if failures:
+    print("\n".join(failures))
+    print(f"{len(failures)} failures")
+    sys.exit(1)
+print("hardening regressions: all checks passed")

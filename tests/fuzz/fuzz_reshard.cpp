@@ -1,0 +1,102 @@
+// Fuzzes plan + instance + solve + schedule check on small random layouts: every solver's
+// answer that `solve` accepts must deliver every destination element exactly once, from a device
+// that holds it (checked element by element by the independent checker of the unit tests), and
+// `solve` must never accept a wrong schedule or fail with anything but meshcast::error.
+#include <cstdint>
+#include <cstdlib>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <meshcast/meshcast.hpp>
+
+#include "provider.hpp"
+#include "support/schedule_checker.hpp"
+
+using namespace meshcast;
+
+namespace {
+spec_value spec_from(fuzz::provider& in, int mesh_rank, int tensor_rank) {
+  spec_value v;
+  v.rank = tensor_rank;
+  for (int a = 0; a < mesh_rank; ++a) {
+    const int d = in.pick(-1, tensor_rank - 1);
+    if (d >= 0) v.dims[d].axes[v.dims[d].axis_count++] = a;
+  }
+  return v;
+}
+
+template <class Strategy>
+void run(fuzz::provider& in, const plan& p, const std::vector<index_t>& hosts, const network& net, Strategy st) {
+  const bool split = in.flag();
+  instance inst = make_instance(p, net, st, split);
+  solver_options o;
+  o.time_limit_s = 0.02;
+  o.seed = static_cast<std::uint64_t>(in.pick(0, 255));
+  auto check = [&](auto solver) {
+    if (solver.supports(inst)) return;
+    schedule s = solve(inst, solver, o);
+    const std::string problem = meshcast::testing::check_schedule(p, hosts, s, net.port_count() == net.host_count());
+    if (!problem.empty()) {
+      std::fprintf(stderr, "solver %s strategy %s: %s\n", s.solver.c_str(), s.strategy.c_str(), problem.c_str());
+      std::abort();
+    }
+  };
+  switch (in.pick(0, 6)) {
+    case 0: check(naive{}); break;
+    case 1: check(alpa_least_loaded{}); break;
+    case 2: check(alpa_greedy{}); break;
+    case 3: check(alpa_dfs{}); break;
+    case 4: check(greedy{}); break;
+    case 5: check(branch_and_bound{}); break;
+    default: check(open_shop{}); break;
+  }
+}
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  fuzz::provider in(data, size);
+  try {
+    const int rank = in.pick(1, 3);
+    std::vector<index_t> shape(static_cast<std::size_t>(rank));
+    for (auto& n : shape) n = in.pick(0, 9);
+    auto mesh = [&] {
+      std::vector<index_t> m(static_cast<std::size_t>(in.pick(1, 3)));
+      for (auto& x : m) x = in.pick(1, 4);
+      return dynamic_mesh(m);
+    };
+    dynamic_mesh sm = mesh(), dm = mesh();
+    plan_options options;
+    options.element_bytes = in.pick(1, 8);
+    switch (in.pick(0, 2)) {
+      case 1:
+        if (sm.size() == dm.size()) options.devices = device_map::same();
+        break;
+      case 2: {
+        std::vector<index_t> ids;
+        for (index_t j = 0; j < dm.size(); ++j) ids.push_back(in.pick(0, 15));
+        options.devices = device_map::listed(ids);  // repeats are refused with an error
+        break;
+      }
+      default: break;
+    }
+    dynamic_shape sh{std::vector<index_t>(shape)};
+    plan p = make_plan(dynamic_layout(sm, dynamic_spec(spec_from(in, sm.rank(), rank)), sh),
+                       dynamic_layout(dm, dynamic_spec(spec_from(in, dm.rank(), rank)), sh), options);
+    if (p.device_count > 24) return 0;  // keeps the element-by-element checker fast
+    const auto hosts = default_hosts(p.device_count, static_cast<index_t>(p.src_devices.size()), in.pick(1, 4));
+    const index_t host_count = hosts.empty() ? 0 : *std::max_element(hosts.begin(), hosts.end()) + 1;
+    std::vector<host_nics> nics;
+    for (index_t h = 0; h < host_count; ++h)
+      nics.push_back({in.pick(1, 2), 1e9 * in.pick(1, 3), 1e9 * in.pick(1, 3)});
+    network net(hosts, nics, 50e9, 1e-6 * in.pick(0, 2));
+    switch (in.pick(0, 2)) {
+      case 0: run(in, p, hosts, net, send_recv{}); break;
+      case 1: run(in, p, hosts, net, send_recv_allgather{}); break;
+      default: run(in, p, hosts, net, broadcast{}); break;
+    }
+  } catch (const error&) {
+    // bad input refused with a message
+  }
+  return 0;
+}
