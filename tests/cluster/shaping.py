@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Measures the emulated cluster's NIC shaping with plain TCP transfers (python sockets, nothing
+installed): one host to another, two hosts to one (they share its ingress), one host to two (they
+share its egress). Needs a cluster of at least 3 hosts (scripts/cluster.sh up 3 MBIT).
+
+Usage: shaping.py [--seconds S] [--check TOLERANCE]
+Prints one line per case with the goodput of each flow in Mbit/s (TCP payload; the wire carries
+about 3% more in headers). With --check, exits 1 when a case's expected rate (MBIT for one flow,
+MBIT/2 per flow when two share a NIC direction) is missed by more than TOLERANCE (e.g. 0.15).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+PREFIX = os.environ.get("MC_CLUSTER_PREFIX", "mc-")
+NET = os.environ.get("MC_CLUSTER_SUBNET", "10.99.0")
+STATE = f"/run/meshcast-cluster-{PREFIX.rstrip('-')}"
+
+RECEIVER = r"""
+import json, socket, sys, threading, time
+port, flows, skip = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("0.0.0.0", port)); srv.listen(flows)
+print("ready", flush=True)
+out = [None] * flows
+def serve(i, conn):
+    # goodput over the transfer minus its first `skip` seconds (slow start, the token bucket's burst)
+    total = 0; t0 = None; mark_bytes = 0; mark_t = None; last = None
+    while True:
+        b = conn.recv(1 << 20)
+        now = time.monotonic()
+        if not b: break
+        if t0 is None: t0 = now
+        total += len(b); last = now
+        if mark_t is None and now - t0 >= skip: mark_t = now; mark_bytes = total
+    out[i] = {"bytes": total - mark_bytes, "seconds": (last - mark_t) if mark_t else 0.0}
+threads = []
+for i in range(flows):
+    c, _ = srv.accept()
+    t = threading.Thread(target=serve, args=(i, c)); t.start(); threads.append(t)
+for t in threads: t.join()
+print(json.dumps(out), flush=True)
+"""
+
+SENDER = r"""
+import socket, sys, time
+host, port, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+s = socket.create_connection((host, port))
+buf = b"x" * (1 << 20); end = time.monotonic() + seconds
+while time.monotonic() < end: s.sendall(buf)
+s.close()
+"""
+
+
+def ns(k):
+    return f"{PREFIX}h{k}"
+
+
+def run_case(name, flows, seconds, skip, port):
+    """flows: list of (sender host, receiver host). One receiver process per receiving host."""
+    receivers = {}
+    for _, dst in flows:
+        receivers.setdefault(dst, 0)
+        receivers[dst] += 1
+    procs = {}
+    for dst, count in receivers.items():
+        p = subprocess.Popen(["ip", "netns", "exec", ns(dst), sys.executable, "-c", RECEIVER, str(port), str(count), str(skip)],
+                             stdout=subprocess.PIPE, text=True)
+        assert p.stdout.readline().strip() == "ready"
+        procs[dst] = p
+    senders = [subprocess.Popen(["ip", "netns", "exec", ns(src), sys.executable, "-c", SENDER, f"{NET}.{dst + 1}", str(port), str(seconds)])
+               for src, dst in flows]
+    for s in senders:
+        s.wait(timeout=seconds + 30)
+    rates = {}
+    for dst, p in procs.items():
+        out, _ = p.communicate(timeout=30)
+        rates[dst] = [r["bytes"] * 8 / r["seconds"] / 1e6 for r in json.loads(out.strip().splitlines()[-1])]
+    return rates
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=4.0)
+    ap.add_argument("--skip", type=float, default=0.5)
+    ap.add_argument("--check", type=float, default=None)
+    a = ap.parse_args()
+    try:
+        mbit = float(open(f"{STATE}/mbit").read())
+        hosts = int(open(f"{STATE}/hosts_count").read())
+    except OSError:
+        print("shaping.py: no cluster is up (scripts/cluster.sh up 3 MBIT)", file=sys.stderr)
+        return 2
+    if hosts < 3:
+        print("shaping.py: needs 3 hosts", file=sys.stderr)
+        return 2
+    cases = [
+        ("one flow h1 -> h0", [(1, 0)], mbit),
+        ("two senders h1,h2 -> h0 (share h0 ingress)", [(1, 0), (2, 0)], mbit / 2),
+        ("one sender h0 -> h1,h2 (share h0 egress)", [(0, 1), (0, 2)], mbit / 2),
+    ]
+    bad = 0
+    for i, (name, flows, expect) in enumerate(cases):
+        rates = run_case(name, flows, a.seconds, a.skip, 47000 + i)
+        each = [r for dst in sorted(rates) for r in rates[dst]]
+        total = sum(each)
+        miss = max(abs(r - expect) / expect for r in each)
+        verdict = ""
+        if a.check is not None:
+            verdict = " ok" if miss <= a.check else f" MISSED (tolerance {a.check:.0%})"
+            bad += miss > a.check
+        print(f"{name}: per flow {', '.join(f'{r:.1f}' for r in each)} Mbit/s, total {total:.1f} Mbit/s; "
+              f"expected {expect:.1f} per flow at {mbit:g} Mbit/s per NIC direction (worst {miss:.1%} off){verdict}",
+              flush=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
