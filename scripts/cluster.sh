@@ -27,6 +27,10 @@
 # replaces pK on the bridge): every packet to or from the host is held D ms (each way, so a round
 # trip to it grows by 2D) and dropped with probability PCT/100 (each way, per wire packet).
 #
+# TCP. Every host's route to the others uses congestion control MC_CLUSTER_TCP_CC (default cubic,
+# Linux's default), set per route (congctl): a namespace inherits the machine's default (here
+# bbr, which ignores random loss) and may switch only among the machine's allowed algorithms.
+#
 # Rates. The qdisc is tbf (token bucket, burst max(32 KB, 2 ms at MBIT), queue 50 ms at MBIT);
 # MC_CLUSTER_QDISC=htb selects an htb class instead. Measured accuracy: README "Emulated cluster".
 #
@@ -165,7 +169,7 @@ case \$host in
   h*) k=\${host#h} ;;
   *) echo "cluster ssh: unknown host \$host" >&2; exit 255 ;;
 esac
-exec ip netns exec "${P}h\$k" /bin/sh -c "\$*"
+exec ip netns exec "${P}h\$k" /bin/sh -c "exec \$*"
 EOF
   chmod +x "$STATE/ssh"
 }
@@ -216,6 +220,7 @@ cmd_up() {
   echo "$n" > "$STATE/hosts_count"
   echo "$mbit" > "$STATE/mbit"
   noipv6() { ip netns exec "$1" sh -c 'echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6; echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6' 2>/dev/null || true; }
+  local cc=${MC_CLUSTER_TCP_CC:-cubic}
   ip netns add "$SW"
   noipv6 "$SW"
   ip -n "$SW" link set lo up
@@ -239,6 +244,9 @@ cmd_up() {
     ip -n "$SW" link set "p$k" up
     ip -n "$ns" addr add "$NET.$((k + 1))/24" dev eth0
     ip -n "$ns" link set eth0 up
+    # per route, as a namespace may only pick the algorithms the machine allows (often reno, bbr)
+    ip -n "$ns" route replace "$NET.0/24" dev eth0 congctl "$cc" ||
+      die "TCP congestion control '$cc' is not available (MC_CLUSTER_TCP_CC)"
     rate_qdisc "$ns" eth0 "$mbit"     # host egress
     rate_qdisc "$SW" "p$k" "$mbit"    # host ingress
     set_netem "$k" "$delay" "$loss"
@@ -315,9 +323,11 @@ cmd_mpiexec() {
   export UCX_NET_DEVICES=${UCX_NET_DEVICES:-eth0}
   local genv=()
   if [ "${MC_CLUSTER_FINALIZE_FIX:-1}" != 0 ] && [ -f "$STATE/libucx_finalize_progress.so" ]; then
-    genv=(-genv LD_PRELOAD "$STATE/libucx_finalize_progress.so${LD_PRELOAD:+:$LD_PRELOAD}")
+    # AddressSanitizer refuses to start when a preloaded library comes before its runtime.
+    genv=(-genv LD_PRELOAD "$STATE/libucx_finalize_progress.so${LD_PRELOAD:+:$LD_PRELOAD}"
+          -genv ASAN_OPTIONS "${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0")
   fi
-  exec ip netns exec "$HEAD" "${MPIEXEC:-mpiexec}" -launcher ssh -launcher-exec "$STATE/ssh" -f "$STATE/hostfile" \
+  exec ip netns exec "$HEAD" "${MC_CLUSTER_MPIEXEC:-mpiexec}" -launcher ssh -launcher-exec "$STATE/ssh" -f "$STATE/hostfile" \
     -iface eth0 "${genv[@]}" "${args[@]}"
 }
 

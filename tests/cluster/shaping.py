@@ -4,9 +4,12 @@ installed): one host to another, two hosts to one (they share its ingress), one 
 share its egress). Needs a cluster of at least 3 hosts (scripts/cluster.sh up 3 MBIT).
 
 Usage: shaping.py [--seconds S] [--check TOLERANCE]
-Prints one line per case with the goodput of each flow in Mbit/s (TCP payload; the wire carries
-about 3% more in headers). With --check, exits 1 when a case's expected rate (MBIT for one flow,
-MBIT/2 per flow when two share a NIC direction) is missed by more than TOLERANCE (e.g. 0.15).
+Prints one line per case: each flow's goodput (TCP payload) in Mbit/s, their total, and that total
+on the wire (x 1514/1448: Ethernet + IP + TCP headers with timestamps around each 1448-byte
+segment; tc counts whole frames). With --check, exits 1 when a case's wire total misses MBIT by
+more than TOLERANCE (e.g. 0.15): two flows through one NIC direction must share MBIT, not get
+2 x MBIT. How they split it is TCP's business (two CUBIC flows in one FIFO queue split it unevenly
+over a few seconds), so the split is printed, not checked.
 """
 import argparse
 import json
@@ -98,23 +101,24 @@ def main():
         print("shaping.py: needs 3 hosts", file=sys.stderr)
         return 2
     cases = [
-        ("one flow h1 -> h0", [(1, 0)], mbit),
-        ("two senders h1,h2 -> h0 (share h0 ingress)", [(1, 0), (2, 0)], mbit / 2),
-        ("one sender h0 -> h1,h2 (share h0 egress)", [(0, 1), (0, 2)], mbit / 2),
+        ("one flow h1 -> h0", [(1, 0)]),
+        ("two senders h1,h2 -> h0 (share h0 ingress)", [(1, 0), (2, 0)]),
+        ("one sender h0 -> h1,h2 (share h0 egress)", [(0, 1), (0, 2)]),
     ]
+    wire = 1514 / 1448
     bad = 0
-    for i, (name, flows, expect) in enumerate(cases):
+    for i, (name, flows) in enumerate(cases):
         rates = run_case(name, flows, a.seconds, a.skip, 47000 + i)
         each = [r for dst in sorted(rates) for r in rates[dst]]
         total = sum(each)
-        miss = max(abs(r - expect) / expect for r in each)
+        off = abs(total * wire - mbit) / mbit
         verdict = ""
         if a.check is not None:
-            verdict = " ok" if miss <= a.check else f" MISSED (tolerance {a.check:.0%})"
-            bad += miss > a.check
-        print(f"{name}: per flow {', '.join(f'{r:.1f}' for r in each)} Mbit/s, total {total:.1f} Mbit/s; "
-              f"expected {expect:.1f} per flow at {mbit:g} Mbit/s per NIC direction (worst {miss:.1%} off){verdict}",
-              flush=True)
+            failed = off > a.check
+            verdict = " ok" if not failed else f" MISSED (tolerance {a.check:.0%})"
+            bad += failed
+        print(f"{name}: per flow {', '.join(f'{r:.1f}' for r in each)} Mbit/s goodput, total {total:.1f} Mbit/s "
+              f"goodput = {total * wire:.1f} Mbit/s on the wire ({total * wire / mbit:.1%} of {mbit:g}){verdict}", flush=True)
     return 1 if bad else 0
 
 
