@@ -71,10 +71,6 @@ def main():
     shape = tuple(int(x) for x in a.shape.split("x"))
     mesh = init_device_mesh("cpu", mesh_shape)
     coord = mesh.get_coordinate()
-    full_index = None  # never materialised: each rank makes only its own shards
-    numel = 1
-    for n in shape:
-        numel *= n
     strides = [1] * len(shape)
     for d in range(len(shape) - 2, -1, -1):
         strides[d] = strides[d + 1] * shape[d + 1]
@@ -106,12 +102,24 @@ def main():
         local = local.contiguous()
         dist.barrier()
         times.append(time.perf_counter() - t0)
+    comms = ""
+    try:  # which collectives DTensor chose (one more, untimed run)
+        from torch.distributed.tensor.debug import CommDebugMode
+        with CommDebugMode() as debug:
+            out = src.redistribute(mesh, dst_placements)
+            extra = out.to_local()
+            if hasattr(extra, "wait"):
+                extra.wait()
+        comms = ", ".join(f"{getattr(op, '__name__', str(op)).split('.')[-1]} x{n}" for op, n in debug.get_comm_counts().items())
+    except Exception as e:  # noqa: BLE001 - only a report
+        comms = f"unknown ({type(e).__name__})"
     want = shard_values(a.dst)
     ok = torch.tensor([1 if (local.shape == want.shape and torch.equal(local, want)) else 0])
     dist.all_reduce(ok, op=dist.ReduceOp.MIN)
     if rank == 0:
         print(f"dtensor: mesh {a.mesh} {a.src} -> {a.dst} shape {a.shape} float32: best {min(times):.6f} s over "
-              f"{a.repeat} (all {' '.join(f'{t:.3f}' for t in times)}), {'correct' if ok.item() else 'WRONG'}",
+              f"{a.repeat} (all {' '.join(f'{t:.3f}' for t in times)}); collectives: {comms}; "
+              f"{'correct' if ok.item() else 'WRONG'}",
               flush=True)
     dist.destroy_process_group()
     return 0 if ok.item() else 1

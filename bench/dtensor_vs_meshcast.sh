@@ -2,7 +2,7 @@
 # dtensor_vs_meshcast.sh: PyTorch DTensor `redistribute` (gloo, CPU) and meshcast-reshard side by
 # side on the same emulated hosts (scripts/cluster.sh), one line per case with both times.
 #
-#   bench/dtensor_vs_meshcast.sh [--mbit M] [--repeat N] [--build DIR]
+#   bench/dtensor_vs_meshcast.sh [--mbit M] [--repeat N] [--build DIR]     (VERBOSE=1: both tools' own lines too)
 #
 # Cases (same mesh, tensor 4096x4096, 4-byte elements: float32 for DTensor, int32 for meshcast):
 #   1-D mesh of 4 devices on 4 hosts:     Shard(0) -> Shard(1)                  (meshcast S0,R -> R,S0)
@@ -42,12 +42,13 @@ gbps=$(awk -v m="$mbit" 'BEGIN { print m / 1000 }')
 echo "4 emulated hosts, $mbit Mbit/s per NIC direction; torch $torch_version (gloo); best of $repeat"
 
 run_case() {  # name ppn ranks mesh src dst
-  local name=$1 ppn=$2 ranks=$3 mesh=$4 src=$5 dst=$6 out_d out_m t_d t_m
+  local name=$1 ppn=$2 ranks=$3 mesh=$4 src=$5 dst=$6 out_d out_m t_d t_m comms
   out_d=$(MC_CLUSTER_FINALIZE_FIX=0 timeout -k 5 600 bash "$cluster" mpiexec -ppn "$ppn" -n "$ranks" \
     -genv MASTER_ADDR 10.99.0.1 -genv MASTER_PORT 29511 -genv GLOO_SOCKET_IFNAME eth0 -genv OMP_NUM_THREADS 1 \
     "$venv/bin/python" "$here/dtensor_redistribute.py" --mesh "$mesh" --src "$src" --dst "$dst" \
     --shape 4096x4096 --repeat "$repeat" 2>&1)
-  t_d=$(sed -n 's/^dtensor: .* best \([0-9.]*\) s .*, correct$/\1/p' <<< "$out_d")
+  t_d=$(sed -n 's/^dtensor: .* best \([0-9.]*\) s .*; correct$/\1/p' <<< "$out_d")
+  comms=$(sed -n 's/^dtensor: .*; collectives: \(.*\); correct$/\1/p' <<< "$out_d")
   out_m=$(timeout -k 5 600 bash "$cluster" mpiexec -ppn "$ppn" -n "$ranks" "$reshard" --shape 4096x4096 \
     --src-mesh "$mesh" --src-spec "$src" --dst-mesh "$mesh" --dst-spec "$dst" --same-mesh \
     --devices-per-host "$ppn" --nic-gbps "$gbps" --latency-us 100 --repeat "$repeat" 2>&1)
@@ -55,8 +56,10 @@ run_case() {  # name ppn ranks mesh src dst
   if [ -z "$t_d" ]; then echo "$name: DTensor failed:"; tail -20 <<< "$out_d"; fi
   if [ -z "$t_m" ]; then echo "$name: meshcast-reshard failed:"; tail -20 <<< "$out_m"; fi
   if [ -n "$t_d" ] && [ -n "$t_m" ]; then
-    awk -v n="$name" -v d="$t_d" -v m="$t_m" 'BEGIN { printf "%s: DTensor %.4f s, meshcast %.4f s, DTensor/meshcast %.2f\n", n, d, m, d / m }'
+    awk -v n="$name" -v d="$t_d" -v m="$t_m" -v c="$comms" \
+      'BEGIN { printf "%s: DTensor %.4f s, meshcast %.4f s, DTensor/meshcast %.2f (DTensor collectives: %s)\n", n, d, m, d / m, c }'
   fi
+  if [ -n "${VERBOSE:-}" ]; then printf '%s\n%s\n' "$out_d" "$out_m" | grep -E '^(dtensor|meshcast-reshard):' | sed 's/^/    /'; fi
 }
 
 run_case "1-D mesh 4 on 4 hosts, Shard(0) -> Shard(1) (S0,R -> R,S0), 4096x4096 x 4 B" 1 4 4 S0,R R,S0
