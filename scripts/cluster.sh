@@ -31,8 +31,11 @@
 # Linux's default), set per route (congctl): a namespace inherits the machine's default (here
 # bbr, which ignores random loss) and may switch only among the machine's allowed algorithms.
 #
-# Rates. The qdisc is tbf (token bucket, burst max(32 KB, 2 ms at MBIT), queue 50 ms at MBIT);
-# MC_CLUSTER_QDISC=htb selects an htb class instead. Measured accuracy: README "Emulated cluster".
+# Rates. The qdisc is tbf (token bucket, burst max(32 KB, 2 ms at MBIT), a drop-tail queue of
+# MC_CLUSTER_QUEUE_MS, default 25 ms, at MBIT: two TCP flows into one NIC split it 60/40 or so
+# and fill it; with 50 ms they split it up to 80/20, with 10 ms they lost up to 6%); MC_CLUSTER_QDISC=htb
+# selects an htb class with a pfifo of the same size instead. Both hold the rate within about 1%
+# (README "Emulated cluster").
 #
 # MPI. `cluster.sh mpiexec` runs MPICH's hydra inside mc-head with `-launcher ssh -launcher-exec
 # <state>/ssh`, a wrapper that runs each hydra proxy inside its host's namespace (ip netns exec);
@@ -128,16 +131,16 @@ cmd_down() {
 
 # rate_qdisc NS DEV MBIT: shapes DEV's egress to MBIT Mbit/s
 rate_qdisc() {
-  local ns=$1 dev=$2 mbit=$3 burst
+  local ns=$1 dev=$2 mbit=$3 burst queue_ms=${MC_CLUSTER_QUEUE_MS:-25}
   burst=$(awk -v m="$mbit" 'BEGIN { b = m * 1e6 / 8 * 0.002; if (b < 32000) b = 32000; printf "%d", b }')
   if [ "${MC_CLUSTER_QDISC:-tbf}" = htb ]; then
     tc -n "$ns" qdisc replace dev "$dev" root handle 1: htb default 10
     tc -n "$ns" class replace dev "$dev" parent 1: classid 1:10 htb rate "${mbit}mbit" ceil "${mbit}mbit" burst "$burst" cburst "$burst"
     local limit
-    limit=$(awk -v m="$mbit" 'BEGIN { l = m * 1e6 / 8 * 0.05 / 1500; if (l < 100) l = 100; printf "%d", l }')
+    limit=$(awk -v m="$mbit" -v q="$queue_ms" 'BEGIN { l = m * 1e6 / 8 * q / 1000 / 1500; if (l < 20) l = 20; printf "%d", l }')
     tc -n "$ns" qdisc replace dev "$dev" parent 1:10 handle 10: pfifo limit "$limit"
   else
-    tc -n "$ns" qdisc replace dev "$dev" root handle 1: tbf rate "${mbit}mbit" burst "$burst" latency 50ms
+    tc -n "$ns" qdisc replace dev "$dev" root handle 1: tbf rate "${mbit}mbit" burst "$burst" latency "${queue_ms}ms"
   fi
 }
 

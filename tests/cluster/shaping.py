@@ -24,22 +24,22 @@ STATE = f"/run/meshcast-cluster-{PREFIX.rstrip('-')}"
 
 RECEIVER = r"""
 import json, socket, sys, threading, time
-port, flows, skip = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+port, flows = int(sys.argv[1]), int(sys.argv[2])
 srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 srv.bind(("0.0.0.0", port)); srv.listen(flows)
 print("ready", flush=True)
 out = [None] * flows
 def serve(i, conn):
-    # goodput over the transfer minus its first `skip` seconds (slow start, the token bucket's burst)
-    total = 0; t0 = None; mark_bytes = 0; mark_t = None; last = None
+    # (time, bytes so far) every 5 ms: the caller measures all flows over one common window
+    total = 0; samples = []; last = 0.0
     while True:
         b = conn.recv(1 << 20)
         now = time.monotonic()
         if not b: break
-        if t0 is None: t0 = now
-        total += len(b); last = now
-        if mark_t is None and now - t0 >= skip: mark_t = now; mark_bytes = total
-    out[i] = {"bytes": total - mark_bytes, "seconds": (last - mark_t) if mark_t else 0.0}
+        total += len(b)
+        if now - last >= 0.005: samples.append((now, total)); last = now
+    samples.append((time.monotonic(), total))
+    out[i] = samples
 threads = []
 for i in range(flows):
     c, _ = srv.accept()
@@ -70,7 +70,7 @@ def run_case(name, flows, seconds, skip, port):
         receivers[dst] += 1
     procs = {}
     for dst, count in receivers.items():
-        p = subprocess.Popen(["ip", "netns", "exec", ns(dst), sys.executable, "-c", RECEIVER, str(port), str(count), str(skip)],
+        p = subprocess.Popen(["ip", "netns", "exec", ns(dst), sys.executable, "-c", RECEIVER, str(port), str(count)],
                              stdout=subprocess.PIPE, text=True)
         assert p.stdout.readline().strip() == "ready"
         procs[dst] = p
@@ -78,11 +78,25 @@ def run_case(name, flows, seconds, skip, port):
                for src, dst in flows]
     for s in senders:
         s.wait(timeout=seconds + 30)
-    rates = {}
+    series = {}
     for dst, p in procs.items():
         out, _ = p.communicate(timeout=30)
-        rates[dst] = [r["bytes"] * 8 / r["seconds"] / 1e6 for r in json.loads(out.strip().splitlines()[-1])]
-    return rates
+        series[dst] = json.loads(out.strip().splitlines()[-1])
+    # one window for all flows (CLOCK_MONOTONIC is the machine's, whatever the namespace): from
+    # `skip` after the last flow's first byte (slow start, the bucket's burst) to the first flow's end
+    everything = [f for dst in series for f in series[dst]]
+    start = max(f[0][0] for f in everything) + skip
+    end = min(f[-1][0] for f in everything) - 0.05
+    if end - start < 0.5:
+        raise SystemExit("shaping.py: flows overlapped too briefly to measure")
+
+    def at(f, t):  # bytes received by time t (linear between samples)
+        for (t0, b0), (t1, b1) in zip(f, f[1:]):
+            if t0 <= t <= t1:
+                return b0 + (b1 - b0) * ((t - t0) / (t1 - t0) if t1 > t0 else 1)
+        return f[-1][1] if t > f[-1][0] else f[0][1]
+
+    return {dst: [(at(f, end) - at(f, start)) * 8 / (end - start) / 1e6 for f in series[dst]] for dst in series}
 
 
 def main():
