@@ -297,6 +297,10 @@ cmd_status() {
     rx=$(tc -n "$SW" -s qdisc show dev "p$k" | awk '/Sent/ {sub(",", "", $7); print $2 " B (dropped " $7 ")"; exit}')
     printf 'h%-3d %-15s link %-3s delay %s ms loss %s%%  sent: %s  received: %s\n' "$k" "$NET.$((k + 1))" "$link" \
       "${nt% *}" "${nt#* }" "$tx" "$rx"
+    if [ -f "$STATE/delayline.$k.pid" ] && kill -USR1 "$(cat "$STATE/delayline.$k.pid")" 2>/dev/null; then
+      sleep 0.2
+      echo "     $(tail -1 "$STATE/delayline.$k.log")"
+    fi
   done
 }
 

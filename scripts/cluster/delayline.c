@@ -11,7 +11,7 @@
  * cross intact; when loss is on, TCP/IPv4 super-frames are cut into wire-size segments (checksums
  * computed here) so that loss hits single packets as on a wire, not 64 KiB bursts. Writes go
  * through the kernel's queueing discipline of the outgoing interface (the host's rate limit).
- * It runs until killed (SIGTERM/SIGINT). At most QUEUE_LIMIT bytes wait per direction; more are
+ * It runs until killed (SIGTERM/SIGINT); SIGUSR1 (and the end) print its packet counts on stderr. At most QUEUE_LIMIT bytes wait per direction; more are
  * dropped, as a switch buffer would.
  */
 #define _GNU_SOURCE
@@ -52,14 +52,20 @@ struct direction {
   unsigned long long received, dropped, sent;
 };
 
-static volatile sig_atomic_t stop;
+static volatile sig_atomic_t stop, report;
 static uint64_t delay_ns;
 static uint32_t loss_ppm;
 static uint64_t rng_state;
 
 static void on_signal(int sig) {
-  (void)sig;
-  stop = 1;
+  if (sig == SIGUSR1) report = 1;
+  else stop = 1;
+}
+
+static void print_counts(const char* a, const char* b, const struct direction* d) {
+  fprintf(stderr, "delayline %s<->%s: %s->%s received %llu sent %llu dropped %llu; %s->%s received %llu sent %llu dropped %llu\n",
+          a, b, a, b, d[0].received, d[0].sent, d[0].dropped, b, a, d[1].received, d[1].sent, d[1].dropped);
+  fflush(stderr);
 }
 
 static uint64_t now_ns(void) {
@@ -245,11 +251,17 @@ int main(int argc, char** argv) {
     fprintf(stderr, "delayline: cannot open %s / %s: %s\n", argv[1], argv[2], strerror(errno));
     return 1;
   }
-  signal(SIGTERM, on_signal);
-  signal(SIGINT, on_signal);
+  struct sigaction sa = {.sa_handler = on_signal};  // no SA_RESTART: ppoll returns EINTR
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGUSR1, &sa, NULL);
   struct direction dirs[2] = {{.in = a, .out = b}, {.in = b, .out = a}};
   struct pollfd fds[2] = {{.fd = a, .events = POLLIN}, {.fd = b, .events = POLLIN}};
   while (!stop) {
+    if (report) {
+      report = 0;
+      print_counts(argv[1], argv[2], dirs);
+    }
     uint64_t now = now_ns(), next_due = UINT64_MAX;
     for (int i = 0; i < 2; ++i) {
       transmit(&dirs[i], now);
@@ -265,8 +277,6 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 2; ++i)
       if (fds[i].revents & POLLIN) receive(&dirs[i]);
   }
-  fprintf(stderr, "delayline %s<->%s: %s->%s received %llu sent %llu dropped %llu; %s->%s received %llu sent %llu dropped %llu\n",
-          argv[1], argv[2], argv[1], argv[2], dirs[0].received, dirs[0].sent, dirs[0].dropped, argv[2], argv[1],
-          dirs[1].received, dirs[1].sent, dirs[1].dropped);
+  print_counts(argv[1], argv[2], dirs);
   return 0;
 }

@@ -67,4 +67,17 @@ for ((run = 1; run <= runs; run++)); do
   fi
 done
 rm -f "$out"
+# A delay line with loss must have dropped packets: else the run did not test loss.
+for spec in "${netem[@]}"; do
+  IFS=: read -r h d l <<< "$spec"
+  counts=$(bash "$cluster" status | grep -A1 "^h$h " | grep 'delayline' || true)
+  echo "on_cluster.sh: host $h: $counts"
+  if awk -v l="$l" 'BEGIN { exit !(l > 0) }'; then
+    dropped=$(sed -n 's/.*dropped \([0-9]*\); .*dropped \([0-9]*\)$/\1 \2/p' <<< "$counts")
+    if [ -z "$dropped" ] || [ "$dropped" = "0 0" ]; then
+      echo "on_cluster.sh: FAILED: host $h should lose $l % of its packets but its delay line dropped none"
+      exit 1
+    fi
+  fi
+done
 exit 0
