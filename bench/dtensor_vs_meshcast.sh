@@ -44,7 +44,7 @@ echo "4 emulated hosts, $mbit Mbit/s per NIC direction; torch $torch_version (gl
 run_case() {  # name ppn ranks mesh src dst
   local name=$1 ppn=$2 ranks=$3 mesh=$4 src=$5 dst=$6 out_d out_m t_d t_m comms
   out_d=$(MC_CLUSTER_FINALIZE_FIX=0 timeout -k 5 600 bash "$cluster" mpiexec -ppn "$ppn" -n "$ranks" \
-    -genv MASTER_ADDR 10.99.0.1 -genv MASTER_PORT 29511 -genv GLOO_SOCKET_IFNAME eth0 -genv OMP_NUM_THREADS 1 \
+    -genv MASTER_ADDR "${MC_CLUSTER_SUBNET:-10.99.0}.1" -genv MASTER_PORT 29511 -genv GLOO_SOCKET_IFNAME eth0 -genv OMP_NUM_THREADS 1 \
     "$venv/bin/python" "$here/dtensor_redistribute.py" --mesh "$mesh" --src "$src" --dst "$dst" \
     --shape 4096x4096 --repeat "$repeat" 2>&1)
   t_d=$(sed -n 's/^dtensor: .* best \([0-9.]*\) s .*; correct$/\1/p' <<< "$out_d")

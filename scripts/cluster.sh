@@ -52,8 +52,12 @@
 #   <state>/libucx_finalize_progress.so (scripts/cluster/ucx_finalize_progress.c). MPICH 4.0.2's UCX
 #   finalize closes all endpoints, waits for its own flushes, then blocks in a PMI barrier without
 #   driving UCX; UCX's TCP flush needs an ACK that only the peer's UCX progress sends, so a rank
-#   whose flush request reaches a peer already in the barrier waits forever (half of all runs on 3+
-#   hosts). The shim keeps UCX progressing while a rank waits in that barrier. Details in the file.
+#   whose flush request reaches a peer already in the barrier waits forever (most runs across 4-5
+#   hosts here). The shim keeps UCX progressing while a rank waits in that barrier. Details in the
+#   file. With it, ASAN_OPTIONS gets verify_asan_link_order=0 (AddressSanitizer builds refuse to
+#   start when a preloaded library comes first).
+# MC_CLUSTER_MPIEXEC names the mpiexec to run (default: mpiexec on PATH). State (host count, rate,
+# the hydra wrapper, host file, helpers, delay-line logs) lives in /run/meshcast-cluster-<prefix>.
 set -euo pipefail
 
 P=${MC_CLUSTER_PREFIX:-mc-}
