@@ -25,7 +25,7 @@ void solve_time(benchmark::State& state) {
   for (auto _ : state) {
     schedule out = solve(in, Solver{});
     ratio = out.makespan_s / out.lower_bound_s;
-    benchmark::DoNotOptimize(out.ops.data());
+    benchmark::DoNotOptimize(out.transfers.data());
   }
   state.counters["tasks"] = static_cast<double>(s.p.tasks.size());
   state.counters["makespan_over_bound"] = ratio;

@@ -7,8 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <meshcast/backend/mpi.hpp>
-#include <meshcast/meshcast.hpp>
+#include <meshcast/mpi.hpp>
 #include "cli/fill.hpp"
 using namespace meshcast;
 int main(int argc, char** argv) {
@@ -23,10 +22,9 @@ int main(int argc, char** argv) {
   dynamic_shape sh{n};
   plan p = make_plan(dynamic_layout(dynamic_mesh{1}, dynamic_spec("R"), sh), dynamic_layout(dynamic_mesh{size - 1}, dynamic_spec("R"), sh));
   network net = network::alpa_testbed(default_hosts(p.device_count, 1, 1));
-  schedule s = solve(make_instance(p, net, broadcast{}), greedy{});
-  for (auto mode : {mpi_backend::broadcast_mode::communicator, mpi_backend::broadcast_mode::chain}) {
-    mpi_backend b(MPI_COMM_WORLD, 60, mode);
-    executor<mpi_backend, broadcast> exec(b, p, s.ops);
+  for (transfer_kind how : {transfer_kind::group_broadcast, transfer_kind::chain}) {
+    schedule s = solve(make_instance(p, net, broadcast{.how = how}), greedy{});
+    executor<mpi_backend> exec(mpi_backend(MPI_COMM_WORLD, 60), p, s);
     std::vector<std::byte> src(exec.source_bytes()), dst(exec.destination_bytes());
     if (!src.empty()) cli::fill(p.src.tile(0), p.src.shape, 4, src);
     double best = 1e9;
@@ -40,7 +38,7 @@ int main(int argc, char** argv) {
     std::size_t wrong = dst.empty() ? 0 : cli::count_wrong(p.dst.tile(0), p.src.shape, 4, dst);
     unsigned long long w = wrong, tw = 0;
     MPI_Reduce(&w, &tw, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0) std::printf("%s: %d ranks, %.1f MiB to %d devices: best %.2f ms, algbw %.2f GB/s, %llu wrong\n", mode == mpi_backend::broadcast_mode::chain ? "chain" : "communicator", size, n * 4 / 1048576.0, size - 1, best * 1e3, n * 4 / best / 1e9, tw);
+    if (rank == 0) std::printf("%s: %d ranks, %.1f MiB to %d devices: best %.2f ms, algbw %.2f GB/s, %llu wrong\n", how == transfer_kind::chain ? "chain" : "communicator", size, n * 4 / 1048576.0, size - 1, best * 1e3, n * 4 / best / 1e9, tw);
   }
   MPI_Finalize();
 }

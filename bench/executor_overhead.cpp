@@ -16,8 +16,7 @@
 #include <string>
 #include <vector>
 
-#include <meshcast/backend/mpi.hpp>
-#include <meshcast/meshcast.hpp>
+#include <meshcast/mpi.hpp>
 
 using namespace meshcast;
 
@@ -37,8 +36,8 @@ int main(int argc, char** argv) {
   dynamic_layout src(dynamic_mesh{size}, dynamic_spec("S0,R"), shape), dst(dynamic_mesh{size}, dynamic_spec("R,S0"), shape);
   plan p = make_plan(src, dst, {.devices = device_map::same()});
   network net = network::alpa_testbed(default_hosts(p.device_count, size, 1));
-  schedule s = solve(make_instance(p, net, send_recv{}), greedy{});
-  share_schedule(MPI_COMM_WORLD, p, s.ops);
+  schedule s = solve(make_instance(p, net, send_recv{}, {.mode = execution::concurrent}), greedy{});
+  share_schedule(MPI_COMM_WORLD, p, s);
   const std::size_t eb = 4;
   const box my_src = p.src.tile(rank), my_dst = p.dst.tile(rank);
   std::vector<std::byte> source(static_cast<std::size_t>(my_src.volume()) * eb, std::byte{1});
@@ -47,7 +46,7 @@ int main(int argc, char** argv) {
 
   if (mode == "executor") {
     mpi_backend b(MPI_COMM_WORLD, 0);  // blocking waits, like MPI_Waitall in the hand-written loop
-    executor<mpi_backend, send_recv> exec(b, p, s.ops);
+    executor<mpi_backend> exec(b, p, s);
     exec.run(source, destination);  // warm-up
     CALLGRIND_START_INSTRUMENTATION;
     for (int r = 0; r < reps; ++r) {
@@ -66,8 +65,8 @@ int main(int argc, char** argv) {
       std::vector<std::byte> data;
     };
     std::vector<message> sends, recvs;
-    for (std::size_t i = 0; i < s.ops.size(); ++i) {
-      const op& o = s.ops[i];
+    for (std::size_t i = 0; i < s.transfers.size(); ++i) {
+      const transfer& o = s.transfers[i];
       const index_t r = o.receivers[0];
       const std::size_t n = static_cast<std::size_t>(o.region.volume()) * eb;
       if (o.sender == rank) sends.push_back({o.region, static_cast<int>(r), static_cast<int>(i), r == rank, std::vector<std::byte>(n)});

@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
   plan p = make_plan(dynamic_layout(dynamic_mesh{ranks}, dynamic_spec("S0,R"), shape),
                      dynamic_layout(dynamic_mesh{ranks}, dynamic_spec("R,S0"), shape), {.devices = device_map::same()});
   network net = network::alpa_testbed(default_hosts(p.device_count, ranks, 1));
-  schedule s = solve(make_instance(p, net, send_recv{}), greedy{});
+  schedule s = solve(make_instance(p, net, send_recv{}, {.mode = execution::concurrent}), greedy{});
   const std::size_t eb = 4;
   auto board = std::make_shared<thread_bootstrap::board>();
   std::barrier sync(ranks);
@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
     };
     if (mode == "executor") {
       nccl_backend<thread_bootstrap> b(comm, stream, thread_bootstrap{board});
-      executor<nccl_backend<thread_bootstrap>, send_recv> exec(b, p, s.ops);
+      executor<nccl_backend<thread_bootstrap>> exec(b, p, s);
       timed([&] { exec.run(source, destination); });
     } else {
       // The hand-written loop for this case: staging buffers, packs, one group of sends and
@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
         std::vector<std::byte> data;
       };
       std::vector<message> sends, recvs;
-      for (const op& o : s.ops) {
+      for (const transfer& o : s.transfers) {
         const std::size_t n = static_cast<std::size_t>(o.region.volume()) * eb;
         const index_t r = o.receivers[0];
         if (o.sender == rank) sends.push_back({o.region, static_cast<int>(r), r == rank, std::vector<std::byte>(n)});

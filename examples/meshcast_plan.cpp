@@ -41,12 +41,10 @@ int main(int argc, char** argv) {
     plan p = cli::plan_from_flags(flags);
     auto hosts = default_hosts(p.device_count, static_cast<index_t>(p.src_devices.size()), flags.devices_per_host);
     std::optional<schedule> s;
-    double fluid_s = 0;
     if (sched.wanted()) {
       network net = cli::network_from_flags(sched, hosts);
       s = cli::schedule_from_flags(sched, p, net);
       resource_space rs{net.port_count(), net.device_count()};
-      if (!flags.json && s->ops.size() <= 20000) fluid_s = simulate_fluid(s->ops, net, rs);
       if (!sched.trace.empty()) cli::write_trace(sched.trace, *s, net, rs);
     }
     if (flags.json) {
@@ -61,7 +59,7 @@ int main(int argc, char** argv) {
       cli::write_stdout(j.str() + '\n');
     } else {
       cli::print_summary(stdout, p, hosts);
-      if (s) cli::print_schedule_summary(stdout, *s, fluid_s);
+      if (s) cli::print_schedule_summary(stdout, *s);
       cli::write_stdout("");
     }
     return 0;

@@ -24,10 +24,10 @@
 #include <thread>
 #include <vector>
 
-#include <meshcast/backend/mpi.hpp>
-#include <meshcast/meshcast.hpp>
+#include <meshcast/mpi.hpp>
 
 #include "cli/fill.hpp"
+#include "cli/json_writer.hpp"
 #include "cli/plan_options.hpp"
 #include "cli/plan_report.hpp"
 #include "cli/schedule_options.hpp"
@@ -36,7 +36,6 @@ namespace {
 struct reshard_flags {
   std::string dump;
   double timeout_s = 120;
-  bool chain = false;  // broadcasts as pipelined point-to-point chains instead of MPI_Ibcast
   int repeat = 1;
 };
 
@@ -108,6 +107,7 @@ int main(int argc, char** argv) {
   reshard_flags extra;
   std::vector<index_t> host_of;
   failure failed;
+  bool json = false;
   auto agree = [&](const char* what) {  // every rank learns whether all are fine; bounded in time
     try {
       return all_ok(MPI_COMM_WORLD, !failed, extra.timeout_s, what);
@@ -130,14 +130,10 @@ int main(int argc, char** argv) {
         return argv[++i];
       };
       if (cli::parse_plan_flag(flags, arg, next) || cli::parse_schedule_flag(sched, arg, next)) continue;
+      // --json is a plan flag: here it asks for the result as one JSON object.
       if (arg == "--dump") extra.dump = next();
       else if (arg == "--timeout-s") extra.timeout_s = cli::parse_real(arg, next(), 0.001, max_time_limit_s);
-      else if (arg == "--mpi-broadcast") {
-        std::string m = next();
-        if (m != "communicator" && m != "chain")
-          throw error("--mpi-broadcast '" + detail::printable(m) + "' is not communicator or chain");
-        extra.chain = m == "chain";
-      } else if (arg == "--repeat") {
+      else if (arg == "--repeat") {
         extra.repeat = static_cast<int>(cli::parse_count(arg, next(), 1, max_repeat));
       } else {
         throw error("unknown flag '" + detail::printable(arg) + "'");
@@ -146,13 +142,16 @@ int main(int argc, char** argv) {
     if (flags.help) {
       if (rank == 0)
         std::printf("usage: mpiexec -n <devices> meshcast-reshard <meshcast-plan flags> [--dump DIR] [--timeout-s S] "
-                    "[--repeat N] [--mpi-broadcast communicator|chain]\n%s%s"
+                    "[--repeat N] [--json]\n%s%s"
                     "  --dump DIR              write each destination shard to DIR/rank<r>.bin (empty file for an empty shard)\n"
                     "  --timeout-s S           give up on a peer after S seconds without progress (default 120)\n"
-                    "  --repeat N              reshard N times (1..%d), report the best time\n",
+                    "  --repeat N              reshard N times (1..%d), report the best time\n"
+                    "  (--json: one JSON object on rank 0's stdout: seconds, predicted_seconds, lower_bound_seconds,\n"
+                    "   physical_bound_seconds, bytes_delivered, wrong_elements, strategy, solver, mode, ...)\n",
                     cli::plan_flags_help(), cli::schedule_flags_help(), max_repeat);
       return finish(0);
     }
+    json = flags.json;
     p = cli::plan_from_flags(flags);
     if (p.device_count != size)
       throw error("the layouts use " + std::to_string(p.device_count) + " devices but " + std::to_string(size) +
@@ -183,7 +182,7 @@ int main(int argc, char** argv) {
   double predicted = s.makespan_s;
   try {
     bounded_broadcast(MPI_COMM_WORLD, &predicted, sizeof predicted, 0, extra.timeout_s, "receiving the prediction");
-    share_schedule(MPI_COMM_WORLD, p, s.ops, 0, extra.timeout_s);
+    share_schedule(MPI_COMM_WORLD, p, s, 0, extra.timeout_s);
   } catch (const timeout_error& e) {
     abort_job(timeout_failure(e, host_of));
   } catch (const std::exception& e) {
@@ -197,17 +196,16 @@ int main(int argc, char** argv) {
   // 3. Buffers and the executor: this rank's own resources.
   const std::size_t eb = static_cast<std::size_t>(p.element_bytes);
   const std::string strategy = sched.strategy.empty() ? "send_recv" : sched.strategy;
-  mpi_backend backend(MPI_COMM_WORLD, extra.timeout_s,
-                      extra.chain ? mpi_backend::broadcast_mode::chain : mpi_backend::broadcast_mode::communicator);
+  mpi_backend backend(MPI_COMM_WORLD, extra.timeout_s);
   std::size_t wrong = 0;
   double seconds = 0;
-  bool is_destination = std::find(p.dst_devices.begin(), p.dst_devices.end(), rank) != p.dst_devices.end();
+  const bool is_destination = std::find(p.dst_devices.begin(), p.dst_devices.end(), rank) != p.dst_devices.end();
   std::vector<std::byte> destination;
-  visit_strategy(strategy, [&](auto st) {
-    std::optional<executor<mpi_backend, decltype(st)>> exec;
+  [&] {
+    std::optional<executor<mpi_backend>> exec;
     std::vector<std::byte> source, pristine;
     try {
-      exec.emplace(backend, p, s.ops);
+      exec.emplace(backend, p, s);
       source.resize(exec->source_bytes());
       destination.resize(exec->destination_bytes());
       if (!source.empty()) cli::fill(p.source_tile(rank), p.src.shape, eb, source);
@@ -245,7 +243,7 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
       failed = describe(e, true);
     }
-  });
+  }();
   if (!agree("checking the result")) {
     report(failed);
     return finish(2);
@@ -254,7 +252,7 @@ int main(int argc, char** argv) {
   // 6. Summary. nccl-tests style: algbw = tensor bytes / time; busbw = bytes the busiest rank
   // takes in from other devices / time (what one device's link must sustain).
   std::uint64_t my_in = 0;
-  for (const op& o : s.ops)
+  for (const transfer& o : s.transfers)
     if (o.sender != rank && std::find(o.receivers.begin(), o.receivers.end(), rank) != o.receivers.end())
       my_in += static_cast<std::uint64_t>(o.bytes);
   std::uint64_t total_wrong = 0, busiest_in = 0;
@@ -269,16 +267,40 @@ int main(int argc, char** argv) {
     try {
       const double tensor = static_cast<double>(p.tensor_bytes());
       const double delivered = static_cast<double>(p.total_bytes());
-      char line[1024];
-      std::snprintf(line, sizeof line,
-                    "meshcast-reshard: %d ranks, %s -> %s, strategy %s, solver %s: %s delivered (%s tensor) in %.6f s, "
-                    "algbw %.3f GB/s, busbw %.3f GB/s; ordered-model prediction %.6f s; %llu wrong elements\n",
-                    size, p.src.to_string().c_str(), (p.dst.mesh.to_string() + " as " + p.dst.spec.to_string()).c_str(),
-                    strategy.c_str(), sched.solver.empty() ? "greedy" : sched.solver.c_str(),
-                    cli::human_bytes(delivered).c_str(), cli::human_bytes(tensor).c_str(), seconds,
-                    tensor / seconds / 1e9, static_cast<double>(busiest_in) / seconds / 1e9, predicted,
-                    static_cast<unsigned long long>(total_wrong));
-      cli::write_stdout(line);
+      const std::string solver = sched.solver.empty() ? "greedy" : sched.solver;
+      if (json) {
+        cli::json_writer j;
+        j.begin_object();
+        j.key("seconds").value(seconds);
+        j.key("predicted_seconds").value(predicted);
+        j.key("lower_bound_seconds").value(s.lower_bound_s);
+        j.key("physical_bound_seconds").value(s.physical_bound_s);
+        j.key("bytes_delivered").value(static_cast<long long>(p.total_bytes()));
+        j.key("tensor_bytes").value(static_cast<long long>(p.tensor_bytes()));
+        j.key("wrong_elements").value(static_cast<long long>(total_wrong));
+        j.key("strategy").value(strategy);
+        j.key("solver").value(solver);
+        j.key("mode").value(std::string(to_string(s.mode)));
+        j.key("ranks").value(static_cast<long long>(size));
+        j.key("repeat").value(static_cast<long long>(extra.repeat));
+        j.key("transfers").value(static_cast<long long>(s.transfers.size()));
+        j.key("algbw_gbps").value(tensor / seconds / 1e9);
+        j.key("busbw_gbps").value(static_cast<double>(busiest_in) / seconds / 1e9);
+        j.end_object();
+        cli::write_stdout(j.str() + "\n");
+      } else {
+        char line[1024];
+        std::snprintf(line, sizeof line,
+                      "meshcast-reshard: %d ranks, %s -> %s, strategy %s, solver %s, %s execution: %s delivered (%s tensor) "
+                      "in %.6f s, algbw %.3f GB/s, busbw %.3f GB/s; predicted %.6f s, mode bound %.6f s, physical bound "
+                      "%.6f s; %llu wrong elements\n",
+                      size, p.src.to_string().c_str(), (p.dst.mesh.to_string() + " as " + p.dst.spec.to_string()).c_str(),
+                      strategy.c_str(), solver.c_str(), std::string(to_string(s.mode)).c_str(),
+                      cli::human_bytes(delivered).c_str(), cli::human_bytes(tensor).c_str(), seconds, tensor / seconds / 1e9,
+                      static_cast<double>(busiest_in) / seconds / 1e9, predicted, s.lower_bound_s, s.physical_bound_s,
+                      static_cast<unsigned long long>(total_wrong));
+        cli::write_stdout(line);
+      }
     } catch (const std::exception& e) {
       report(describe(e, true));
       status = 2;

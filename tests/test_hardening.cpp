@@ -104,7 +104,8 @@ TEST_CASE("hardening: the fluid simulation ends on extreme but valid networks an
   for (double bw : {network::min_bandwidth_bps, network::max_bandwidth_bps}) {
     network net = network::uniform(default_hosts(p.device_count, 4, 1), bw, bw, 0);
     schedule s = solve(make_instance(p, net, send_recv{}), naive{});
-    const double t = simulate_fluid(s.ops, net, {net.port_count(), net.device_count()});
+    s.mode = execution::concurrent;
+    const double t = simulate(s, net, {net.port_count(), net.device_count()});
     CHECK(std::isfinite(t));
     CHECK(t > 0);
   }
@@ -181,7 +182,7 @@ TEST_CASE("hardening: every solver keeps its time limit on a large instance, fir
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     INFO(decltype(solver)::name, " took ", seconds, " s");
     CHECK(seconds < 10);  // bound, check and simulation included
-    CHECK(s.ops.size() >= in.units.size());
+    CHECK(s.transfers.size() >= in.units.size());
   };
   timed(alpa_dfs{});
   timed(alpa_greedy{});

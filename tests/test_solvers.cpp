@@ -202,17 +202,21 @@ TEST_CASE("lower bound: ingress, egress by max-flow, and the largest transfer") 
   CHECK(lower_bound(make_instance(q, n2, send_recv{})).egress_s == doctest::Approx(2.0).epsilon(1e-6));
 }
 
-TEST_CASE("simulator: ordered model serialises a port, fluid model shares it") {
+TEST_CASE("simulator: the ordered model serialises a port, the concurrent model shares it") {
   plan p = make_plan(dynamic_layout(dynamic_mesh{2}, dynamic_spec("S0"), dynamic_shape{200}),
                      dynamic_layout(dynamic_mesh{1}, dynamic_spec("R"), dynamic_shape{200}), {.element_bytes = 1});
   network net = network::uniform(default_hosts(p.device_count, 2, 1), 100.0, 1e9, 0.5);
-  instance in = make_instance(p, net, send_recv{});
-  schedule s = solve(in, naive{});
-  REQUIRE(s.ops.size() == 2);
+  schedule s = solve(make_instance(p, net, send_recv{}), naive{});
+  REQUIRE(s.transfers.size() == 2);
   // Two 100-byte transfers into one 100 B/s port: 1.5 s each, one after the other.
-  CHECK(s.ops[0].start == 0);
-  CHECK(s.ops[1].start == doctest::Approx(1.5));
+  CHECK(s.model[0].start == 0);
+  CHECK(s.model[1].start == doctest::Approx(1.5));
   CHECK(s.makespan_s == doctest::Approx(3.0));
-  // Launched together they share the port: 0.5 s latency, then 200 bytes at 100 B/s.
-  CHECK(simulate_fluid(s.ops, net, in.resources) == doctest::Approx(2.5));
+  // Posted together they share the port: 0.5 s latency, then 200 bytes at 100 B/s.
+  schedule c = solve(make_instance(p, net, send_recv{}, {.mode = execution::concurrent}), naive{});
+  CHECK(c.makespan_s == doctest::Approx(2.5));
+  CHECK(c.lower_bound_s == doctest::Approx(2.5));
+  CHECK(c.physical_bound_s == doctest::Approx(2.5));
+  CHECK(s.physical_bound_s == doctest::Approx(2.5));
+  CHECK(s.lower_bound_s == doctest::Approx(3.0));  // the ordered mode pays each latency on the port
 }

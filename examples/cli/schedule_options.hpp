@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <type_traits>
 
 #include <meshcast/meshcast.hpp>
 #if MESHCAST_HAS_CBC
@@ -29,8 +30,11 @@ struct schedule_flags {
   double time_limit_ms = 1000;
   std::uint64_t seed = 1;
   std::string trace;
-  /// A schedule is made when a solver, a strategy or a trace is asked for.
-  bool wanted() const { return !solver.empty() || !strategy.empty() || !trace.empty(); }
+  execution mode = execution::ordered;
+  bool mode_given = false;
+  bool group_broadcast = false;  // --mpi-broadcast communicator: collective broadcasts, not chains
+  /// A schedule is made when a solver, a strategy, a mode or a trace is asked for.
+  bool wanted() const { return !solver.empty() || !strategy.empty() || !trace.empty() || mode_given; }
 };
 
 /// A finite number in [lo, hi]; the message names the flag, the text and the range.
@@ -73,6 +77,13 @@ bool parse_schedule_flag(schedule_flags& f, const std::string& arg, Next&& next)
   else if (arg == "--time-limit-ms") f.time_limit_ms = parse_real(arg, next(), 0, max_time_limit_s * 1000);
   else if (arg == "--seed") f.seed = parse_u64(arg, next());
   else if (arg == "--trace") f.trace = next();
+  else if (arg == "--mode") f.mode = parse_execution(next()), f.mode_given = true;
+  else if (arg == "--mpi-broadcast") {
+    const std::string m = next();
+    if (m != "communicator" && m != "chain")
+      throw error("--mpi-broadcast '" + detail::printable(m) + "' is not communicator or chain");
+    f.group_broadcast = m == "communicator";
+  }
   else return false;
   return true;
 }
@@ -90,7 +101,9 @@ inline schedule schedule_from_flags(const schedule_flags& f, const plan& p, cons
   o.time_limit_s = f.time_limit_ms / 1000;
   o.seed = f.seed;
   return visit_strategy(strategy, [&](auto s) {
-    instance in = make_instance(p, net, s, f.split_replicas);
+    if constexpr (std::is_same_v<decltype(s), broadcast>)
+      if (f.group_broadcast) s.how = transfer_kind::group_broadcast;
+    instance in = make_instance(p, net, s, {.split_replicas = f.split_replicas, .mode = f.mode});
     schedule result;
     bool known = visit_solver(solver_name, [&](auto solver) { result = solve(in, solver, o); });
     if (!known && solver_name == "ilp") {
@@ -119,7 +132,11 @@ inline const char* schedule_flags_help() {
          "  --latency-us X          per-message latency, microseconds (default 10)\n"
          "  --time-limit-ms N       limit for the searching solvers (default 1000)\n"
          "  --seed N                seed for the randomised solvers (default 1)\n"
-         "  --trace FILE            write a Chrome trace-event JSON of the schedule (open in Perfetto)\n";
+         "  --trace FILE            write a Chrome trace-event JSON of the schedule (open in Perfetto)\n"
+         "  --mode MODE             ordered (one transfer at a time per device and NIC direction, in\n"
+         "                          schedule order) or concurrent (all posted at once); default ordered\n"
+         "  --mpi-broadcast KIND    broadcast strategy: chain (pipelined point-to-point, default) or\n"
+         "                          communicator (one collective broadcast per group)\n";
 }
 
 }  // namespace meshcast::cli

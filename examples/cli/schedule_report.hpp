@@ -2,7 +2,6 @@
 #pragma once
 
 #include <cstdio>
-#include <fstream>
 #include <string>
 
 #include <meshcast/meshcast.hpp>
@@ -15,12 +14,17 @@ inline void write_schedule(json_writer& j, const schedule& s) {
   j.begin_object();
   j.key("solver").value(s.solver);
   j.key("strategy").value(s.strategy);
+  j.key("mode").value(std::string(to_string(s.mode)));
   j.key("makespan_s").value(s.makespan_s);
   j.key("lower_bound_s").value(s.lower_bound_s);
+  j.key("physical_bound_s").value(s.physical_bound_s);
   j.key("solve_ms").value(s.solve_ms);
   j.key("ops").begin_array();
-  for (const op& o : s.ops) {
+  for (std::size_t i = 0; i < s.transfers.size(); ++i) {
+    const transfer& o = s.transfers[i];
+    const transfer_model& m = s.model[i];
     j.begin_object();
+    j.key("kind").value(std::string(to_string(o.kind)));
     j.key("task").value(static_cast<long long>(o.task));
     j.key("region").begin_array();
     for (int d = 0; d < o.region.rank; ++d)
@@ -29,10 +33,11 @@ inline void write_schedule(json_writer& j, const schedule& s) {
     j.key("bytes").value(static_cast<long long>(o.bytes));
     j.key("sender").value(static_cast<long long>(o.sender));
     j.key("receivers").int_array(o.receivers);
-    j.key("egress_hosts").int_array(o.egress_hosts);
-    j.key("ingress_hosts").int_array(o.ingress_hosts);
-    j.key("start_s").value(o.start);
-    j.key("end_s").value(o.end);
+    j.key("waits_for").int_array(o.waits_for);
+    j.key("egress_hosts").int_array(m.egress_hosts);
+    j.key("ingress_hosts").int_array(m.ingress_hosts);
+    j.key("start_s").value(m.start);
+    j.key("end_s").value(m.end);
     j.end_object();
   }
   j.end_array();
@@ -40,7 +45,7 @@ inline void write_schedule(json_writer& j, const schedule& s) {
 }
 
 /// Chrome trace-event JSON: one process per host, one track per NIC direction (and one for
-/// intra-host copies), one complete event per op on every track it occupies.
+/// intra-host copies), one complete event per transfer on every track it occupies.
 inline void write_trace(const std::string& path, const schedule& s, const network& net, const resource_space& rs) {
   json_writer j;
   j.begin_object().key("displayTimeUnit").value("ms").key("traceEvents").begin_array();
@@ -56,35 +61,38 @@ inline void write_trace(const std::string& path, const schedule& s, const networ
     }
     meta("thread_name", h, 1000, "intra-host");
   }
-  auto event = [&](const op& o, index_t pid, long long tid) {
-    j.begin_object().key("ph").value("X").key("cat").value(s.strategy);
+  auto event = [&](const transfer& o, const transfer_model& m, index_t pid, long long tid) {
+    j.begin_object().key("ph").value("X").key("cat").value(std::string(to_string(o.kind)));
     j.key("name").value("task " + std::to_string(o.task) + " " + std::to_string(o.sender) + "->" +
                         (o.receivers.size() == 1 ? std::to_string(o.receivers[0]) : std::to_string(o.receivers.size()) + " devices"));
     j.key("pid").value(static_cast<long long>(pid)).key("tid").value(tid);
-    j.key("ts").value(o.start * 1e6).key("dur").value((o.end - o.start) * 1e6);
+    j.key("ts").value(m.start * 1e6).key("dur").value((m.end - m.start) * 1e6);
     j.key("args").begin_object().key("bytes").value(static_cast<long long>(o.bytes)).key("region").value(o.region.to_string());
     j.end_object().end_object();
   };
-  for (const op& o : s.ops) {
+  for (std::size_t i = 0; i < s.transfers.size(); ++i) {
+    const transfer_model& m = s.model[i];
     bool nic = false;
-    for (int r : o.resources) {
+    for (int r : m.resources) {
       if (!rs.is_port(r)) continue;
       nic = true;
       int port = r < rs.ports ? r : r - rs.ports;
       index_t h = net.port_host(port);
-      event(o, h, 2LL * (port - net.first_port(h)) + (r < rs.ports ? 0 : 1));
+      event(s.transfers[i], m, h, 2LL * (port - net.first_port(h)) + (r < rs.ports ? 0 : 1));
     }
-    if (!nic) event(o, net.host_of(o.sender), 1000);
+    if (!nic) event(s.transfers[i], m, net.host_of(s.transfers[i].sender), 1000);
   }
   j.end_array().end_object();
   write_file(path, j.str() + '\n', "trace file");
 }
 
-inline void print_schedule_summary(std::FILE* out, const schedule& s, double fluid_s) {
-  std::fprintf(out, "  schedule: solver %s, strategy %s, %zu ops\n", s.solver.c_str(), s.strategy.c_str(), s.ops.size());
-  std::fprintf(out, "    makespan %.6g s (ordered model), lower bound %.6g s, gap %.2f%%%s\n", s.makespan_s,
-               s.lower_bound_s, 100 * s.gap(), s.proven_optimal ? ", proven optimal" : "");
-  if (fluid_s > 0) std::fprintf(out, "    all ops launched at once (fluid model): %.6g s\n", fluid_s);
+inline void print_schedule_summary(std::FILE* out, const schedule& s) {
+  std::fprintf(out, "  schedule: solver %s, strategy %s, %s execution, %zu transfers\n", s.solver.c_str(), s.strategy.c_str(),
+               std::string(to_string(s.mode)).c_str(), s.transfers.size());
+  std::fprintf(out, "    makespan %.6g s (%s model), its lower bound %.6g s, gap %.2f%%%s\n", s.makespan_s,
+               std::string(to_string(s.mode)).c_str(), s.lower_bound_s, 100 * s.gap(), s.proven_optimal ? ", proven optimal" : "");
+  std::fprintf(out, "    physical bound of the network %.6g s (makespan / physical bound %.3f)\n", s.physical_bound_s,
+               s.physical_bound_s > 0 ? s.makespan_s / s.physical_bound_s : 0.0);
   std::fprintf(out, "    solve time %.3f ms\n", s.solve_ms);
 }
 

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "execution.hpp"
 #include "network.hpp"
 #include "plan.hpp"
 #include "slice.hpp"
@@ -39,7 +40,16 @@ struct instance {
   std::string strategy;
   bool point_to_point = true;
   bool split_replicas = false;
+  execution mode = execution::ordered;  ///< the mode its schedules are made for
   std::vector<unit> units;
+};
+
+struct instance_options {
+  /// Cut the part of a task that must cross the network into one slice per sender NIC port (at
+  /// most `max_slices`), each slice with its own choice of sender.
+  bool split_replicas = false;
+  /// The execution mode the schedule will run in: solvers optimise its model.
+  execution mode = execution::ordered;
 };
 
 /// Most slices a task is cut into under replica splitting.
@@ -91,12 +101,11 @@ inline void add_unit(instance& in, unit&& u) {
 }
 }  // namespace detail
 
-/// Builds the instance of `p` on `net` under strategy `S`. With `split_replicas`, the part of a
-/// task that must cross the network is cut into one slice per sender NIC port (at most
-/// `max_slices`), each slice with its own choice of sender.
+/// Builds the instance of `p` on `net` under strategy `st` (see instance_options).
 template <strategy S>
-instance make_instance(std::shared_ptr<const plan> plan_ptr, std::shared_ptr<const network> net_ptr, S,
-                       bool split_replicas = false) {
+instance make_instance(std::shared_ptr<const plan> plan_ptr, std::shared_ptr<const network> net_ptr, const S& st,
+                       instance_options options = {}) {
+  const bool split_replicas = options.split_replicas;
   if (!plan_ptr || !net_ptr) throw error("make_instance needs a plan and a network");
   const plan& p = *plan_ptr;
   const network& net = *net_ptr;
@@ -110,6 +119,7 @@ instance make_instance(std::shared_ptr<const plan> plan_ptr, std::shared_ptr<con
   in.strategy = std::string(S::name);
   in.point_to_point = S::point_to_point;
   in.split_replicas = split_replicas;
+  in.mode = options.mode;
   for (std::size_t i = 0; i < p.tasks.size(); ++i) {
     const send_task& t = p.tasks[i];
     const auto task = static_cast<index_t>(i);
@@ -130,7 +140,7 @@ instance make_instance(std::shared_ptr<const plan> plan_ptr, std::shared_ptr<con
       unit u{task, slice, slice.volume() * p.element_bytes, {}};
       for (index_t s : choices) {
         option o{s, {}};
-        S::remote_ops(net, in.resources, task, slice, u.bytes, s, remote, o.ops);
+        st.remote_ops(net, in.resources, task, slice, u.bytes, s, remote, o.ops);
         u.options.push_back(std::move(o));
       }
       detail::add_unit(in, std::move(u));
@@ -141,8 +151,13 @@ instance make_instance(std::shared_ptr<const plan> plan_ptr, std::shared_ptr<con
 
 /// The same, sharing copies of `p` and `net` (the instance then depends on nothing the caller keeps).
 template <strategy S>
-instance make_instance(const plan& p, const network& net, S s, bool split_replicas = false) {
-  return make_instance(std::make_shared<const plan>(p), std::make_shared<const network>(net), s, split_replicas);
+instance make_instance(const plan& p, const network& net, const S& st, instance_options options = {}) {
+  return make_instance(std::make_shared<const plan>(p), std::make_shared<const network>(net), st, options);
+}
+/// Shorthand: only replica splitting given (ordered execution).
+template <strategy S>
+instance make_instance(const plan& p, const network& net, const S& st, bool split_replicas) {
+  return make_instance(p, net, st, instance_options{.split_replicas = split_replicas});
 }
 
 }  // namespace meshcast

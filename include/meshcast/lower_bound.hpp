@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "detail/max_flow.hpp"
+#include "execution.hpp"
 #include "instance.hpp"
 
 namespace meshcast {
@@ -25,7 +26,7 @@ struct lower_bound_parts {
   double ingress_s = 0;
   double egress_s = 0;
   double largest_transfer_s = 0;
-  double device_s = 0;  ///< work that must run on one device's stream
+  double device_s = 0;  ///< work that must run on one device's stream (ordered mode only)
   double value() const noexcept { return std::max({ingress_s, egress_s, largest_transfer_s, device_s}); }
 };
 
@@ -159,12 +160,16 @@ inline egress_split egress_bound(const instance& in, bool all_replicas = false, 
   return result;
 }
 
+/// A certified bound on the makespan of any schedule of `in` under its execution mode. Ordered:
+/// every op entering a port pays its latency there, and device streams carry one op at a time.
+/// Concurrent: ops overlap their latencies and a device may take part in several at once, so
+/// only the bytes each port must carry count, plus one latency.
 inline lower_bound_parts lower_bound(const instance& in) {
   const resource_space& rs = in.resources;
   const network& net = *in.net;
+  const bool ordered = in.mode == execution::ordered;
   lower_bound_parts lb;
-  // Ingress and device streams: the least work any option puts on each such resource (bytes over
-  // the port's bandwidth plus one latency per op entering it; op durations on a stream).
+  // Ingress and device streams: the least work any option puts on each such resource.
   std::vector<double> ingress(static_cast<std::size_t>(rs.ports), 0.0);
   std::vector<double> stream(static_cast<std::size_t>(rs.devices), 0.0);
   for (const unit& u : in.units) {
@@ -174,8 +179,8 @@ inline lower_bound_parts lower_bound(const instance& in) {
       for (const op& x : u.options[k].ops)
         for (int r : x.resources) {
           if (r >= rs.ports && r < 2 * rs.ports)
-            mine[r] += static_cast<double>(x.bytes) / net.ingress_bps(r - rs.ports) + net.latency_s();
-          else if (r >= 2 * rs.ports)
+            mine[r] += static_cast<double>(x.bytes) / net.ingress_bps(r - rs.ports) + (ordered ? net.latency_s() : 0.0);
+          else if (r >= 2 * rs.ports && ordered)
             mine[r] += x.duration;
         }
       if (k == 0) least = mine;
@@ -186,7 +191,7 @@ inline lower_bound_parts lower_bound(const instance& in) {
       else stream[r - 2 * rs.ports] += t;
     }
   }
-  for (double t : ingress) lb.ingress_s = std::max(lb.ingress_s, t);
+  for (double t : ingress) lb.ingress_s = std::max(lb.ingress_s, t > 0 && !ordered ? t + net.latency_s() : t);
   for (double t : stream) lb.device_s = std::max(lb.device_s, t);
   egress_split e = egress_bound(in, /*all_replicas=*/true);
   lb.egress_s = e.makespan_s > 0 ? e.makespan_s + net.latency_s() : 0;
@@ -201,6 +206,67 @@ inline lower_bound_parts lower_bound(const instance& in) {
     lb.largest_transfer_s = std::max(lb.largest_transfer_s, best);
   }
   return lb;
+}
+
+/// The physical limit of a network for a plan, whatever the strategy, mode or solver: every host
+/// must take in, across its NICs, each region it needs and holds no copy of; and every region
+/// another host needs must leave the hosts that hold it at least once, spread over them at best
+/// (the least T for which a flow from regions to holder hosts fits T times their egress
+/// bandwidth: the Hall bound over sets of sender hosts). One latency is added.
+inline double physical_bound(const plan& p, const network& net) {
+  const index_t hosts = net.host_count();
+  std::vector<double> need(static_cast<std::size_t>(hosts), 0.0);
+  std::map<std::vector<index_t>, double> leave;  // sender host set -> bytes that must leave it
+  std::vector<index_t> seen(static_cast<std::size_t>(hosts), -1), holds(static_cast<std::size_t>(hosts), -1);
+  for (std::size_t i = 0; i < p.tasks.size(); ++i) {
+    const auto tag = static_cast<index_t>(i);
+    std::vector<index_t> holders;
+    for (index_t s : p.senders(i))
+      if (holds[net.host_of(s)] != tag) holds[net.host_of(s)] = tag, holders.push_back(net.host_of(s));
+    bool remote = false;
+    for (index_t r : p.receivers(i)) {
+      const index_t h = net.host_of(r);
+      if (holds[h] == tag || seen[h] == tag) continue;
+      seen[h] = tag;
+      need[static_cast<std::size_t>(h)] += static_cast<double>(p.tasks[i].bytes);
+      remote = true;
+    }
+    if (remote) {
+      std::sort(holders.begin(), holders.end());
+      leave[holders] += static_cast<double>(p.tasks[i].bytes);
+    }
+  }
+  double bound = 0;
+  for (index_t h = 0; h < hosts; ++h) bound = std::max(bound, need[static_cast<std::size_t>(h)] / net.host_ingress_bps(h));
+  // Egress: bisection on T with a max-flow from sender sets to hosts.
+  double total = 0, lo = 0, hi = 0;
+  for (const auto& [set, b] : leave) {
+    total += b;
+    double fastest = 0;
+    for (index_t h : set) fastest += net.host_egress_bps(h);
+    lo = std::max(lo, b / fastest);  // a set alone
+    hi += b / fastest;
+  }
+  auto fits = [&](double T) {
+    const int g = static_cast<int>(leave.size()), source = g + static_cast<int>(hosts), sink = source + 1;
+    detail::max_flow f(sink + 1);
+    int k = 0;
+    for (const auto& [set, b] : leave) {
+      f.add_edge(source, k, b);
+      for (index_t h : set) f.add_edge(k, g + static_cast<int>(h), b);
+      ++k;
+    }
+    for (index_t h = 0; h < hosts; ++h) f.add_edge(g + static_cast<int>(h), sink, T * net.host_egress_bps(h));
+    return f.run(source, sink) >= total * (1 - 1e-9);
+  };
+  if (total > 0) {
+    for (int it = 0; it < 60 && hi - lo > 1e-7 * hi; ++it) {
+      const double mid = 0.5 * (lo + hi);
+      (fits(mid) ? hi : lo) = mid;
+    }
+  }
+  bound = std::max(bound, lo);
+  return bound > 0 ? bound + net.latency_s() : 0;
 }
 
 /// An integral sender assignment from the egress bound's flow: every sender port gets a quota of

@@ -1,11 +1,50 @@
-// Operations: the transfers a schedule issues, and the resources each one occupies.
+// Transfers and ops. A transfer is what an executor does: it says what it is (its kind), what it
+// moves and between whom. The model's view of it (resources it holds, duration, when it runs)
+// lives beside it in `transfer_model`. An `op` is both, plus where it comes from in an instance:
+// the form strategies write and solvers arrange.
 #pragma once
 
+#include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "box.hpp"
 
 namespace meshcast {
+
+/// What a transfer is; written by the strategy that makes it, read by executors.
+enum class transfer_kind : std::uint8_t {
+  local_copy,       ///< the sender is the only receiver: a copy from its source tile
+  point_to_point,   ///< from the sender's source tile to each receiver, one message each
+  forward,          ///< like point_to_point, from what the sender received by `waits_for`
+  group_broadcast,  ///< one collective broadcast from the sender to all receivers
+  chain,            ///< a pipelined chain: sender -> receivers[0] -> receivers[1] -> ...
+};
+
+constexpr std::string_view to_string(transfer_kind k) noexcept {
+  switch (k) {
+    case transfer_kind::local_copy: return "local_copy";
+    case transfer_kind::point_to_point: return "point_to_point";
+    case transfer_kind::forward: return "forward";
+    case transfer_kind::group_broadcast: return "group_broadcast";
+    case transfer_kind::chain: return "chain";
+  }
+  return "?";
+}
+
+/// One transfer of a schedule: `sender` moves `region` (`bytes`) to every device in `receivers`.
+struct transfer {
+  transfer_kind kind = transfer_kind::point_to_point;
+  index_t task = 0;  ///< plan task the region belongs to
+  box region;
+  index_t bytes = 0;
+  index_t sender = 0;
+  std::vector<index_t> receivers;
+  /// Transfers (indices in the schedule) that must be complete before this one starts: the
+  /// receives a forward passes on.
+  std::vector<std::int32_t> waits_for;
+  friend bool operator==(const transfer&, const transfer&) = default;
+};
 
 /// Resources of the ordered model, each carrying one operation at a time: the egress and the
 /// ingress direction of every NIC port, then every device's stream.
@@ -19,31 +58,33 @@ struct resource_space {
   constexpr bool is_port(int resource) const noexcept { return resource < 2 * ports; }
 };
 
-/// One transfer: `sender` sends `region` (`bytes`) to every device in `receivers`.
-struct op {
-  index_t task = 0;  ///< plan task the region belongs to
-  /// Where the op comes from in its instance: unit, option of that unit, and position among the
-  /// option's ops (-1 when the op was made outside an instance). `solve` checks a solver's
-  /// answer against these.
-  index_t unit = -1;
-  int option = -1;
-  int part = -1;
-  box region;
-  index_t bytes = 0;
-  index_t sender = 0;
-  std::vector<index_t> receivers;
-  std::vector<index_t> egress_hosts;   ///< hosts whose NIC sends for this op (chain forwarders too)
-  std::vector<index_t> ingress_hosts;  ///< hosts whose NIC receives for this op
-  std::vector<int> resources;          ///< ports and streams occupied, see resource_space
+/// What the network model says about a transfer.
+struct transfer_model {
+  std::vector<int> resources;          ///< ports and streams it occupies, see resource_space
+  std::vector<index_t> holders;        ///< beside `resources`: the device that drives each one
+  std::vector<index_t> egress_hosts;   ///< hosts whose NIC sends for it (chain forwarders too)
+  std::vector<index_t> ingress_hosts;  ///< hosts whose NIC receives for it
+  double latency_s = 0;                ///< the fixed part of `duration`
   double duration = 0;                 ///< on an otherwise idle network
-  int after = -1;  ///< op of the same option that must finish first (its index there), or -1
-  double start = 0, end = 0;  ///< set when the op is placed in a schedule
+  double start = 0, end = 0;           ///< when the schedule's model runs it
+  friend bool operator==(const transfer_model&, const transfer_model&) = default;
 
   bool uses_nic(const resource_space& rs) const noexcept {
     for (int r : resources)
       if (rs.is_port(r)) return true;
     return false;
   }
+};
+
+/// A transfer with its model and its place in an instance.
+struct op : transfer, transfer_model {
+  /// Position among the ops of its option (`after`: the one that must finish first, or -1), and
+  /// where it comes from in its instance: unit, option of that unit, position in the option (-1
+  /// when made outside an instance). `solve` checks a solver's answer against these.
+  int after = -1;
+  index_t unit = -1;
+  int option = -1;
+  int part = -1;
 };
 
 }  // namespace meshcast

@@ -1,12 +1,15 @@
 // Communication strategies: how one region reaches the receivers that cannot get it on their host.
 //
-// A strategy is a tag type (see strategy/send_recv.hpp and its siblings) with a name and a static
-// `remote_ops` that appends the operations moving a region from a chosen sender to the receivers
-// on other hosts. Receivers that hold the region, or share a host with a device that holds it,
-// are served the same way under every strategy (see `deliver_locally`).
+// A strategy is a policy object (see strategy/send_recv.hpp and its siblings) with a name and a
+// `remote_ops` member that appends the ops moving a region from a chosen sender to the receivers
+// on other hosts, each saying what it is (its transfer_kind). Being an object, a strategy may
+// carry run-time settings (a chunk size, a broadcast kind). Receivers that hold the region, or
+// share a host with a device that holds it, are served the same way under every strategy (see
+// `deliver_locally`).
 #pragma once
 
 #include <algorithm>
+#include <concepts>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -17,34 +20,35 @@
 namespace meshcast {
 
 template <class S>
-concept strategy = requires(const network& net, const resource_space& rs, index_t task, const box& region,
+concept strategy = std::copy_constructible<S> &&
+                   requires(const S& s, const network& net, const resource_space& rs, index_t task, const box& region,
                             index_t bytes, index_t sender, std::span<const index_t> remote, std::vector<op>& out) {
-  { S::name } -> std::convertible_to<std::string_view>;
-  { S::point_to_point } -> std::convertible_to<bool>;
-  S::remote_ops(net, rs, task, region, bytes, sender, remote, out);
-};
-
-namespace detail {
-inline void add_unique(std::vector<index_t>& v, index_t x) {
-  if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
-}
-}  // namespace detail
+                     { S::name } -> std::convertible_to<std::string_view>;
+                     /// Whether every op it makes has one sender and one receiver NIC (open_shop needs that).
+                     { S::point_to_point } -> std::convertible_to<bool>;
+                     s.remote_ops(net, rs, task, region, bytes, sender, remote, out);
+                   };
 
 /// A point-to-point transfer from `s` to `r`: a local copy, an intra-host copy, or a NIC transfer.
 inline op make_transfer(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,
-                        index_t s, index_t r) {
+                        index_t s, index_t r, transfer_kind kind = transfer_kind::point_to_point) {
   op o;
+  o.kind = s == r ? transfer_kind::local_copy : kind;
   o.task = task;
   o.region = region;
   o.bytes = bytes;
   o.sender = s;
   o.receivers = {r};
   o.duration = net.transfer_time(s, r, bytes);
+  o.latency_s = s == r ? 0.0 : net.latency_s();
   o.resources.push_back(rs.stream(s));
-  if (r != s) o.resources.push_back(rs.stream(r));
+  o.holders.push_back(s);
+  if (r != s) o.resources.push_back(rs.stream(r)), o.holders.push_back(r);
   if (net.host_of(s) != net.host_of(r)) {
     o.resources.push_back(rs.egress(net.port_of(s)));
+    o.holders.push_back(s);
     o.resources.push_back(rs.ingress(net.port_of(r)));
+    o.holders.push_back(r);
     o.egress_hosts = {net.host_of(s)};
     o.ingress_hosts = {net.host_of(r)};
   }

@@ -1284,12 +1284,51 @@ class network {
 }  // namespace meshcast
 // ---- end meshcast/network.hpp ----
 // ---- begin meshcast/op.hpp ----
-// Operations: the transfers a schedule issues, and the resources each one occupies.
+// Transfers and ops. A transfer is what an executor does: it says what it is (its kind), what it
+// moves and between whom. The model's view of it (resources it holds, duration, when it runs)
+// lives beside it in `transfer_model`. An `op` is both, plus where it comes from in an instance:
+// the form strategies write and solvers arrange.
 
+#include <cstdint>
+#include <string_view>
 #include <vector>
 
 
 namespace meshcast {
+
+/// What a transfer is; written by the strategy that makes it, read by executors.
+enum class transfer_kind : std::uint8_t {
+  local_copy,       ///< the sender is the only receiver: a copy from its source tile
+  point_to_point,   ///< from the sender's source tile to each receiver, one message each
+  forward,          ///< like point_to_point, from what the sender received by `waits_for`
+  group_broadcast,  ///< one collective broadcast from the sender to all receivers
+  chain,            ///< a pipelined chain: sender -> receivers[0] -> receivers[1] -> ...
+};
+
+constexpr std::string_view to_string(transfer_kind k) noexcept {
+  switch (k) {
+    case transfer_kind::local_copy: return "local_copy";
+    case transfer_kind::point_to_point: return "point_to_point";
+    case transfer_kind::forward: return "forward";
+    case transfer_kind::group_broadcast: return "group_broadcast";
+    case transfer_kind::chain: return "chain";
+  }
+  return "?";
+}
+
+/// One transfer of a schedule: `sender` moves `region` (`bytes`) to every device in `receivers`.
+struct transfer {
+  transfer_kind kind = transfer_kind::point_to_point;
+  index_t task = 0;  ///< plan task the region belongs to
+  box region;
+  index_t bytes = 0;
+  index_t sender = 0;
+  std::vector<index_t> receivers;
+  /// Transfers (indices in the schedule) that must be complete before this one starts: the
+  /// receives a forward passes on.
+  std::vector<std::int32_t> waits_for;
+  friend bool operator==(const transfer&, const transfer&) = default;
+};
 
 /// Resources of the ordered model, each carrying one operation at a time: the egress and the
 /// ingress direction of every NIC port, then every device's stream.
@@ -1303,25 +1342,16 @@ struct resource_space {
   constexpr bool is_port(int resource) const noexcept { return resource < 2 * ports; }
 };
 
-/// One transfer: `sender` sends `region` (`bytes`) to every device in `receivers`.
-struct op {
-  index_t task = 0;  ///< plan task the region belongs to
-  /// Where the op comes from in its instance: unit, option of that unit, and position among the
-  /// option's ops (-1 when the op was made outside an instance). `solve` checks a solver's
-  /// answer against these.
-  index_t unit = -1;
-  int option = -1;
-  int part = -1;
-  box region;
-  index_t bytes = 0;
-  index_t sender = 0;
-  std::vector<index_t> receivers;
-  std::vector<index_t> egress_hosts;   ///< hosts whose NIC sends for this op (chain forwarders too)
-  std::vector<index_t> ingress_hosts;  ///< hosts whose NIC receives for this op
-  std::vector<int> resources;          ///< ports and streams occupied, see resource_space
+/// What the network model says about a transfer.
+struct transfer_model {
+  std::vector<int> resources;          ///< ports and streams it occupies, see resource_space
+  std::vector<index_t> holders;        ///< beside `resources`: the device that drives each one
+  std::vector<index_t> egress_hosts;   ///< hosts whose NIC sends for it (chain forwarders too)
+  std::vector<index_t> ingress_hosts;  ///< hosts whose NIC receives for it
+  double latency_s = 0;                ///< the fixed part of `duration`
   double duration = 0;                 ///< on an otherwise idle network
-  int after = -1;  ///< op of the same option that must finish first (its index there), or -1
-  double start = 0, end = 0;  ///< set when the op is placed in a schedule
+  double start = 0, end = 0;           ///< when the schedule's model runs it
+  friend bool operator==(const transfer_model&, const transfer_model&) = default;
 
   bool uses_nic(const resource_space& rs) const noexcept {
     for (int r : resources)
@@ -1330,8 +1360,126 @@ struct op {
   }
 };
 
+/// A transfer with its model and its place in an instance.
+struct op : transfer, transfer_model {
+  /// Position among the ops of its option (`after`: the one that must finish first, or -1), and
+  /// where it comes from in its instance: unit, option of that unit, position in the option (-1
+  /// when made outside an instance). `solve` checks a solver's answer against these.
+  int after = -1;
+  index_t unit = -1;
+  int option = -1;
+  int part = -1;
+};
+
 }  // namespace meshcast
 // ---- end meshcast/op.hpp ----
+// ---- begin meshcast/execution.hpp ----
+// Execution modes: the ways an executor can issue a schedule. Each has a model (simulate.hpp)
+// and a lower bound (lower_bound.hpp) that hold for it, and solvers optimise the model of the
+// mode that will run.
+
+#include <string>
+#include <string_view>
+
+
+namespace meshcast {
+
+enum class execution {
+  /// Every device and every NIC direction carries one transfer at a time, in schedule order
+  /// (Alpa's workers, a single NCCL stream). The executor enforces it: a device runs its
+  /// transfers one after another, and devices that share a NIC pass it on in schedule order.
+  ordered,
+  /// Every transfer is posted at once (a forward as soon as what it forwards has arrived); flows
+  /// that share a NIC direction share its bandwidth fairly.
+  concurrent,
+};
+
+constexpr std::string_view to_string(execution m) noexcept { return m == execution::ordered ? "ordered" : "concurrent"; }
+
+inline execution parse_execution(std::string_view name) {
+  if (name == "ordered") return execution::ordered;
+  if (name == "concurrent") return execution::concurrent;
+  throw error("execution mode '" + detail::printable(name) + "' is not ordered or concurrent");
+}
+
+}  // namespace meshcast
+// ---- end meshcast/execution.hpp ----
+// ---- begin meshcast/ordered_engine.hpp ----
+// The ordered model's clock, the one engine every solver and the simulator place ops with:
+// every resource (NIC direction, device stream) is free from some time on, and an op placed next
+// starts when all its resources are free, and occupies them for its duration.
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+
+namespace meshcast {
+
+class resource_clock {
+ public:
+  explicit resource_clock(int resources) : free_(static_cast<std::size_t>(resources), 0.0) {}
+  void reset() {
+    std::fill(free_.begin(), free_.end(), 0.0);
+    makespan_ = 0;
+  }
+  double earliest_start(const transfer_model& o, double not_before = 0) const noexcept {
+    double t = not_before;
+    for (int r : o.resources) t = std::max(t, free_[r]);
+    return t;
+  }
+  /// Places `o` as the next op (not before `not_before`): sets its start and end, returns its end.
+  double place(transfer_model& o, double not_before = 0) noexcept {
+    o.start = earliest_start(o, not_before);
+    o.end = o.start + o.duration;
+    for (int r : o.resources) free_[r] = o.end;
+    makespan_ = std::max(makespan_, o.end);
+    return o.end;
+  }
+  /// Places an op without recording its times; returns its end.
+  double place(const transfer_model& o) noexcept {
+    const double end = earliest_start(o) + o.duration;
+    for (int r : o.resources) free_[r] = end;
+    makespan_ = std::max(makespan_, end);
+    return end;
+  }
+  double free_at(int resource) const noexcept { return free_[resource]; }
+  double makespan() const noexcept { return makespan_; }
+  const std::vector<double>& free_times() const noexcept { return free_; }
+
+ private:
+  std::vector<double> free_;
+  double makespan_ = 0;
+};
+
+/// Finish time of a sequence of ops appended to a clock, without changing it. Stamps the
+/// resources the sequence touches, so a trial costs O(its resources), whatever the clock's size.
+class trial_clock {
+ public:
+  explicit trial_clock(int resources)
+      : stamp_(static_cast<std::size_t>(resources), 0), time_(static_cast<std::size_t>(resources), 0.0) {}
+  template <class Ops>
+  double finish(const Ops& ops, const resource_clock& base) {
+    ++epoch_;
+    double finish = 0;
+    for (const auto& x : ops) {
+      double start = 0;
+      for (int r : x.resources) start = std::max(start, stamp_[r] == epoch_ ? time_[r] : base.free_at(r));
+      const double end = start + x.duration;
+      for (int r : x.resources) stamp_[r] = epoch_, time_[r] = end;
+      finish = std::max(finish, end);
+    }
+    return finish;
+  }
+
+ private:
+  std::vector<std::uint64_t> stamp_;
+  std::vector<double> time_;
+  std::uint64_t epoch_ = 0;
+};
+
+}  // namespace meshcast
+// ---- end meshcast/ordered_engine.hpp ----
 // ---- begin meshcast/slice.hpp ----
 // Cutting a region into slices along one dim, for replica splitting and local all-gathers.
 
@@ -1391,12 +1539,15 @@ inline std::vector<box> slice_by_counts(const box& region, int d, const std::vec
 // ---- begin meshcast/strategy.hpp ----
 // Communication strategies: how one region reaches the receivers that cannot get it on their host.
 //
-// A strategy is a tag type (see strategy/send_recv.hpp and its siblings) with a name and a static
-// `remote_ops` that appends the operations moving a region from a chosen sender to the receivers
-// on other hosts. Receivers that hold the region, or share a host with a device that holds it,
-// are served the same way under every strategy (see `deliver_locally`).
+// A strategy is a policy object (see strategy/send_recv.hpp and its siblings) with a name and a
+// `remote_ops` member that appends the ops moving a region from a chosen sender to the receivers
+// on other hosts, each saying what it is (its transfer_kind). Being an object, a strategy may
+// carry run-time settings (a chunk size, a broadcast kind). Receivers that hold the region, or
+// share a host with a device that holds it, are served the same way under every strategy (see
+// `deliver_locally`).
 
 #include <algorithm>
+#include <concepts>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -1405,34 +1556,35 @@ inline std::vector<box> slice_by_counts(const box& region, int d, const std::vec
 namespace meshcast {
 
 template <class S>
-concept strategy = requires(const network& net, const resource_space& rs, index_t task, const box& region,
+concept strategy = std::copy_constructible<S> &&
+                   requires(const S& s, const network& net, const resource_space& rs, index_t task, const box& region,
                             index_t bytes, index_t sender, std::span<const index_t> remote, std::vector<op>& out) {
-  { S::name } -> std::convertible_to<std::string_view>;
-  { S::point_to_point } -> std::convertible_to<bool>;
-  S::remote_ops(net, rs, task, region, bytes, sender, remote, out);
-};
-
-namespace detail {
-inline void add_unique(std::vector<index_t>& v, index_t x) {
-  if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
-}
-}  // namespace detail
+                     { S::name } -> std::convertible_to<std::string_view>;
+                     /// Whether every op it makes has one sender and one receiver NIC (open_shop needs that).
+                     { S::point_to_point } -> std::convertible_to<bool>;
+                     s.remote_ops(net, rs, task, region, bytes, sender, remote, out);
+                   };
 
 /// A point-to-point transfer from `s` to `r`: a local copy, an intra-host copy, or a NIC transfer.
 inline op make_transfer(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,
-                        index_t s, index_t r) {
+                        index_t s, index_t r, transfer_kind kind = transfer_kind::point_to_point) {
   op o;
+  o.kind = s == r ? transfer_kind::local_copy : kind;
   o.task = task;
   o.region = region;
   o.bytes = bytes;
   o.sender = s;
   o.receivers = {r};
   o.duration = net.transfer_time(s, r, bytes);
+  o.latency_s = s == r ? 0.0 : net.latency_s();
   o.resources.push_back(rs.stream(s));
-  if (r != s) o.resources.push_back(rs.stream(r));
+  o.holders.push_back(s);
+  if (r != s) o.resources.push_back(rs.stream(r)), o.holders.push_back(r);
   if (net.host_of(s) != net.host_of(r)) {
     o.resources.push_back(rs.egress(net.port_of(s)));
+    o.holders.push_back(s);
     o.resources.push_back(rs.ingress(net.port_of(r)));
+    o.holders.push_back(r);
     o.egress_hosts = {net.host_of(s)};
     o.ingress_hosts = {net.host_of(r)};
   }
@@ -1469,9 +1621,12 @@ inline std::vector<index_t> deliver_locally(const network& net, const resource_s
 #include <string_view>
 
 // ---- begin meshcast/strategy/broadcast.hpp ----
-// broadcast: one sender to all remote receivers as a pipelined chain over the receiving hosts.
-// Each receiving host's NIC carries the bytes in once, and out once to the next host, except for
-// the last host; devices of one host get the bytes over the intra-host link.
+// broadcast: one sender to all remote receivers as a pipelined chain over the receiving hosts
+// (sender -> the receivers of one host, ascending -> those of the next host ...). The first
+// receiver of each host takes the bytes off its NIC, the last one passes them over its NIC to the
+// next host; devices of one host pass them on over the intra-host link. With
+// `how = group_broadcast` the same receivers get one collective broadcast instead (MPI_Ibcast,
+// ncclBroadcast), modelled as the chain.
 
 #include <map>
 
@@ -1481,42 +1636,48 @@ namespace meshcast {
 struct broadcast {
   static constexpr std::string_view name = "broadcast";
   static constexpr bool point_to_point = false;
+  transfer_kind how = transfer_kind::chain;  ///< chain or group_broadcast
 
-  static void remote_ops(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,
-                         index_t sender, std::span<const index_t> remote, std::vector<op>& out) {
+  void remote_ops(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,
+                  index_t sender, std::span<const index_t> remote, std::vector<op>& out) const {
     if (remote.empty()) return;
     std::map<index_t, std::vector<index_t>> by_host;
     for (index_t r : remote) by_host[net.host_of(r)].push_back(r);
     op o;
+    o.kind = how == transfer_kind::group_broadcast ? transfer_kind::group_broadcast : transfer_kind::chain;
     o.task = task;
     o.region = region;
     o.bytes = bytes;
     o.sender = sender;
     o.resources.push_back(rs.stream(sender));
     o.resources.push_back(rs.egress(net.port_of(sender)));
+    o.holders = {sender, sender};
     o.egress_hosts.push_back(net.host_of(sender));
     double slowest = net.egress_bps(net.port_of(sender));
     bool intra = false;
     std::size_t hop = 0;
     for (const auto& [host, receivers] : by_host) {
-      index_t entry = receivers.front();  // takes the bytes off the NIC and forwards them
+      const index_t entry = receivers.front(), exit = receivers.back();
       o.resources.push_back(rs.ingress(net.port_of(entry)));
+      o.holders.push_back(entry);
       o.ingress_hosts.push_back(host);
       slowest = std::min(slowest, net.ingress_bps(net.port_of(entry)));
       if (++hop < by_host.size()) {
-        o.resources.push_back(rs.egress(net.port_of(entry)));
+        o.resources.push_back(rs.egress(net.port_of(exit)));
+        o.holders.push_back(exit);
         o.egress_hosts.push_back(host);
-        slowest = std::min(slowest, net.egress_bps(net.port_of(entry)));
+        slowest = std::min(slowest, net.egress_bps(net.port_of(exit)));
       }
       for (index_t r : receivers) {
         o.receivers.push_back(r);
         o.resources.push_back(rs.stream(r));
+        o.holders.push_back(r);
       }
       intra |= receivers.size() > 1;
     }
     // Pipelined: every hop adds a latency, the bytes flow at the slowest link's rate.
-    o.duration = static_cast<double>(by_host.size()) * net.latency_s() + static_cast<double>(bytes) / slowest +
-                 (intra ? net.latency_s() : 0.0);
+    o.latency_s = static_cast<double>(by_host.size()) * net.latency_s() + (intra ? net.latency_s() : 0.0);
+    o.duration = o.latency_s + static_cast<double>(bytes) / slowest;
     out.push_back(std::move(o));
   }
 };
@@ -1533,8 +1694,8 @@ struct send_recv {
   static constexpr std::string_view name = "send_recv";
   static constexpr bool point_to_point = true;
 
-  static void remote_ops(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,
-                         index_t sender, std::span<const index_t> remote, std::vector<op>& out) {
+  void remote_ops(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,
+                  index_t sender, std::span<const index_t> remote, std::vector<op>& out) const {
     for (index_t r : remote) out.push_back(make_transfer(net, rs, task, region, bytes, sender, r));
   }
 };
@@ -1544,7 +1705,7 @@ struct send_recv {
 // ---- begin meshcast/strategy/send_recv_allgather.hpp ----
 // send_recv_allgather (Alpa's local all-gather): each receiving host takes the region across its
 // NIC once, cut into one slice per receiver device there, then the devices exchange their slices
-// over the intra-host link.
+// over the intra-host link (forwards, each after the receive it passes on).
 
 #include <map>
 
@@ -1555,8 +1716,8 @@ struct send_recv_allgather {
   static constexpr std::string_view name = "send_recv_allgather";
   static constexpr bool point_to_point = true;
 
-  static void remote_ops(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,
-                         index_t sender, std::span<const index_t> remote, std::vector<op>& out) {
+  void remote_ops(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,
+                  index_t sender, std::span<const index_t> remote, std::vector<op>& out) const {
     std::map<index_t, std::vector<index_t>> by_host;
     for (index_t r : remote) by_host[net.host_of(r)].push_back(r);
     const index_t element_bytes = region.volume() > 0 ? bytes / region.volume() : 1;
@@ -1568,16 +1729,19 @@ struct send_recv_allgather {
         if (receivers.size() == 1) continue;
         // The receiver of slice i passes it on to the other receivers of its host.
         op gather;
+        gather.kind = transfer_kind::forward;
         gather.task = task;
         gather.region = slices[i];
         gather.bytes = slice_bytes;
         gather.sender = receivers[i];
         for (index_t r : receivers) {
           gather.resources.push_back(rs.stream(r));
+          gather.holders.push_back(r);
           if (r != receivers[i]) gather.receivers.push_back(r);
         }
         // The host's exchanges are one all-gather launch: only the first pays the latency.
-        gather.duration = (i == 0 ? net.latency_s() : 0.0) + static_cast<double>(slice_bytes) / net.intra_bps();
+        gather.latency_s = i == 0 ? net.latency_s() : 0.0;
+        gather.duration = gather.latency_s + static_cast<double>(slice_bytes) / net.intra_bps();
         gather.after = static_cast<int>(out.size()) - 1;
         out.push_back(std::move(gather));
       }
@@ -1638,7 +1802,16 @@ struct instance {
   std::string strategy;
   bool point_to_point = true;
   bool split_replicas = false;
+  execution mode = execution::ordered;  ///< the mode its schedules are made for
   std::vector<unit> units;
+};
+
+struct instance_options {
+  /// Cut the part of a task that must cross the network into one slice per sender NIC port (at
+  /// most `max_slices`), each slice with its own choice of sender.
+  bool split_replicas = false;
+  /// The execution mode the schedule will run in: solvers optimise its model.
+  execution mode = execution::ordered;
 };
 
 /// Most slices a task is cut into under replica splitting.
@@ -1690,12 +1863,11 @@ inline void add_unit(instance& in, unit&& u) {
 }
 }  // namespace detail
 
-/// Builds the instance of `p` on `net` under strategy `S`. With `split_replicas`, the part of a
-/// task that must cross the network is cut into one slice per sender NIC port (at most
-/// `max_slices`), each slice with its own choice of sender.
+/// Builds the instance of `p` on `net` under strategy `st` (see instance_options).
 template <strategy S>
-instance make_instance(std::shared_ptr<const plan> plan_ptr, std::shared_ptr<const network> net_ptr, S,
-                       bool split_replicas = false) {
+instance make_instance(std::shared_ptr<const plan> plan_ptr, std::shared_ptr<const network> net_ptr, const S& st,
+                       instance_options options = {}) {
+  const bool split_replicas = options.split_replicas;
   if (!plan_ptr || !net_ptr) throw error("make_instance needs a plan and a network");
   const plan& p = *plan_ptr;
   const network& net = *net_ptr;
@@ -1709,6 +1881,7 @@ instance make_instance(std::shared_ptr<const plan> plan_ptr, std::shared_ptr<con
   in.strategy = std::string(S::name);
   in.point_to_point = S::point_to_point;
   in.split_replicas = split_replicas;
+  in.mode = options.mode;
   for (std::size_t i = 0; i < p.tasks.size(); ++i) {
     const send_task& t = p.tasks[i];
     const auto task = static_cast<index_t>(i);
@@ -1729,7 +1902,7 @@ instance make_instance(std::shared_ptr<const plan> plan_ptr, std::shared_ptr<con
       unit u{task, slice, slice.volume() * p.element_bytes, {}};
       for (index_t s : choices) {
         option o{s, {}};
-        S::remote_ops(net, in.resources, task, slice, u.bytes, s, remote, o.ops);
+        st.remote_ops(net, in.resources, task, slice, u.bytes, s, remote, o.ops);
         u.options.push_back(std::move(o));
       }
       detail::add_unit(in, std::move(u));
@@ -1740,16 +1913,21 @@ instance make_instance(std::shared_ptr<const plan> plan_ptr, std::shared_ptr<con
 
 /// The same, sharing copies of `p` and `net` (the instance then depends on nothing the caller keeps).
 template <strategy S>
-instance make_instance(const plan& p, const network& net, S s, bool split_replicas = false) {
-  return make_instance(std::make_shared<const plan>(p), std::make_shared<const network>(net), s, split_replicas);
+instance make_instance(const plan& p, const network& net, const S& st, instance_options options = {}) {
+  return make_instance(std::make_shared<const plan>(p), std::make_shared<const network>(net), st, options);
+}
+/// Shorthand: only replica splitting given (ordered execution).
+template <strategy S>
+instance make_instance(const plan& p, const network& net, const S& st, bool split_replicas) {
+  return make_instance(p, net, st, instance_options{.split_replicas = split_replicas});
 }
 
 }  // namespace meshcast
 // ---- end meshcast/instance.hpp ----
 // ---- begin meshcast/schedule.hpp ----
-// Schedules: the ops a solver chose, in the order they are issued.
+// Schedules: the transfers a solver chose, in the order they are issued, for one execution mode,
+// with the model's view of each transfer beside it.
 
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -1759,40 +1937,18 @@ namespace meshcast {
 struct schedule {
   std::string solver;
   std::string strategy;
-  std::vector<op> ops;           ///< in issue order; start/end as the ordered model gives them
-  double makespan_s = 0;         ///< ordered model
-  double lower_bound_s = 0;      ///< certified lower bound of the instance
-  double solve_ms = 0;           ///< wall time of the solver
-  bool proven_optimal = false;   ///< the solver proved no schedule of the instance is shorter
-  double solver_bound_s = 0;     ///< best bound the solver itself proved (>= lower_bound_s when set)
+  execution mode = execution::ordered;  ///< how it is to be run; its figures are that mode's
+  std::vector<transfer> transfers;      ///< in issue order
+  std::vector<transfer_model> model;    ///< beside `transfers`: resources, durations, times
+  double makespan_s = 0;                ///< predicted by the mode's model
+  double lower_bound_s = 0;             ///< certified bound of the mode (for this strategy)
+  double physical_bound_s = 0;          ///< no mode, strategy or solver can beat it on this network
+  double solve_ms = 0;                  ///< wall time of the solver
+  bool proven_optimal = false;          ///< the solver proved no schedule of the instance is shorter
+  double solver_bound_s = 0;            ///< best bound the solver itself proved (>= lower_bound_s when set)
 
   double gap() const noexcept { return lower_bound_s > 0 ? makespan_s / lower_bound_s - 1 : 0; }
-};
-
-/// The ordered model's clock: every resource is free from some time on, and an op placed next
-/// starts when all its resources are free. Solvers use it to build schedules; `simulate` too.
-class resource_clock {
- public:
-  explicit resource_clock(int resources) : free_(static_cast<std::size_t>(resources), 0.0) {}
-  double earliest_start(const op& o) const noexcept {
-    double t = 0;
-    for (int r : o.resources) t = std::max(t, free_[r]);
-    return t;
-  }
-  /// Places `o` as the next op: returns its end.
-  double place(op& o) noexcept {
-    o.start = earliest_start(o);
-    o.end = o.start + o.duration;
-    for (int r : o.resources) free_[r] = o.end;
-    makespan_ = std::max(makespan_, o.end);
-    return o.end;
-  }
-  double free_at(int resource) const noexcept { return free_[resource]; }
-  double makespan() const noexcept { return makespan_; }
-
- private:
-  std::vector<double> free_;
-  double makespan_ = 0;
+  friend bool operator==(const schedule&, const schedule&) = default;
 };
 
 }  // namespace meshcast
@@ -1896,7 +2052,7 @@ struct lower_bound_parts {
   double ingress_s = 0;
   double egress_s = 0;
   double largest_transfer_s = 0;
-  double device_s = 0;  ///< work that must run on one device's stream
+  double device_s = 0;  ///< work that must run on one device's stream (ordered mode only)
   double value() const noexcept { return std::max({ingress_s, egress_s, largest_transfer_s, device_s}); }
 };
 
@@ -2030,12 +2186,16 @@ inline egress_split egress_bound(const instance& in, bool all_replicas = false, 
   return result;
 }
 
+/// A certified bound on the makespan of any schedule of `in` under its execution mode. Ordered:
+/// every op entering a port pays its latency there, and device streams carry one op at a time.
+/// Concurrent: ops overlap their latencies and a device may take part in several at once, so
+/// only the bytes each port must carry count, plus one latency.
 inline lower_bound_parts lower_bound(const instance& in) {
   const resource_space& rs = in.resources;
   const network& net = *in.net;
+  const bool ordered = in.mode == execution::ordered;
   lower_bound_parts lb;
-  // Ingress and device streams: the least work any option puts on each such resource (bytes over
-  // the port's bandwidth plus one latency per op entering it; op durations on a stream).
+  // Ingress and device streams: the least work any option puts on each such resource.
   std::vector<double> ingress(static_cast<std::size_t>(rs.ports), 0.0);
   std::vector<double> stream(static_cast<std::size_t>(rs.devices), 0.0);
   for (const unit& u : in.units) {
@@ -2045,8 +2205,8 @@ inline lower_bound_parts lower_bound(const instance& in) {
       for (const op& x : u.options[k].ops)
         for (int r : x.resources) {
           if (r >= rs.ports && r < 2 * rs.ports)
-            mine[r] += static_cast<double>(x.bytes) / net.ingress_bps(r - rs.ports) + net.latency_s();
-          else if (r >= 2 * rs.ports)
+            mine[r] += static_cast<double>(x.bytes) / net.ingress_bps(r - rs.ports) + (ordered ? net.latency_s() : 0.0);
+          else if (r >= 2 * rs.ports && ordered)
             mine[r] += x.duration;
         }
       if (k == 0) least = mine;
@@ -2057,7 +2217,7 @@ inline lower_bound_parts lower_bound(const instance& in) {
       else stream[r - 2 * rs.ports] += t;
     }
   }
-  for (double t : ingress) lb.ingress_s = std::max(lb.ingress_s, t);
+  for (double t : ingress) lb.ingress_s = std::max(lb.ingress_s, t > 0 && !ordered ? t + net.latency_s() : t);
   for (double t : stream) lb.device_s = std::max(lb.device_s, t);
   egress_split e = egress_bound(in, /*all_replicas=*/true);
   lb.egress_s = e.makespan_s > 0 ? e.makespan_s + net.latency_s() : 0;
@@ -2072,6 +2232,67 @@ inline lower_bound_parts lower_bound(const instance& in) {
     lb.largest_transfer_s = std::max(lb.largest_transfer_s, best);
   }
   return lb;
+}
+
+/// The physical limit of a network for a plan, whatever the strategy, mode or solver: every host
+/// must take in, across its NICs, each region it needs and holds no copy of; and every region
+/// another host needs must leave the hosts that hold it at least once, spread over them at best
+/// (the least T for which a flow from regions to holder hosts fits T times their egress
+/// bandwidth: the Hall bound over sets of sender hosts). One latency is added.
+inline double physical_bound(const plan& p, const network& net) {
+  const index_t hosts = net.host_count();
+  std::vector<double> need(static_cast<std::size_t>(hosts), 0.0);
+  std::map<std::vector<index_t>, double> leave;  // sender host set -> bytes that must leave it
+  std::vector<index_t> seen(static_cast<std::size_t>(hosts), -1), holds(static_cast<std::size_t>(hosts), -1);
+  for (std::size_t i = 0; i < p.tasks.size(); ++i) {
+    const auto tag = static_cast<index_t>(i);
+    std::vector<index_t> holders;
+    for (index_t s : p.senders(i))
+      if (holds[net.host_of(s)] != tag) holds[net.host_of(s)] = tag, holders.push_back(net.host_of(s));
+    bool remote = false;
+    for (index_t r : p.receivers(i)) {
+      const index_t h = net.host_of(r);
+      if (holds[h] == tag || seen[h] == tag) continue;
+      seen[h] = tag;
+      need[static_cast<std::size_t>(h)] += static_cast<double>(p.tasks[i].bytes);
+      remote = true;
+    }
+    if (remote) {
+      std::sort(holders.begin(), holders.end());
+      leave[holders] += static_cast<double>(p.tasks[i].bytes);
+    }
+  }
+  double bound = 0;
+  for (index_t h = 0; h < hosts; ++h) bound = std::max(bound, need[static_cast<std::size_t>(h)] / net.host_ingress_bps(h));
+  // Egress: bisection on T with a max-flow from sender sets to hosts.
+  double total = 0, lo = 0, hi = 0;
+  for (const auto& [set, b] : leave) {
+    total += b;
+    double fastest = 0;
+    for (index_t h : set) fastest += net.host_egress_bps(h);
+    lo = std::max(lo, b / fastest);  // a set alone
+    hi += b / fastest;
+  }
+  auto fits = [&](double T) {
+    const int g = static_cast<int>(leave.size()), source = g + static_cast<int>(hosts), sink = source + 1;
+    detail::max_flow f(sink + 1);
+    int k = 0;
+    for (const auto& [set, b] : leave) {
+      f.add_edge(source, k, b);
+      for (index_t h : set) f.add_edge(k, g + static_cast<int>(h), b);
+      ++k;
+    }
+    for (index_t h = 0; h < hosts; ++h) f.add_edge(g + static_cast<int>(h), sink, T * net.host_egress_bps(h));
+    return f.run(source, sink) >= total * (1 - 1e-9);
+  };
+  if (total > 0) {
+    for (int it = 0; it < 60 && hi - lo > 1e-7 * hi; ++it) {
+      const double mid = 0.5 * (lo + hi);
+      (fits(mid) ? hi : lo) = mid;
+    }
+  }
+  bound = std::max(bound, lo);
+  return bound > 0 ? bound + net.latency_s() : 0;
 }
 
 /// An integral sender assignment from the egress bound's flow: every sender port gets a quota of
@@ -3357,12 +3578,14 @@ bool visit_solver(std::string_view name, F&& f) {
 }  // namespace meshcast
 // ---- end meshcast/solvers.hpp ----
 // ---- begin meshcast/simulate.hpp ----
-// Discrete-event simulation of a schedule under two models.
+// The models of the execution modes: each sets every transfer's start and end in a schedule and
+// returns the makespan.
 //
-// ordered: ops issued in the schedule's order on the streams of their devices; each NIC direction
-//   carries one op at a time, in that order (single port). This is what the executors do.
-// fluid: every op issued at once; concurrent flows share each NIC direction max-min fairly, the
-//   way a "launch everything" executor behaves.
+// ordered: transfers in schedule order; each NIC direction and each device stream carries one at
+//   a time (the ordered engine, ordered_engine.hpp). The ordered executor enforces exactly this.
+// concurrent: every transfer starts as soon as the transfers it waits for are complete; after its
+//   latency its bytes flow at the max-min fair rate of the NIC directions it crosses (the way
+//   TCP flows share a link); transfers that cross no NIC take their own (intra-host) time.
 
 #include <algorithm>
 #include <limits>
@@ -3371,54 +3594,78 @@ bool visit_solver(std::string_view name, F&& f) {
 
 namespace meshcast {
 
-/// Sets every op's start and end under the ordered model; returns the makespan.
-inline double simulate_ordered(std::vector<op>& ops, const resource_space& rs) {
+/// Ordered model over a schedule's transfers and their models; returns the makespan.
+inline double simulate_ordered(const std::vector<transfer>& transfers, std::vector<transfer_model>& model,
+                               const resource_space& rs) {
   resource_clock clock(rs.size());
-  for (op& o : ops) clock.place(o);
+  for (std::size_t i = 0; i < model.size(); ++i) {
+    double ready = 0;
+    for (std::int32_t w : transfers[i].waits_for) ready = std::max(ready, model[static_cast<std::size_t>(w)].end);
+    clock.place(model[i], ready);
+  }
   return clock.makespan();
 }
 
-inline double simulate_ordered(schedule& s, const resource_space& rs) {
-  s.makespan_s = simulate_ordered(s.ops, rs);
-  return s.makespan_s;
-}
-
-/// Makespan under the fluid model (ops' start and end are not changed). Each op first waits one
-/// latency, then moves its bytes at the max-min fair rate of the NIC directions it crosses; ops
-/// that cross no NIC run at their own (intra-host) speed.
-inline double simulate_fluid(const std::vector<op>& ops, const network& net, const resource_space& rs) {
+/// Concurrent model (see the file comment); returns the makespan.
+inline double simulate_concurrent(const std::vector<transfer>& transfers, std::vector<transfer_model>& model,
+                                  const network& net, const resource_space& rs) {
+  const std::size_t n = transfers.size();
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  auto capacity = [&](int r) { return r < rs.ports ? net.egress_bps(r) : net.ingress_bps(r - rs.ports); };
+  std::vector<std::vector<std::size_t>> dependents(n);
+  std::vector<std::size_t> waiting(n, 0);
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::int32_t w : transfers[i].waits_for) {
+      dependents[static_cast<std::size_t>(w)].push_back(i);
+      ++waiting[i];
+    }
   struct flow {
+    std::size_t op;
     double remaining;  // bytes
     std::vector<int> ports;
     double rate = 0;
   };
-  std::vector<flow> flows;
-  double makespan = 0;
-  for (const op& o : ops) {
-    flow f{static_cast<double>(o.bytes), {}};
-    for (int r : o.resources)
-      if (rs.is_port(r)) f.ports.push_back(r);
-    if (f.ports.empty()) makespan = std::max(makespan, o.duration);  // intra-host: never contended
-    else if (f.remaining > 0) flows.push_back(std::move(f));
-  }
-  auto capacity = [&](int r) { return r < rs.ports ? net.egress_bps(r) : net.ingress_bps(r - rs.ports); };
-  const bool any_flow = !flows.empty();
-  double t = net.latency_s();
+  std::vector<flow> flows;                  // moving bytes now
+  std::vector<std::pair<double, std::size_t>> timers;  // (time, op): latency over, or a local op done
+  std::vector<char> flowing(n, 0);  // whether a timer ends the op's latency (1) or the op (0)
+  double t = 0, makespan = 0;
+  std::size_t done = 0;
+  auto become_ready = [&](std::size_t i) {
+    model[i].start = t;
+    bool nic = false;
+    for (int r : model[i].resources) nic |= rs.is_port(r);
+    if (nic && transfers[i].bytes > 0) {
+      flowing[i] = 1;
+      timers.push_back({t + model[i].latency_s, i});
+    } else {
+      timers.push_back({t + model[i].duration, i});
+    }
+  };
+  auto finish = [&](std::size_t i) {
+    model[i].end = t;
+    makespan = std::max(makespan, t);
+    ++done;
+    for (std::size_t d : dependents[i])
+      if (--waiting[d] == 0) become_ready(d);
+  };
+  for (std::size_t i = 0; i < n; ++i)
+    if (waiting[i] == 0) become_ready(i);
   std::vector<double> left(static_cast<std::size_t>(2 * rs.ports));
   std::vector<int> users(static_cast<std::size_t>(2 * rs.ports));
   std::vector<char> frozen;
-  while (!flows.empty()) {
-    // Water-filling: repeatedly saturate the resource with the smallest fair share.
-    for (int r = 0; r < 2 * rs.ports; ++r) left[r] = capacity(r);
+  while (done < n) {
+    // Max-min fair rates: repeatedly saturate the NIC direction with the smallest fair share.
+    for (flow& f : flows) f.rate = 0;
     frozen.assign(flows.size(), 0);
     std::size_t unfrozen = flows.size();
+    for (int r = 0; r < 2 * rs.ports; ++r) left[r] = capacity(r);
     while (unfrozen > 0) {
       std::fill(users.begin(), users.end(), 0);
       for (std::size_t i = 0; i < flows.size(); ++i)
         if (!frozen[i])
           for (int r : flows[i].ports) ++users[r];
       int bottleneck = -1;
-      double share = std::numeric_limits<double>::infinity();
+      double share = inf;
       for (int r = 0; r < 2 * rs.ports; ++r)
         if (users[r] > 0 && left[r] / users[r] < share) share = left[r] / users[r], bottleneck = r;
       // Rounding may leave a saturated port a hair below zero: a flow still gets a positive rate.
@@ -3432,26 +3679,61 @@ inline double simulate_fluid(const std::vector<op>& ops, const network& net, con
         for (int r : flows[i].ports) left[r] -= share;
       }
     }
-    // Advance to the next completion. The flows that finish then are removed by index, not by
-    // comparing what is left with a tolerance, so every pass removes at least one flow.
-    double step = std::numeric_limits<double>::infinity();
+    // The next event: a flow completes, or a timer rings. Events are taken by comparing the very
+    // expressions the step was chosen from, so each pass ends at least one flow or timer.
+    double step = inf;
     for (const flow& f : flows) step = std::min(step, f.remaining / f.rate);
-    t += step;
+    for (const auto& [at, i] : timers) step = std::min(step, at - t);
+    if (!(step < inf)) break;  // nothing can move: cannot happen with a valid schedule
+    step = std::max(step, 0.0);
+    std::vector<std::size_t> ended;
     for (flow& f : flows) {
-      if (f.remaining / f.rate <= step * (1 + 1e-12)) f.remaining = 0;
-      else f.remaining -= f.rate * step;
+      if (f.remaining / f.rate <= step) {
+        f.remaining = 0;
+        ended.push_back(f.op);
+      } else {  // never to zero by rounding: only the flows in `ended` leave
+        f.remaining = std::max(f.remaining - f.rate * step, std::numeric_limits<double>::min());
+      }
     }
-    std::erase_if(flows, [](const flow& f) { return f.remaining <= 0; });
+    std::erase_if(flows, [](const flow& f) { return f.remaining == 0; });
+    std::vector<std::pair<double, std::size_t>> rung;
+    std::erase_if(timers, [&](const std::pair<double, std::size_t>& x) {
+      if (x.first - t > step) return false;
+      rung.push_back(x);
+      return true;
+    });
+    t += step;
+    for (const auto& [at, i] : rung) {
+      if (flowing[i]) {  // latency over: the bytes start to move
+        flowing[i] = 0;
+        flow f{i, static_cast<double>(transfers[i].bytes), {}};
+        for (int r : model[i].resources)
+          if (rs.is_port(r)) f.ports.push_back(r);
+        flows.push_back(std::move(f));
+      } else {
+        finish(i);
+      }
+    }
+    for (std::size_t i : ended) finish(i);
   }
-  return any_flow ? std::max(makespan, t) : makespan;
+  return makespan;
+}
+
+/// The model of the schedule's own mode: sets every transfer's start and end, and the makespan.
+inline double simulate(schedule& s, const network& net, const resource_space& rs) {
+  s.makespan_s = s.mode == execution::ordered ? simulate_ordered(s.transfers, s.model, rs)
+                                              : simulate_concurrent(s.transfers, s.model, net, rs);
+  return s.makespan_s;
 }
 
 }  // namespace meshcast
 // ---- end meshcast/simulate.hpp ----
 // ---- begin meshcast/solve.hpp ----
-// Running a solver on an instance: the schedule, its simulated makespan and the lower bound.
+// Running a solver on an instance: the schedule, its predicted makespan under the instance's
+// execution mode, that mode's lower bound and the network's physical bound.
 
 #include <chrono>
+#include <map>
 #include <string>
 
 // ---- begin meshcast/validate.hpp ----
@@ -3580,6 +3862,25 @@ inline void validate_solution(const instance& in, const std::vector<op>& ops, st
 
 namespace meshcast {
 
+/// Turns a validated answer into a schedule: transfers and their models side by side, a forward
+/// waiting for every piece of the transfer it passes on.
+inline schedule make_schedule(const instance& in, std::vector<op> ops) {
+  schedule s;
+  s.strategy = in.strategy;
+  s.mode = in.mode;
+  std::map<std::pair<index_t, int>, std::vector<std::int32_t>> pieces;  // (unit, part) -> positions
+  for (std::size_t i = 0; i < ops.size(); ++i) pieces[{ops[i].unit, ops[i].part}].push_back(static_cast<std::int32_t>(i));
+  s.transfers.reserve(ops.size());
+  s.model.reserve(ops.size());
+  for (op& o : ops) {
+    transfer t = static_cast<transfer&&>(o);
+    if (o.after >= 0) t.waits_for = pieces.at({o.unit, o.after});
+    s.transfers.push_back(std::move(t));
+    s.model.push_back(static_cast<transfer_model&&>(o));
+  }
+  return s;
+}
+
 /// Solves `in` with solver `S`; throws `meshcast::error` if the solver does not apply to it, if
 /// the options are out of range, or if what the solver returns is not a valid schedule of `in`
 /// (see validate.hpp).
@@ -3592,27 +3893,79 @@ schedule solve(const instance& in, const S& s, const solver_options& options = {
   solver_result r = s.solve(in, options);
   const auto end = std::chrono::steady_clock::now();
   validate_solution(in, r.ops, S::name);
-  schedule out;
+  schedule out = make_schedule(in, std::move(r.ops));
   out.solver = std::string(S::name);
-  out.strategy = in.strategy;
-  out.ops = std::move(r.ops);
   out.solve_ms = std::chrono::duration<double, std::milli>(end - begin).count();
   out.proven_optimal = r.proven_optimal;
   out.lower_bound_s = lower_bound(in).value();
   out.solver_bound_s = std::max(r.bound_s, out.lower_bound_s);
-  simulate_ordered(out, in.resources);
+  out.physical_bound_s = physical_bound(*in.source, *in.net);
+  simulate(out, *in.net, in.resources);
   return out;
 }
 
 }  // namespace meshcast
 // ---- end meshcast/solve.hpp ----
+// ---- begin meshcast/memory.hpp ----
+// The memory-policy concept: where shards and message buffers live and how bytes are copied
+// there. Executors pack, unpack and copy regions through it (exec/pack.hpp), so a backend only
+// moves bytes between devices.
+
+#include <concepts>
+#include <cstddef>
+
+namespace meshcast {
+
+template <class M>
+concept memory_policy = requires(M& m, std::byte* to, const std::byte* from, std::size_t n, typename M::buffer& b) {
+  typename M::buffer;
+  { m.allocate(n) } -> std::same_as<typename M::buffer>;
+  { b.data() } -> std::convertible_to<std::byte*>;
+  m.copy(to, from, n);
+  m.copy_2d(to, n, from, n, n, n);  ///< height rows of width bytes at the given pitches
+  m.synchronize();                  ///< every copy issued so far is complete when it returns
+};
+
+}  // namespace meshcast
+// ---- end meshcast/memory.hpp ----
+// ---- begin meshcast/memory/host.hpp ----
+// Host memory: shards and message buffers in ordinary RAM, copied with memcpy. The memory policy
+// of the MPI backend; the executor packs, unpacks and copies through it (exec/pack.hpp).
+
+#include <cstddef>
+#include <cstring>
+#include <memory>
+
+namespace meshcast {
+
+struct host_memory {
+  /// A buffer that keeps its address when moved (requests point into it).
+  struct buffer {
+    std::unique_ptr<std::byte[]> bytes;
+    std::byte* data() const noexcept { return bytes.get(); }
+  };
+  buffer allocate(std::size_t n) { return {std::make_unique_for_overwrite<std::byte[]>(n ? n : 1)}; }
+  void copy(std::byte* to, const std::byte* from, std::size_t n) { std::memcpy(to, from, n); }
+  /// `height` rows of `width` bytes, `from_pitch` and `to_pitch` bytes apart.
+  void copy_2d(std::byte* to, std::size_t to_pitch, const std::byte* from, std::size_t from_pitch, std::size_t width,
+               std::size_t height) {
+    if (width == to_pitch && width == from_pitch) {
+      std::memcpy(to, from, width * height);
+      return;
+    }
+    for (std::size_t r = 0; r < height; ++r) std::memcpy(to + r * to_pitch, from + r * from_pitch, width);
+  }
+  void synchronize() noexcept {}
+};
+
+}  // namespace meshcast
+// ---- end meshcast/memory/host.hpp ----
 // ---- begin meshcast/backend.hpp ----
-// The communication-backend concept: what an executor needs from MPI, NCCL or anything else.
-//
-// A backend plays one device (its rank), moves bytes point to point or by broadcast inside a
-// group, and owns the memory space the shards live in (host for MPI, GPU for NCCL), so packing
-// and local copies are its business too. Rounds bracket operations that may run together
-// (ncclGroupStart/End); a backend without such a notion makes them no-ops.
+// The backend concept: transport only. A backend plays one device (its rank), moves bytes point
+// to point, by a broadcast in a group or along a pipelined chain, and names its memory policy;
+// packing and local copies are the executor's business (exec/pack.hpp), done through that policy.
+// Rounds bracket operations that may run together (ncclGroupStart/End); a backend without such a
+// notion makes them no-ops.
 
 #include <concepts>
 #include <cstddef>
@@ -3622,12 +3975,12 @@ schedule solve(const instance& in, const S& s, const solver_options& options = {
 namespace meshcast {
 
 template <class B>
-concept backend = requires(B& b, const B& cb, std::byte* out, const std::byte* in, std::size_t n, index_t peer,
-                           int tag, std::span<const index_t> members, typename B::request& req,
-                           typename B::group& g, const box& tile, const box& region) {
+concept backend = requires(B& b, const B& cb, std::byte* out, const std::byte* in, std::size_t n, index_t peer, int tag,
+                           std::span<const index_t> members, typename B::request& req, typename B::group& g) {
   typename B::request;
   typename B::group;
-  typename B::buffer;
+  requires memory_policy<typename B::memory_type>;
+  { b.memory() } -> std::same_as<typename B::memory_type&>;
   { cb.device() } -> std::convertible_to<index_t>;
   { cb.size() } -> std::convertible_to<index_t>;  ///< devices reachable: ranks 0..size-1
   { b.send(in, n, peer, tag) } -> std::same_as<typename B::request>;
@@ -3636,53 +3989,88 @@ concept backend = requires(B& b, const B& cb, std::byte* out, const std::byte* i
   { b.make_group(members, tag) } -> std::same_as<typename B::group>;
   /// `out` holds the message at the root and receives it elsewhere.
   { b.broadcast(out, n, peer, g) } -> std::same_as<typename B::request>;
+  /// A pipelined chain along the group's members in order (the first holds the message).
+  { b.chain(out, n, g, tag) } -> std::same_as<typename B::request>;
   b.wait(req);
   b.begin_round();
   b.end_round();
   b.flush();  ///< everything issued so far is complete when it returns
-  { b.allocate(n) } -> std::same_as<typename B::buffer>;
-  b.pack(tile, in, region, n, out);
-  b.unpack(in, tile, out, region, n);
-  b.copy_region(tile, in, tile, out, region, n);
 };
 
 }  // namespace meshcast
 // ---- end meshcast/backend.hpp ----
 // ---- begin meshcast/exec/pack.hpp ----
-// Packing a region of a dense row-major tile into a contiguous message, and unpacking it.
-// Whole contiguous runs are copied at once: the innermost dims the region spans fully are merged
-// with the first one it does not.
+// Packing a region of a dense row-major tile into a contiguous message, unpacking it, and copying
+// a region from one tile to another: written once, over a memory policy (memory.hpp), for every
+// backend. Whole contiguous runs are copied at once (the innermost dims the region spans fully are
+// merged with the first one it does not), and runs that repeat at a fixed stride go as one 2-D
+// copy (one cudaMemcpy2DAsync on a GPU).
 
 #include <cstddef>
-#include <cstring>
 #include <span>
 
 
 namespace meshcast {
 
 namespace detail {
+// The region inside the tile as runs: the level `d` below which runs are whole, the run length
+// in bytes, and the tile's byte strides.
+struct run_layout {
+  int d = 0;
+  std::size_t run = 0;
+  std::size_t stride[max_rank] = {};
+};
+inline run_layout layout_of_runs(const box& tile, const box& region, std::size_t element_bytes) {
+  run_layout l;
+  const int rank = tile.rank;
+  l.run = element_bytes;
+  int d = rank - 1;
+  while (d > 0 && region[d].lo == tile[d].lo && region[d].hi == tile[d].hi) l.run *= static_cast<std::size_t>(tile[d].size()), --d;
+  l.run *= static_cast<std::size_t>(region[d].size());
+  l.d = d;
+  std::size_t s = element_bytes;
+  for (int k = rank - 1; k >= 0; --k) l.stride[k] = s, s *= static_cast<std::size_t>(tile[k].size());
+  return l;
+}
+
 // Calls f(tile_offset_bytes, run_bytes) for every contiguous run of `region` inside `tile`, in
 // row-major order (so the k-th run lands at k * run_bytes in the packed message).
 template <class F>
 void for_each_run(const box& tile, const box& region, std::size_t element_bytes, F&& f) {
-  const int rank = tile.rank;
   if (region.empty()) return;
-  std::size_t run = element_bytes;
-  int d = rank - 1;
-  // Merge inner dims the region covers entirely.
-  while (d > 0 && region[d].lo == tile[d].lo && region[d].hi == tile[d].hi) run *= static_cast<std::size_t>(tile[d].size()), --d;
-  run *= static_cast<std::size_t>(region[d].size());
-  // Byte strides of the tile.
-  std::size_t stride[max_rank];
-  std::size_t s = element_bytes;
-  for (int k = rank - 1; k >= 0; --k) stride[k] = s, s *= static_cast<std::size_t>(tile[k].size());
+  const run_layout l = layout_of_runs(tile, region, element_bytes);
   index_t idx[max_rank];
-  for (int k = 0; k < d; ++k) idx[k] = region[k].lo;
+  for (int k = 0; k < l.d; ++k) idx[k] = region[k].lo;
   while (true) {
-    std::size_t offset = static_cast<std::size_t>(region[d].lo - tile[d].lo) * stride[d];
-    for (int k = 0; k < d; ++k) offset += static_cast<std::size_t>(idx[k] - tile[k].lo) * stride[k];
-    f(offset, run);
-    int k = d - 1;
+    std::size_t offset = static_cast<std::size_t>(region[l.d].lo - tile[l.d].lo) * l.stride[l.d];
+    for (int k = 0; k < l.d; ++k) offset += static_cast<std::size_t>(idx[k] - tile[k].lo) * l.stride[k];
+    f(offset, l.run);
+    int k = l.d - 1;
+    while (k >= 0 && ++idx[k] == region[k].hi) idx[k] = region[k].lo, --k;
+    if (k < 0) return;
+  }
+}
+
+// The same runs grouped into 2-D blocks: f(tile_offset, width, height, pitch) where a block is
+// `height` runs of `width` bytes, `pitch` bytes apart in the tile, consecutive in the message.
+template <class F>
+void for_each_block(const box& tile, const box& region, std::size_t element_bytes, F&& f) {
+  if (region.empty()) return;
+  const run_layout l = layout_of_runs(tile, region, element_bytes);
+  if (l.d == 0) {
+    f(static_cast<std::size_t>(region[0].lo - tile[0].lo) * l.stride[0], l.run, std::size_t{1}, l.run);
+    return;
+  }
+  const int rows = l.d - 1;  // the dim the block's rows step along
+  const auto height = static_cast<std::size_t>(region[rows].size());
+  index_t idx[max_rank];
+  for (int k = 0; k < rows; ++k) idx[k] = region[k].lo;
+  while (true) {
+    std::size_t offset = static_cast<std::size_t>(region[l.d].lo - tile[l.d].lo) * l.stride[l.d] +
+                         static_cast<std::size_t>(region[rows].lo - tile[rows].lo) * l.stride[rows];
+    for (int k = 0; k < rows; ++k) offset += static_cast<std::size_t>(idx[k] - tile[k].lo) * l.stride[k];
+    f(offset, l.run, height, l.stride[rows]);
+    int k = rows - 1;
     while (k >= 0 && ++idx[k] == region[k].hi) idx[k] = region[k].lo, --k;
     if (k < 0) return;
   }
@@ -3695,106 +4083,242 @@ constexpr std::size_t tile_bytes(const box& tile, std::size_t element_bytes) noe
 }
 
 /// Copies `region` of the tile held in `from` into the contiguous `to`.
-inline void pack(const box& tile, std::span<const std::byte> from, const box& region, std::size_t element_bytes,
-                 std::span<std::byte> to) {
-  if (from.size() < tile_bytes(tile, element_bytes) || to.size() < tile_bytes(region, element_bytes))
-    throw error("pack: buffer smaller than its tile or region " + region.to_string());
+template <memory_policy M>
+void pack(M& memory, const box& tile, const std::byte* from, const box& region, std::size_t eb, std::byte* to) {
   std::size_t at = 0;
-  detail::for_each_run(tile, region, element_bytes, [&](std::size_t offset, std::size_t run) {
-    std::memcpy(to.data() + at, from.data() + offset, run);
-    at += run;
+  detail::for_each_block(tile, region, eb, [&](std::size_t offset, std::size_t width, std::size_t height, std::size_t pitch) {
+    memory.copy_2d(to + at, width, from + offset, pitch, width, height);
+    at += width * height;
   });
 }
 
 /// Copies the contiguous `from` into `region` of the tile held in `to`.
-inline void unpack(std::span<const std::byte> from, const box& tile, std::span<std::byte> to, const box& region,
-                   std::size_t element_bytes) {
-  if (to.size() < tile_bytes(tile, element_bytes) || from.size() < tile_bytes(region, element_bytes))
-    throw error("unpack: buffer smaller than its tile or region " + region.to_string());
+template <memory_policy M>
+void unpack(M& memory, const std::byte* from, const box& tile, std::byte* to, const box& region, std::size_t eb) {
   std::size_t at = 0;
-  detail::for_each_run(tile, region, element_bytes, [&](std::size_t offset, std::size_t run) {
-    std::memcpy(to.data() + offset, from.data() + at, run);
-    at += run;
+  detail::for_each_block(tile, region, eb, [&](std::size_t offset, std::size_t width, std::size_t height, std::size_t pitch) {
+    memory.copy_2d(to + offset, pitch, from + at, width, width, height);
+    at += width * height;
   });
 }
 
-/// Copies `region` from one tile's buffer straight into another's (a local copy), row by row:
-/// a row of the region (its last dim) is contiguous in both tiles.
-inline void copy_region(const box& from_tile, std::span<const std::byte> from, const box& to_tile,
-                        std::span<std::byte> to, const box& region, std::size_t element_bytes) {
+/// Copies `region` from one tile's buffer straight into another's (a local copy): rows of the
+/// region (its last dim) are contiguous in both tiles; the rows along the dim before go as one
+/// 2-D copy.
+template <memory_policy M>
+void copy_region(M& memory, const box& from_tile, const std::byte* from, const box& to_tile, std::byte* to,
+                 const box& region, std::size_t eb) {
   if (region.empty()) return;
-  if (from.size() < tile_bytes(from_tile, element_bytes) || to.size() < tile_bytes(to_tile, element_bytes))
-    throw error("copy_region: buffer smaller than its tile");
-  const std::size_t row = static_cast<std::size_t>(region[region.rank - 1].size()) * element_bytes;
+  const int rank = region.rank;
+  std::size_t from_stride[max_rank], to_stride[max_rank];
+  std::size_t a = eb, b = eb;
+  for (int k = rank - 1; k >= 0; --k) {
+    from_stride[k] = a, a *= static_cast<std::size_t>(from_tile[k].size());
+    to_stride[k] = b, b *= static_cast<std::size_t>(to_tile[k].size());
+  }
+  const std::size_t width = static_cast<std::size_t>(region[rank - 1].size()) * eb;
+  const int rows = rank - 2;  // -1 for a 1-d tensor: one row
+  const std::size_t height = rows >= 0 ? static_cast<std::size_t>(region[rows].size()) : 1;
   index_t idx[max_rank];
-  for (int k = 0; k < region.rank; ++k) idx[k] = region[k].lo;
-  auto offset_in = [&](const box& tile) {
-    std::size_t off = 0, stride = element_bytes;
-    for (int k = tile.rank - 1; k >= 0; --k) {
-      off += static_cast<std::size_t>(idx[k] - tile[k].lo) * stride;
-      stride *= static_cast<std::size_t>(tile[k].size());
-    }
-    return off;
-  };
+  for (int k = 0; k < rank; ++k) idx[k] = region[k].lo;
   while (true) {
-    std::memcpy(to.data() + offset_in(to_tile), from.data() + offset_in(from_tile), row);
-    int k = region.rank - 2;
+    std::size_t off_from = 0, off_to = 0;
+    for (int k = 0; k < rank; ++k) {
+      off_from += static_cast<std::size_t>(idx[k] - from_tile[k].lo) * from_stride[k];
+      off_to += static_cast<std::size_t>(idx[k] - to_tile[k].lo) * to_stride[k];
+    }
+    memory.copy_2d(to + off_to, rows >= 0 ? to_stride[rows] : width, from + off_from, rows >= 0 ? from_stride[rows] : width,
+                   width, height);
+    int k = rows - 1;
     while (k >= 0 && ++idx[k] == region[k].hi) idx[k] = region[k].lo, --k;
     if (k < 0) return;
   }
 }
 
+/// Host forms with their sizes checked, for callers outside an executor.
+inline void pack(const box& tile, std::span<const std::byte> from, const box& region, std::size_t element_bytes,
+                 std::span<std::byte> to) {
+  if (!tile.contains(region) || from.size() < tile_bytes(tile, element_bytes) || to.size() < tile_bytes(region, element_bytes))
+    throw error("pack: buffer smaller than its tile or region " + region.to_string());
+  host_memory m;
+  pack(m, tile, from.data(), region, element_bytes, to.data());
+}
+inline void unpack(std::span<const std::byte> from, const box& tile, std::span<std::byte> to, const box& region,
+                   std::size_t element_bytes) {
+  if (!tile.contains(region) || to.size() < tile_bytes(tile, element_bytes) || from.size() < tile_bytes(region, element_bytes))
+    throw error("unpack: buffer smaller than its tile or region " + region.to_string());
+  host_memory m;
+  unpack(m, from.data(), tile, to.data(), region, element_bytes);
+}
+inline void copy_region(const box& from_tile, std::span<const std::byte> from, const box& to_tile, std::span<std::byte> to,
+                        const box& region, std::size_t element_bytes) {
+  if (region.empty()) return;
+  if (!from_tile.contains(region) || !to_tile.contains(region) || from.size() < tile_bytes(from_tile, element_bytes) ||
+      to.size() < tile_bytes(to_tile, element_bytes))
+    throw error("copy_region: buffer smaller than its tile, or region outside it");
+  host_memory m;
+  copy_region(m, from_tile, from.data(), to_tile, to.data(), region, element_bytes);
+}
+
 }  // namespace meshcast
 // ---- end meshcast/exec/pack.hpp ----
 // ---- begin meshcast/exec/wire.hpp ----
-// A flat form of the ops an executor needs (task, region, bytes, sender, receivers), to hand one
-// rank's schedule to the others, and a fingerprint to check that all ranks run the same thing.
+// The wire form of a whole schedule (transfers, their models, mode, names and figures) as 64-bit
+// words, to hand one rank's schedule to the others; `from_wire(to_wire(s)) == s`. A message from
+// elsewhere is checked word by word: a truncated or malformed one is an error, never a crash.
+// A fingerprint over plan and schedule lets all ranks check that they run the same thing.
 
+#include <bit>
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 
 namespace meshcast {
 
-inline std::vector<std::int64_t> to_wire(const std::vector<op>& ops) {
-  std::vector<std::int64_t> w{static_cast<std::int64_t>(ops.size())};
-  for (const op& o : ops) {
-    w.push_back(o.task);
-    w.push_back(o.region.rank);
-    for (int d = 0; d < o.region.rank; ++d) w.push_back(o.region[d].lo), w.push_back(o.region[d].hi);
-    w.push_back(o.bytes);
-    w.push_back(o.sender);
-    w.push_back(static_cast<std::int64_t>(o.receivers.size()));
-    for (index_t r : o.receivers) w.push_back(r);
+namespace detail {
+inline constexpr std::int64_t wire_magic = 0x6d63617374310001;  // "mcast1", version 1
+
+class wire_writer {
+ public:
+  void word(std::int64_t v) { w_.push_back(v); }
+  void real(double v) { w_.push_back(std::bit_cast<std::int64_t>(v)); }
+  void text(const std::string& s) {
+    word(static_cast<std::int64_t>(s.size()));
+    for (char c : s) word(static_cast<unsigned char>(c));
   }
-  return w;
+  template <class Range>
+  void list(const Range& r) {
+    word(static_cast<std::int64_t>(r.size()));
+    for (auto v : r) word(static_cast<std::int64_t>(v));
+  }
+  void region(const box& b) {
+    word(b.rank);
+    for (int d = 0; d < b.rank; ++d) word(b[d].lo), word(b[d].hi);
+  }
+  std::vector<std::int64_t>&& done() { return std::move(w_); }
+
+ private:
+  std::vector<std::int64_t> w_;
+};
+
+class wire_reader {
+ public:
+  explicit wire_reader(const std::vector<std::int64_t>& w) : w_(w) {}
+  std::int64_t word() {
+    if (at_ >= w_.size()) throw error("a schedule message is truncated");
+    return w_[at_++];
+  }
+  double real() { return std::bit_cast<double>(word()); }
+  /// A count that the rest of the message can hold (each item takes at least `per_item` words).
+  std::size_t count(std::size_t per_item = 1) {
+    const std::int64_t n = word();
+    if (n < 0 || static_cast<std::uint64_t>(n) > (w_.size() - at_) / per_item) throw error("a schedule message has a bad count");
+    return static_cast<std::size_t>(n);
+  }
+  std::string text() {
+    std::string s(count(), '\0');
+    for (char& c : s) {
+      const std::int64_t v = word();
+      if (v < 0 || v > 255) throw error("a schedule message has a bad character");
+      c = static_cast<char>(v);
+    }
+    return s;
+  }
+  template <class T>
+  std::vector<T> list() {
+    std::vector<T> v(count());
+    for (T& x : v) {
+      const std::int64_t raw = word();
+      if (!std::in_range<T>(raw)) throw error("a schedule message has a value out of range");
+      x = static_cast<T>(raw);
+    }
+    return v;
+  }
+  box region() {
+    box b;
+    const std::int64_t rank = word();
+    if (rank < 0 || rank > max_rank) throw error("a schedule message has a bad rank");
+    b.rank = static_cast<int>(rank);
+    for (int d = 0; d < b.rank; ++d) b[d].lo = word(), b[d].hi = word();
+    return b;
+  }
+  bool at_end() const noexcept { return at_ == w_.size(); }
+
+ private:
+  const std::vector<std::int64_t>& w_;
+  std::size_t at_ = 0;
+};
+}  // namespace detail
+
+inline std::vector<std::int64_t> to_wire(const schedule& s) {
+  detail::wire_writer w;
+  w.word(detail::wire_magic);
+  w.word(static_cast<std::int64_t>(s.mode));
+  w.word(s.proven_optimal ? 1 : 0);
+  for (double v : {s.makespan_s, s.lower_bound_s, s.physical_bound_s, s.solve_ms, s.solver_bound_s}) w.real(v);
+  w.text(s.solver);
+  w.text(s.strategy);
+  w.word(static_cast<std::int64_t>(s.transfers.size()));
+  for (const transfer& t : s.transfers) {
+    w.word(static_cast<std::int64_t>(t.kind));
+    w.word(t.task);
+    w.region(t.region);
+    w.word(t.bytes);
+    w.word(t.sender);
+    w.list(t.receivers);
+    w.list(t.waits_for);
+  }
+  w.word(static_cast<std::int64_t>(s.model.size()));
+  for (const transfer_model& m : s.model) {
+    w.list(m.resources);
+    w.list(m.holders);
+    w.list(m.egress_hosts);
+    w.list(m.ingress_hosts);
+    for (double v : {m.latency_s, m.duration, m.start, m.end}) w.real(v);
+  }
+  return w.done();
 }
 
-inline std::vector<op> from_wire(const std::vector<std::int64_t>& w) {
-  std::vector<op> ops;
-  std::size_t at = 0;
-  auto next = [&] {
-    if (at >= w.size()) throw error("a schedule message is truncated");
-    return w[at++];
-  };
-  const auto n = next();
-  for (std::int64_t i = 0; i < n; ++i) {
-    op o;
-    o.task = next();
-    o.region.rank = static_cast<int>(next());
-    if (o.region.rank < 0 || o.region.rank > max_rank) throw error("a schedule message has a bad rank");
-    for (int d = 0; d < o.region.rank; ++d) o.region[d].lo = next(), o.region[d].hi = next();
-    o.bytes = next();
-    o.sender = next();
-    const auto k = next();
-    for (std::int64_t j = 0; j < k; ++j) o.receivers.push_back(next());
-    ops.push_back(std::move(o));
+inline schedule from_wire(const std::vector<std::int64_t>& words) {
+  detail::wire_reader r(words);
+  if (r.word() != detail::wire_magic) throw error("a schedule message has the wrong format or version");
+  schedule s;
+  const std::int64_t mode = r.word();
+  if (mode != static_cast<std::int64_t>(execution::ordered) && mode != static_cast<std::int64_t>(execution::concurrent))
+    throw error("a schedule message has a bad execution mode");
+  s.mode = static_cast<execution>(mode);
+  s.proven_optimal = r.word() != 0;
+  for (double* v : {&s.makespan_s, &s.lower_bound_s, &s.physical_bound_s, &s.solve_ms, &s.solver_bound_s}) *v = r.real();
+  s.solver = r.text();
+  s.strategy = r.text();
+  s.transfers.resize(r.count(8));
+  for (transfer& t : s.transfers) {
+    const std::int64_t kind = r.word();
+    if (kind < 0 || kind > static_cast<std::int64_t>(transfer_kind::chain)) throw error("a schedule message has a bad transfer kind");
+    t.kind = static_cast<transfer_kind>(kind);
+    t.task = r.word();
+    t.region = r.region();
+    t.bytes = r.word();
+    t.sender = r.word();
+    t.receivers = r.list<index_t>();
+    t.waits_for = r.list<std::int32_t>();
   }
-  return ops;
+  s.model.resize(r.count(8));
+  for (transfer_model& m : s.model) {
+    m.resources = r.list<int>();
+    m.holders = r.list<index_t>();
+    m.egress_hosts = r.list<index_t>();
+    m.ingress_hosts = r.list<index_t>();
+    for (double* v : {&m.latency_s, &m.duration, &m.start, &m.end}) *v = r.real();
+  }
+  if (!r.at_end()) throw error("a schedule message has trailing words");
+  return s;
 }
 
-/// FNV-1a over the plan's layouts, element size, devices and the ops' wire form.
-inline std::uint64_t fingerprint(const plan& p, const std::vector<op>& ops) {
+/// FNV-1a over the plan's layouts, element size, devices and the schedule's wire form.
+inline std::uint64_t fingerprint(const plan& p, const schedule& s) {
   std::uint64_t h = 1469598103934665603ULL;
   auto mix = [&](std::int64_t v) {
     for (int i = 0; i < 8; ++i) h = (h ^ static_cast<std::uint8_t>(v >> (8 * i))) * 1099511628211ULL;
@@ -3809,220 +4333,360 @@ inline std::uint64_t fingerprint(const plan& p, const std::vector<op>& ops) {
   }
   mix(p.element_bytes);
   for (index_t d : p.dst_devices) mix(d);
-  for (std::int64_t v : to_wire(ops)) mix(v);
+  for (std::int64_t v : to_wire(s)) mix(v);
   return h;
 }
 
 }  // namespace meshcast
 // ---- end meshcast/exec/wire.hpp ----
 // ---- begin meshcast/exec/executor.hpp ----
-// The generic executor: runs a schedule on one rank. Backend and strategy are template
-// parameters, so every call below resolves at compile time: no virtual calls, no tables.
+// The generic executor: runs any schedule on one rank, in the schedule's execution mode. The
+// backend is a template parameter, so every call below resolves at compile time: no virtual
+// calls, no tables. Each transfer says what it is (its kind), so no strategy is needed here.
 //
 // The constructor keeps only this rank's part of the schedule, as a list of steps with their
-// message buffers, so that `run` does what a hand-written loop would: post each transfer in
-// schedule order, pack and unpack whole contiguous runs, wait. A rank that forwards data it
-// received (a local all-gather step) first completes its pending receives; every transfer it
-// waits for comes earlier in the order, so no cycle of waits can form.
+// message buffers, so that `run` does what a hand-written loop would.
+//
+// ordered: the rank runs its steps one after another. Before a step it waits for a token from
+//   each device that used one of the step's NIC directions last (devices of one host share their
+//   NIC) and after it passes tokens on: every NIC direction and every device then carries one
+//   transfer at a time in schedule order, as the ordered model assumes.
+// concurrent: every step is posted at once; a forward first completes the receives it passes on
+//   (and only those). Every transfer a rank waits for comes earlier in the schedule, so no cycle
+//   of waits can form in either mode.
 
 #include <algorithm>
 #include <cstddef>
 #include <map>
 #include <optional>
 #include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 
 namespace meshcast {
 
-template <backend Backend, strategy Strategy>
+/// Data messages of transfer i use tag `i % transfer_tags`; ordered-mode tokens use
+/// `transfer_tags + i % transfer_tags` (messages between one pair match in posting order).
+inline constexpr int transfer_tags = 32768;
+
+/// Whether a backend passes ordered-mode NIC tokens between devices (the default). A backend whose
+/// sends block its stream until matched (NCCL) declares `static constexpr bool port_tokens =
+/// false`: there, a token would hold back the sender's next transfer, so ordered mode keeps each
+/// device's transfers in order and lets devices that share a NIC share it.
+template <class B>
+constexpr bool passes_port_tokens() {
+  if constexpr (requires { B::port_tokens; }) return B::port_tokens;
+  else return true;
+}
+
+/// Throws when `s` does not fit `p`: devices, regions and byte counts, kinds and dependencies.
+/// A schedule from elsewhere (another rank, a file) is checked, not trusted.
+inline void check_schedule_fits(const plan& p, const schedule& s) {
+  const box whole = p.src.whole();
+  auto bad = [](std::size_t i, const std::string& why) {
+    throw error("transfer " + std::to_string(i) + " of the schedule " + why + "; was it made for another plan?");
+  };
+  if (!s.model.empty() && s.model.size() != s.transfers.size()) throw error("the schedule's model does not match its transfers");
+  for (std::size_t i = 0; i < s.transfers.size(); ++i) {
+    const transfer& t = s.transfers[i];
+    if (t.sender < 0 || t.sender >= p.device_count) bad(i, "names a sender that is not a device of the plan");
+    if (t.receivers.empty()) bad(i, "has no receiver");
+    for (index_t r : t.receivers)
+      if (r < 0 || r >= p.device_count) bad(i, "names a receiver that is not a device of the plan");
+    if (t.region.rank != whole.rank || !whole.contains(t.region) || t.region.empty()) bad(i, "moves a region outside the tensor");
+    if (t.bytes != t.region.volume() * p.element_bytes) bad(i, "has a byte count that does not match its region");
+    if (t.task < 0 || t.task >= static_cast<index_t>(p.tasks.size()) || !p.tasks[static_cast<std::size_t>(t.task)].region.contains(t.region))
+      bad(i, "moves a region outside its task");
+    if (t.kind == transfer_kind::local_copy && (t.receivers.size() != 1 || t.receivers[0] != t.sender))
+      bad(i, "is a local copy between two devices");
+    if (t.kind != transfer_kind::local_copy &&
+        std::find(t.receivers.begin(), t.receivers.end(), t.sender) != t.receivers.end())
+      bad(i, "sends to its own sender");
+    for (std::int32_t w : t.waits_for)
+      if (w < 0 || static_cast<std::size_t>(w) >= i) bad(i, "waits for a transfer that does not come before it");
+    if (!s.model.empty() && s.model[i].holders.size() != s.model[i].resources.size())
+      bad(i, "has a model whose resources and holders differ in number");
+  }
+}
+
+template <backend Backend>
 class executor {
  public:
-  /// `ops` is the schedule (issue order), the same on every rank. The executor keeps its own
-  /// copy of the backend (a handle: communicator, stream), so it never refers to a temporary.
-  /// Throws `meshcast::error` when the communicator has fewer ranks than the plan has devices or
-  /// an op does not fit the plan (a schedule from elsewhere is checked, not trusted).
-  executor(Backend b, const plan& p, const std::vector<op>& ops) : b_(std::move(b)) {
+  /// `s` is the schedule, the same on every rank. The executor keeps its own copy of the backend
+  /// (a handle: communicator, stream), so it never refers to a temporary. Throws
+  /// `meshcast::error` when the communicator has fewer ranks than the plan has devices or the
+  /// schedule does not fit the plan.
+  executor(Backend b, const plan& p, const schedule& s) : b_(std::move(b)), mode_(s.mode) {
     me_ = b_.device();
     if (b_.size() < p.device_count)
       throw error("the plan uses " + std::to_string(p.device_count) + " devices but the communicator has " +
                   std::to_string(b_.size()) + " ranks; run one rank per device");
-    check_ops(p, ops);
+    check_schedule_fits(p, s);
     eb_ = static_cast<std::size_t>(p.element_bytes);
     src_tile_ = p.source_tile(me_);
     dst_tile_ = p.destination_tile(me_);
-    is_src_ = std::find(p.src_devices.begin(), p.src_devices.end(), me_) != p.src_devices.end();
-    is_dst_ = std::find(p.dst_devices.begin(), p.dst_devices.end(), me_) != p.dst_devices.end();
-    source_bytes_ = is_src_ ? tile_bytes(src_tile_) : 0;
-    destination_bytes_ = is_dst_ ? tile_bytes(dst_tile_) : 0;
-    if constexpr (!Strategy::point_to_point) make_groups(ops);
-    plan_steps(ops);
+    const bool is_src = std::find(p.src_devices.begin(), p.src_devices.end(), me_) != p.src_devices.end();
+    const bool is_dst = std::find(p.dst_devices.begin(), p.dst_devices.end(), me_) != p.dst_devices.end();
+    source_bytes_ = is_src ? tile_bytes(src_tile_, eb_) : 0;
+    destination_bytes_ = is_dst ? tile_bytes(dst_tile_, eb_) : 0;
+    if (!is_src) src_tile_ = box{src_tile_.rank, {}};  // holds nothing
+    make_groups(s);
+    plan_steps(s);
+    if (mode_ == execution::ordered && !s.model.empty() && passes_port_tokens<Backend>()) plan_tokens(s);
   }
 
   /// Bytes this rank's source and destination shards must have (row-major over their tiles).
   std::size_t source_bytes() const noexcept { return source_bytes_; }
   std::size_t destination_bytes() const noexcept { return destination_bytes_; }
+  execution mode() const noexcept { return mode_; }
 
   /// Reshards: reads `source` (never written), fills `destination`. May be called repeatedly.
   void run(std::span<const std::byte> source, std::span<std::byte> destination) {
     if (source.size() < source_bytes() || destination.size() < destination_bytes())
       throw error("device " + std::to_string(me_) + ": shard buffers of " + std::to_string(source.size()) + " and " +
-                  std::to_string(destination.size()) + " bytes are smaller than its tiles (" + std::to_string(source_bytes()) +
-                  " and " + std::to_string(destination_bytes()) + " bytes)");
-    pending_.clear();
+                  std::to_string(destination.size()) + " bytes are smaller than its tiles (" +
+                  std::to_string(source_bytes()) + " and " + std::to_string(destination_bytes()) + " bytes)");
+    src_ = source.data();
+    dst_ = destination.data();
     sent_.clear();
-    b_.begin_round();
-    for (step& s : steps_) {
-      switch (s.how) {
-        case step::copy:
-          b_.copy_region(src_tile_, source.data(), dst_tile_, destination.data(), s.region, eb_);
-          break;
-        case step::send: {
-          if (!s.from_source) {  // forwarding what arrived earlier: finish those receives first
-            b_.end_round();
-            complete(destination);
-            b_.begin_round();
-          }
-          const box& tile = s.from_source ? src_tile_ : dst_tile_;
-          const std::byte* from = s.from_source ? source.data() : destination.data();
-          if (s.keep_copy) b_.copy_region(tile, from, dst_tile_, destination.data(), s.region, eb_);
-          std::byte* message = buffers_[s.buffer].data();
-          b_.pack(tile, from, s.region, eb_, message);
-          if (s.group != no_group) {
-            sent_.push_back(b_.broadcast(message, s.bytes, me_, *groups_[s.group]));
-          } else {
-            for (index_t peer : s.peers) sent_.push_back(b_.send(message, s.bytes, peer, s.tag));
-          }
-          break;
-        }
-        case step::receive:
-          s.request = s.group != no_group ? b_.broadcast(buffers_[s.buffer].data(), s.bytes, s.peers[0], *groups_[s.group])
-                                          : b_.recv(buffers_[s.buffer].data(), s.bytes, s.peers[0], s.tag);
-          pending_.push_back(&s);
-          break;
-      }
-    }
-    b_.end_round();
-    complete(destination);
+    tokens_sent_.clear();
+    if (mode_ == execution::ordered) run_ordered();
+    else run_concurrent();
     for (auto& r : sent_) b_.wait(r);
+    for (auto& r : tokens_sent_) b_.wait(r);
     b_.flush();
   }
 
  private:
-  static constexpr std::size_t no_group = static_cast<std::size_t>(-1);
+  static constexpr std::size_t none = static_cast<std::size_t>(-1);
+  using request = typename Backend::request;
   struct step {
-    enum kind { copy, send, receive } how;
+    enum kind_t { copy, send, receive, collective } how;
+    std::size_t transfer = 0;
+    transfer_kind what = transfer_kind::point_to_point;
     box region;
     std::size_t bytes = 0;
-    bool from_source = true;  // send: the region is in this rank's source tile (else it arrived here)
-    bool keep_copy = false;   // send: this rank is also a receiver (local copy)
-    std::vector<index_t> peers;  // send: receivers; receive: the sender
+    bool from_source = true;            // send / collective root: the region is in my source tile
+    std::size_t from_buffer = none;     // send: pass on this receive step's buffer as it is
+    std::vector<std::size_t> needs;     // send: my receive steps that must be complete first
+    std::vector<index_t> peers;         // send: receivers; receive: the sender
+    bool root = false;                  // collective: I hold the data
     int tag = 0;
-    std::size_t group = no_group;
-    std::size_t buffer = 0;
-    typename Backend::request request{};
+    std::size_t group = none;
+    std::size_t buffer = none;
+    std::vector<std::pair<index_t, int>> tokens_in, tokens_out;  // ordered mode
+    request req{};
+    bool done = false;
   };
 
-  // Point-to-point strategies send to each receiver; broadcast sends once to a group.
-  static bool collective(const op& o) noexcept { return !Strategy::point_to_point && o.receivers.size() >= 2; }
-
-  std::size_t tile_bytes(const box& b) const noexcept { return static_cast<std::size_t>(b.volume()) * eb_; }
-
-  // Every op names devices of the plan, a region inside the tensor and its exact byte count.
-  static void check_ops(const plan& p, const std::vector<op>& ops) {
-    const box whole = p.src.whole();
-    auto bad = [](std::size_t i, const char* why) {
-      throw error("op " + std::to_string(i) + " of the schedule " + why + "; was it made for another plan?");
-    };
-    for (std::size_t i = 0; i < ops.size(); ++i) {
-      const op& o = ops[i];
-      if (o.sender < 0 || o.sender >= p.device_count) bad(i, "names a sender that is not a device of the plan");
-      for (index_t r : o.receivers)
-        if (r < 0 || r >= p.device_count) bad(i, "names a receiver that is not a device of the plan");
-      if (o.receivers.empty()) bad(i, "has no receiver");
-      if (o.region.rank != whole.rank || !whole.contains(o.region) || o.region.empty())
-        bad(i, "moves a region outside the tensor");
-      if (o.bytes != o.region.volume() * p.element_bytes) bad(i, "has a byte count that does not match its region");
-    }
-  }
-
-  void plan_steps(const std::vector<op>& ops) {
-    for (std::size_t i = 0; i < ops.size(); ++i) {
-      const op& o = ops[i];
-      const bool sending = o.sender == me_;
-      const bool receiving = std::find(o.receivers.begin(), o.receivers.end(), me_) != o.receivers.end();
-      if (!sending && !receiving) continue;
-      step s{};
-      s.region = o.region;
-      s.bytes = tile_bytes(o.region);
-      s.tag = static_cast<int>(i % 32768);
-      if (collective(o)) s.group = group_index_.at(i);
-      if (sending) {
-        s.from_source = is_src_ && src_tile_.contains(o.region);
-        s.keep_copy = receiving;
-        for (index_t r : o.receivers)
-          if (r != me_) s.peers.push_back(r);
-        if (s.peers.empty()) {  // a local copy, from the source shard by construction
-          if (!s.from_source) throw error("device " + std::to_string(me_) + " copies a region it does not hold");
-          s.how = step::copy;
-        } else {
-          s.how = step::send;
-          s.buffer = buffers_.size();
-          buffers_.push_back(b_.allocate(s.bytes));
-        }
-      } else {
-        s.how = step::receive;
-        s.peers = {o.sender};
-        s.buffer = buffers_.size();
-        buffers_.push_back(b_.allocate(s.bytes));
-      }
-      steps_.push_back(std::move(s));
-    }
-    pending_.reserve(steps_.size());
-    sent_.reserve(steps_.size() * 2);
-  }
-
-  void complete(std::span<std::byte> destination) {
-    for (step* s : pending_) {
-      b_.wait(s->request);
-      b_.unpack(buffers_[s->buffer].data(), dst_tile_, destination.data(), s->region, eb_);
-    }
-    pending_.clear();
-  }
-
-  // Broadcast groups: one per distinct {sender} + receivers set of a multi-receiver op, created
-  // by every member in the order of first use.
-  void make_groups(const std::vector<op>& ops) {
+  void make_groups(const schedule& s) {
     std::map<std::vector<index_t>, std::size_t> index;
-    for (std::size_t i = 0; i < ops.size(); ++i) {
-      const op& o = ops[i];
-      if (!collective(o)) continue;
-      std::vector<index_t> members = o.receivers;
-      members.insert(members.begin(), o.sender);
-      std::sort(members.begin() + 1, members.end());
+    for (std::size_t i = 0; i < s.transfers.size(); ++i) {
+      const transfer& t = s.transfers[i];
+      if (t.kind != transfer_kind::group_broadcast && t.kind != transfer_kind::chain) continue;
+      std::vector<index_t> members = t.receivers;
+      if (t.kind == transfer_kind::group_broadcast) std::sort(members.begin(), members.end());
+      members.insert(members.begin(), t.sender);
       auto [it, fresh] = index.try_emplace(members, groups_.size());
       if (fresh) {
-        bool mine = std::find(members.begin(), members.end(), me_) != members.end();
+        const bool mine = std::find(members.begin(), members.end(), me_) != members.end();
         groups_.push_back(mine ? std::optional<typename Backend::group>(
-                                     b_.make_group(members, static_cast<int>(it->second % 32768)))
+                                     b_.make_group(members, static_cast<int>(it->second % transfer_tags)))
                                : std::nullopt);
       }
-      group_index_[i] = it->second;
+      group_of_[i] = it->second;
     }
+  }
+
+  std::size_t new_buffer(std::size_t bytes) {
+    buffers_.push_back(b_.memory().allocate(bytes));
+    return buffers_.size() - 1;
+  }
+
+  void plan_steps(const schedule& s) {
+    std::map<std::size_t, std::size_t> my_receive;  // transfer -> my receive step
+    for (std::size_t i = 0; i < s.transfers.size(); ++i) {
+      const transfer& t = s.transfers[i];
+      const bool sending = t.sender == me_;
+      const bool receiving = std::find(t.receivers.begin(), t.receivers.end(), me_) != t.receivers.end();
+      if (!sending && !receiving) continue;
+      step x{};
+      x.transfer = i;
+      x.what = t.kind;
+      x.region = t.region;
+      x.bytes = tile_bytes(t.region, eb_);
+      x.tag = static_cast<int>(i % transfer_tags);
+      const std::string who = "device " + std::to_string(me_);
+      if (t.kind == transfer_kind::local_copy) {
+        if (!src_tile_.contains(t.region)) throw error(who + " copies a region it does not hold");
+        x.how = step::copy;
+      } else if (t.kind == transfer_kind::group_broadcast || t.kind == transfer_kind::chain) {
+        x.how = step::collective;
+        x.group = group_of_.at(i);
+        x.root = sending;
+        if (sending && !src_tile_.contains(t.region)) throw error(who + " broadcasts a region it does not hold");
+        x.buffer = new_buffer(x.bytes);
+      } else if (sending) {
+        x.how = step::send;
+        x.peers = t.receivers;
+        if (t.kind == transfer_kind::point_to_point) {
+          if (!src_tile_.contains(t.region)) throw error(who + " sends a region it does not hold");
+        } else {  // forward: what arrived by the transfers it waits for
+          x.from_source = false;
+          for (std::int32_t w : t.waits_for) {
+            auto it = my_receive.find(static_cast<std::size_t>(w));
+            if (it == my_receive.end()) throw error(who + " forwards transfer " + std::to_string(w) + ", which it does not receive");
+            x.needs.push_back(it->second);
+          }
+          if (x.needs.size() == 1 && steps_[x.needs[0]].region == t.region) x.from_buffer = steps_[x.needs[0]].buffer;
+          else if (!dst_tile_.contains(t.region)) throw error(who + " forwards a region outside its destination tile");
+        }
+        if (x.from_buffer == none) x.buffer = new_buffer(x.bytes);
+      } else {
+        x.how = step::receive;
+        x.peers = {t.sender};
+        x.buffer = new_buffer(x.bytes);
+        my_receive[i] = steps_.size();
+      }
+      step_of_[i] = steps_.size();
+      steps_.push_back(std::move(x));
+    }
+    sent_.reserve(steps_.size() * 2);
+    tokens_sent_.reserve(steps_.size());
+  }
+
+  // Ordered mode: who passes each NIC direction (or any other resource two devices share) on to
+  // whom, in schedule order.
+  void plan_tokens(const schedule& s) {
+    std::map<int, std::pair<std::size_t, index_t>> last;  // resource -> (transfer, holder)
+    for (std::size_t i = 0; i < s.transfers.size(); ++i) {
+      const transfer_model& m = s.model[i];
+      for (std::size_t k = 0; k < m.resources.size(); ++k) {
+        const int r = m.resources[k];
+        const index_t holder = m.holders[k];
+        auto it = last.find(r);
+        if (it != last.end() && it->second.second != holder) {
+          const auto [before, from] = it->second;
+          const int tag = transfer_tags + static_cast<int>(before % transfer_tags);
+          if (holder == me_) add_token(steps_[step_of_.at(i)].tokens_in, from, tag);
+          if (from == me_) add_token(steps_[step_of_.at(before)].tokens_out, holder, tag);
+        }
+        last[r] = {i, holder};
+      }
+    }
+    token_scratch_ = b_.memory().allocate(1);
+  }
+  static void add_token(std::vector<std::pair<index_t, int>>& list, index_t device, int tag) {
+    if (std::find(list.begin(), list.end(), std::pair{device, tag}) == list.end()) list.push_back({device, tag});
+  }
+
+  std::byte* buffer(std::size_t k) { return buffers_[k].data(); }
+
+  // Posts a step's transfer (a send packs first; a forward must have what it passes on).
+  void post(step& x) {
+    auto& mem = b_.memory();
+    switch (x.how) {
+      case step::copy:
+        copy_region(mem, src_tile_, src_, dst_tile_, dst_, x.region, eb_);
+        x.done = true;
+        break;
+      case step::send: {
+        const std::byte* message = x.from_buffer != none ? buffer(x.from_buffer) : buffer(x.buffer);
+        if (x.from_buffer == none) {
+          if (x.from_source) pack(mem, src_tile_, src_, x.region, eb_, buffer(x.buffer));
+          else pack(mem, dst_tile_, dst_, x.region, eb_, buffer(x.buffer));
+        }
+        for (index_t peer : x.peers) sent_.push_back(b_.send(message, x.bytes, peer, x.tag));
+        x.done = true;
+        break;
+      }
+      case step::receive:
+        x.req = b_.recv(buffer(x.buffer), x.bytes, x.peers[0], x.tag);
+        break;
+      case step::collective: {
+        if (x.root) pack(mem, src_tile_, src_, x.region, eb_, buffer(x.buffer));
+        auto& g = *groups_[x.group];
+        x.req = x.what == transfer_kind::chain ? b_.chain(buffer(x.buffer), x.bytes, g, x.tag)
+                                               : b_.broadcast(buffer(x.buffer), x.bytes, g.members.front(), g);
+        if (x.root) {
+          sent_.push_back(x.req);
+          x.done = true;
+        }
+        break;
+      }
+    }
+  }
+  // Completes a receive (or a collective this rank takes part in) and unpacks what arrived.
+  void complete(step& x) {
+    if (x.done) return;
+    b_.wait(x.req);
+    x.done = true;
+    if (dst_tile_.contains(x.region) && destination_bytes_ > 0)
+      unpack(b_.memory(), buffer(x.buffer), dst_tile_, dst_, x.region, eb_);
+  }
+
+  void run_ordered() {
+    for (step& x : steps_) x.done = false;
+    for (step& x : steps_) {
+      for (const auto& [from, tag] : x.tokens_in) {
+        b_.begin_round();
+        request r = b_.recv(token_scratch_->data(), 1, from, tag);
+        b_.end_round();
+        b_.wait(r);
+      }
+      b_.begin_round();
+      post(x);
+      b_.end_round();
+      if (x.how == step::send)
+        while (!sent_.empty()) b_.wait(sent_.back()), sent_.pop_back();  // one transfer at a time
+      else if (x.how == step::collective && x.root)
+        b_.wait(sent_.back()), sent_.pop_back();
+      complete(x);
+      // Tokens are waited for at the end: the device they go to may reach its step much later.
+      for (const auto& [to, tag] : x.tokens_out) {
+        b_.begin_round();
+        tokens_sent_.push_back(b_.send(token_scratch_->data(), 1, to, tag));
+        b_.end_round();
+      }
+    }
+  }
+
+  void run_concurrent() {
+    for (step& x : steps_) x.done = false;
+    b_.begin_round();
+    for (step& x : steps_) {
+      if (!x.needs.empty()) {  // a forward: complete what it passes on, and only that
+        bool pending = false;
+        for (std::size_t k : x.needs) pending |= !steps_[k].done;
+        if (pending) {
+          b_.end_round();
+          for (std::size_t k : x.needs) complete(steps_[k]);
+          b_.begin_round();
+        }
+      }
+      post(x);
+    }
+    b_.end_round();
+    for (step& x : steps_) complete(x);
   }
 
   Backend b_;
+  execution mode_;
   index_t me_ = -1;
   std::size_t eb_ = 1;
   box src_tile_{}, dst_tile_{};
-  bool is_src_ = false, is_dst_ = false;
   std::size_t source_bytes_ = 0, destination_bytes_ = 0;
+  const std::byte* src_ = nullptr;
+  std::byte* dst_ = nullptr;
   std::vector<step> steps_;
-  std::vector<typename Backend::buffer> buffers_;
-  std::vector<step*> pending_;
-  std::vector<typename Backend::request> sent_;
+  std::map<std::size_t, std::size_t> step_of_;  // transfer -> my step
+  std::vector<typename Backend::memory_type::buffer> buffers_;
+  std::optional<typename Backend::memory_type::buffer> token_scratch_;
+  std::vector<request> sent_, tokens_sent_;
   std::vector<std::optional<typename Backend::group>> groups_;
-  std::map<std::size_t, std::size_t> group_index_;
+  std::map<std::size_t, std::size_t> group_of_;
 };
 
 }  // namespace meshcast

@@ -29,7 +29,7 @@ spec_value spec_from(fuzz::provider& in, int mesh_rank, int tensor_rank) {
 template <class Strategy>
 void run(fuzz::provider& in, const plan& p, const std::vector<index_t>& hosts, const network& net, Strategy st) {
   const bool split = in.flag();
-  instance inst = make_instance(p, net, st, split);
+  instance inst = make_instance(p, net, st, {.split_replicas = split, .mode = in.flag() ? execution::concurrent : execution::ordered});
   solver_options o;
   o.time_limit_s = 0.02;
   o.seed = static_cast<std::uint64_t>(in.pick(0, 255));

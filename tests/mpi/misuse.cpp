@@ -5,8 +5,7 @@
 #include <cstdio>
 #include <string>
 
-#include <meshcast/backend/mpi.hpp>
-#include <meshcast/meshcast.hpp>
+#include <meshcast/mpi.hpp>
 
 using namespace meshcast;
 
@@ -36,18 +35,17 @@ int main(int argc, char** argv) {
   plan eight = make_plan(dynamic_layout(parse_mesh("4"), dynamic_spec("S0"), dynamic_shape{16}),
                          dynamic_layout(parse_mesh("4"), dynamic_spec("R"), dynamic_shape{16}));
   schedule s8 = solve(make_instance(eight, network::alpa_testbed(default_hosts(8, 4, 4)), send_recv{}), greedy{});
-  expect_error("8-device plan on 4 ranks", [&] { executor<mpi_backend, send_recv> e(mpi_backend(MPI_COMM_WORLD, 5), eight, s8.ops); },
+  expect_error("8-device plan on 4 ranks", [&] { executor<mpi_backend> e(mpi_backend(MPI_COMM_WORLD, 5), eight, s8); },
                "communicator has 4 ranks");
   // Buffers smaller than the tiles.
   plan four = make_plan(dynamic_layout(parse_mesh("4"), dynamic_spec("S0"), dynamic_shape{16}),
                         dynamic_layout(parse_mesh("4"), dynamic_spec("R"), dynamic_shape{16}), {.devices = device_map::same()});
   schedule s4 = solve(make_instance(four, network::alpa_testbed(default_hosts(4, 4, 2)), send_recv{}), greedy{});
-  executor<mpi_backend, send_recv> e(mpi_backend(MPI_COMM_WORLD, 5), four, s4.ops);
+  executor<mpi_backend> e(mpi_backend(MPI_COMM_WORLD, 5), four, s4);
   std::vector<std::byte> small(4), out(e.destination_bytes());
   expect_error("short source buffer", [&] { e.run(small, out); }, "smaller than its tiles");
   // A schedule made for another plan: ops that name devices the plan does not have.
-  std::vector<op> foreign = s8.ops;
-  expect_error("ops from another plan", [&] { executor<mpi_backend, send_recv> x(mpi_backend(MPI_COMM_WORLD, 5), four, foreign); },
+  expect_error("a schedule from another plan", [&] { executor<mpi_backend> x(mpi_backend(MPI_COMM_WORLD, 5), four, s8); },
                "another plan");
   // The timeout itself is checked.
   expect_error("a NaN timeout", [&] { mpi_backend b(MPI_COMM_WORLD, std::numeric_limits<double>::quiet_NaN()); }, "timeout");

@@ -10,8 +10,7 @@
 #include <string>
 #include <vector>
 
-#include <meshcast/backend/mpi.hpp>
-#include <meshcast/meshcast.hpp>
+#include <meshcast/mpi.hpp>
 
 #include "cli/fill.hpp"
 #include "support/random_layouts.hpp"
@@ -37,18 +36,18 @@ std::vector<index_t> random_mesh_of(index_t devices, std::mt19937_64& rng) {
 }
 
 template <class Strategy, class Solver>
-std::string run_case(const plan& p, const network& net, bool split, Solver solver, int rank, double limit_s,
-                     mpi_backend::broadcast_mode mode = mpi_backend::broadcast_mode::communicator) {
+std::string run_case(const plan& p, const network& net, bool split, Strategy st, Solver solver, int rank, double limit_s,
+                     execution mode) {
   schedule s;
   if (rank == 0) {
-    instance in = make_instance(p, net, Strategy{}, split);
+    instance in = make_instance(p, net, st, {.split_replicas = split, .mode = mode});
     solver_options o;
     o.time_limit_s = limit_s;
     s = solve(in, solver, o);
   }
-  share_schedule(MPI_COMM_WORLD, p, s.ops);
-  mpi_backend backend(MPI_COMM_WORLD, 60, mode, 64);  // small chunks: chains of several pieces
-  executor<mpi_backend, Strategy> exec(backend, p, s.ops);
+  share_schedule(MPI_COMM_WORLD, p, s);
+  mpi_backend backend(MPI_COMM_WORLD, 60, 64);  // small chunks: chains of several pieces
+  executor<mpi_backend> exec(backend, p, s);
   const auto eb = static_cast<std::size_t>(p.element_bytes);
   std::vector<std::byte> source(exec.source_bytes()), destination(exec.destination_bytes(), std::byte{0x5a});
   const box src_tile = p.source_tile(rank), dst_tile = p.destination_tile(rank);
@@ -106,16 +105,19 @@ int main(int argc, char** argv) {
                             p.src.to_string().c_str(), p.dst.to_string().c_str(), problem.c_str());
       failures += any;
     };
-    check("send_recv/naive", run_case<send_recv>(p, net, split, naive{}, rank, 0.05));
-    check("send_recv/greedy", run_case<send_recv>(p, net, split, greedy{}, rank, 0.05));
-    check("send_recv/open_shop", run_case<send_recv>(p, net, split, open_shop{}, rank, 0.05));
-    check("send_recv_allgather/greedy", run_case<send_recv_allgather>(p, net, split, greedy{}, rank, 0.05));
-    check("send_recv_allgather/open_shop", run_case<send_recv_allgather>(p, net, split, open_shop{}, rank, 0.05));
-    check("send_recv_allgather/alpa_greedy", run_case<send_recv_allgather>(p, net, split, alpa_greedy{}, rank, 0.05));
-    check("broadcast/alpa_least_loaded", run_case<broadcast>(p, net, split, alpa_least_loaded{}, rank, 0.05));
-    check("broadcast/branch_and_bound", run_case<broadcast>(p, net, split, branch_and_bound{}, rank, 0.05));
-    check("broadcast/greedy/chain",
-          run_case<broadcast>(p, net, split, greedy{}, rank, 0.05, mpi_backend::broadcast_mode::chain));
+    for (execution mode : {execution::ordered, execution::concurrent}) {
+      const std::string m = std::string(to_string(mode)) + " ";
+      check(m + "send_recv/naive", run_case(p, net, split, send_recv{}, naive{}, rank, 0.05, mode));
+      check(m + "send_recv/greedy", run_case(p, net, split, send_recv{}, greedy{}, rank, 0.05, mode));
+      check(m + "send_recv/open_shop", run_case(p, net, split, send_recv{}, open_shop{}, rank, 0.05, mode));
+      check(m + "send_recv_allgather/greedy", run_case(p, net, split, send_recv_allgather{}, greedy{}, rank, 0.05, mode));
+      check(m + "send_recv_allgather/open_shop", run_case(p, net, split, send_recv_allgather{}, open_shop{}, rank, 0.05, mode));
+      check(m + "send_recv_allgather/alpa_greedy", run_case(p, net, split, send_recv_allgather{}, alpa_greedy{}, rank, 0.05, mode));
+      check(m + "broadcast/alpa_least_loaded", run_case(p, net, split, broadcast{}, alpa_least_loaded{}, rank, 0.05, mode));
+      check(m + "broadcast/branch_and_bound", run_case(p, net, split, broadcast{}, branch_and_bound{}, rank, 0.05, mode));
+      check(m + "broadcast(group)/greedy",
+            run_case(p, net, split, broadcast{.how = transfer_kind::group_broadcast}, greedy{}, rank, 0.05, mode));
+    }
   }
   if (rank == 0) std::printf("%d ranks: %d runs, %d failed\n", size, runs, failures);
   MPI_Finalize();

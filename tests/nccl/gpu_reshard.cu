@@ -6,27 +6,26 @@
 #include <random>
 #include <vector>
 
-#include <meshcast/backend/mpi.hpp>
 #include <meshcast/backend/nccl_mpi_bootstrap.hpp>
-#include <meshcast/meshcast.hpp>
+#include <meshcast/mpi.hpp>
 
 #include "cli/fill.hpp"
 
 using namespace meshcast;
 
 template <class Strategy>
-static bool reshard(const plan& p, ncclComm_t world, cudaStream_t stream, int rank) {
+static bool reshard(const plan& p, ncclComm_t world, cudaStream_t stream, int rank, execution mode) {
   network net = network::current(default_hosts(p.device_count, static_cast<index_t>(p.src_devices.size()), 8));
   schedule s;
-  if (rank == 0) s = solve(make_instance(p, net, Strategy{}, true), greedy{});
-  share_schedule(MPI_COMM_WORLD, p, s.ops);
+  if (rank == 0) s = solve(make_instance(p, net, Strategy{}, {.split_replicas = true, .mode = mode}), greedy{});
+  share_schedule(MPI_COMM_WORLD, p, s);
   nccl_backend<mpi_nccl_bootstrap> b(world, stream, mpi_nccl_bootstrap{});
-  executor<nccl_backend<mpi_nccl_bootstrap>, Strategy> exec(b, p, s.ops);
+  executor<nccl_backend<mpi_nccl_bootstrap>> exec(b, p, s);
   const auto eb = static_cast<std::size_t>(p.element_bytes);
   std::vector<std::byte> host_src(exec.source_bytes()), host_dst(exec.destination_bytes());
   const box src_tile = p.source_tile(rank), dst_tile = p.destination_tile(rank);
   if (!host_src.empty()) cli::fill(src_tile, p.src.shape, eb, host_src);
-  typename nccl_backend<mpi_nccl_bootstrap>::buffer src(host_src.size()), dst(host_dst.size());
+  cuda_memory::buffer src(host_src.size()), dst(host_dst.size());
   cudaMemcpy(src.data(), host_src.data(), host_src.size(), cudaMemcpyHostToDevice);
   exec.run({src.data(), host_src.size()}, {dst.data(), host_dst.size()});
   cudaMemcpy(host_dst.data(), dst.data(), host_dst.size(), cudaMemcpyDeviceToHost);
@@ -58,8 +57,10 @@ int main(int argc, char** argv) {
     const char* specs[] = {"S0,R", "R,S0", "R,R"};
     plan p = make_plan(dynamic_layout(dynamic_mesh{std::max<index_t>(half, 1)}, dynamic_spec(specs[rng() % 3]), sh),
                        dynamic_layout(dynamic_mesh{size - half}, dynamic_spec(specs[rng() % 3]), sh));
-    bool ok = reshard<send_recv>(p, world, stream, rank) && reshard<send_recv_allgather>(p, world, stream, rank) &&
-              reshard<broadcast>(p, world, stream, rank);
+    bool ok = true;
+    for (execution mode : {execution::ordered, execution::concurrent})
+      ok = ok && reshard<send_recv>(p, world, stream, rank, mode) && reshard<send_recv_allgather>(p, world, stream, rank, mode) &&
+           reshard<broadcast>(p, world, stream, rank, mode);
     int bad = ok ? 0 : 1, any = 0;
     MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     failures += any;

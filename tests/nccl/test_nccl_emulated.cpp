@@ -24,9 +24,9 @@ static_assert(nccl_bootstrap<thread_bootstrap>);
 static_assert(backend<nccl_backend<thread_bootstrap>>);
 
 template <class Strategy, class Solver>
-void reshard_case(const plan& p, bool split, Solver solver) {
+void reshard_case(const plan& p, bool split, Strategy st, Solver solver, execution mode) {
   network net = network::alpa_testbed(default_hosts(p.device_count, static_cast<index_t>(p.src_devices.size()), 2));
-  instance in = make_instance(p, net, Strategy{}, split);
+  instance in = make_instance(p, net, st, {.split_replicas = split, .mode = mode});
   schedule s = solve(in, solver);
   auto board = std::make_shared<thread_bootstrap::board>();
   std::mutex results;
@@ -37,7 +37,7 @@ void reshard_case(const plan& p, bool split, Solver solver) {
     std::string problem;
     try {
       nccl_backend<thread_bootstrap> b(comm, stream, thread_bootstrap{board});
-      executor<nccl_backend<thread_bootstrap>, Strategy> exec(b, p, s.ops);
+      executor<nccl_backend<thread_bootstrap>> exec(b, p, s);
       const auto eb = static_cast<std::size_t>(p.element_bytes);
       std::vector<std::byte> source(exec.source_bytes()), destination(exec.destination_bytes(), std::byte{0x77});
       const box src_tile = p.source_tile(rank), dst_tile = p.destination_tile(rank);
@@ -53,7 +53,7 @@ void reshard_case(const plan& p, bool split, Solver solver) {
     std::lock_guard<std::mutex> l(results);
     if (!problem.empty()) problems.push_back("rank " + std::to_string(rank) + ": " + problem);
   });
-  INFO(Strategy::name, " ", p.src.to_string(), " -> ", p.dst.to_string());
+  INFO(Strategy::name, " ", to_string(mode), " ", p.src.to_string(), " -> ", p.dst.to_string());
   CHECK(problems.empty());
   for (const auto& x : problems) MESSAGE(x);
 }
@@ -73,9 +73,12 @@ TEST_CASE("NCCL backend reshards correctly over emulated NCCL (random layouts, e
     plan p = make_plan(dynamic_layout(sm, dynamic_spec(specs2[rng() % 7]), sh),
                        dynamic_layout(dm, dynamic_spec(specs2[rng() % 7]), sh), o);
     const bool split = rng() % 2;
-    reshard_case<send_recv>(p, split, greedy{});
-    reshard_case<send_recv_allgather>(p, split, open_shop{});
-    reshard_case<broadcast>(p, split, greedy{});
+    for (execution mode : {execution::ordered, execution::concurrent}) {
+      reshard_case(p, split, send_recv{}, greedy{}, mode);
+      reshard_case(p, split, send_recv_allgather{}, open_shop{}, mode);
+      reshard_case(p, split, broadcast{}, greedy{}, mode);
+      reshard_case(p, split, broadcast{.how = transfer_kind::group_broadcast}, naive{}, mode);
+    }
     ++cases;
   }
   CHECK(cases == 12);
@@ -110,8 +113,8 @@ TEST_CASE("a schedule that ranks issue in different orders deadlocks without gro
                      dynamic_layout(dynamic_mesh{2}, dynamic_spec("S0"), dynamic_shape{8}),
                      {.devices = device_map::listed({1, 0})});
   network net = network::alpa_testbed(default_hosts(2, 2, 1));
-  schedule s = solve(make_instance(p, net, send_recv{}), naive{});
-  REQUIRE(s.ops.size() == 2);
+  schedule s = solve(make_instance(p, net, send_recv{}, {.mode = execution::concurrent}), naive{});
+  REQUIRE(s.transfers.size() == 2);
   // A backend that never groups: each call blocks like NCCL outside ncclGroupStart/End.
   struct ungrouped : nccl_backend<thread_bootstrap> {
     using nccl_backend<thread_bootstrap>::nccl_backend;
@@ -122,13 +125,13 @@ TEST_CASE("a schedule that ranks issue in different orders deadlocks without gro
   auto board = std::make_shared<thread_bootstrap::board>();
   std::vector<std::string> errors(2);
   run_ranks(2, [&](int rank, ncclComm_t comm) {
-    // Rank 1 is handed the ops in the opposite order: both now send before they receive.
-    std::vector<op> ops = s.ops;
-    if (rank == 1) std::swap(ops[0], ops[1]);
+    // Rank 1 is handed the transfers in the opposite order: both now send before they receive.
+    schedule mine = s;
+    if (rank == 1) std::swap(mine.transfers[0], mine.transfers[1]), std::swap(mine.model[0], mine.model[1]);
     std::vector<std::byte> source(16), destination(16);
     try {
       ungrouped b(comm, nullptr, thread_bootstrap{board});
-      executor<ungrouped, send_recv> exec(b, p, ops);
+      executor<ungrouped> exec(b, p, mine);
       exec.run(source, destination);
     } catch (const error& e) {
       errors[rank] = e.what();

@@ -1,5 +1,6 @@
 // An independent checker of schedules: it reads only the plan, the network's host map and the
-// ops' public fields (region, bytes, sender, receivers, hosts, start, end).
+// transfers' public fields (region, bytes, sender, receivers, waits_for) and their model (hosts,
+// start, end). The ordered mode's one-at-a-time rules are checked for ordered schedules only.
 #pragma once
 
 #include <algorithm>
@@ -25,12 +26,18 @@ inline std::string check_schedule(const plan& p, const std::vector<index_t>& hos
   std::vector<std::vector<int>> count(p.device_count, std::vector<int>(volume, 0));
   std::vector<std::vector<double>> arrival(p.device_count, std::vector<double>(volume, 1e300));
   double makespan = 0;
-  for (const op& o : s.ops) {
+  if (s.model.size() != s.transfers.size()) return "the model does not match the transfers";
+  for (std::size_t i = 0; i < s.transfers.size(); ++i) {
+    const transfer& o = s.transfers[i];
+    const transfer_model& m = s.model[i];
     if (o.task < 0 || o.task >= static_cast<index_t>(p.tasks.size())) return "op names a task that does not exist";
     const send_task& t = p.tasks[o.task];
     if (o.region.empty() || !t.region.contains(o.region)) return "op region " + o.region.to_string() + " is not inside its task";
     if (o.bytes != o.region.volume() * p.element_bytes) return "op bytes do not match its region";
-    if (o.end < o.start - eps || o.start < -eps) return "op times are not ordered";
+    if (m.end < m.start - eps || m.start < -eps) return "op times are not ordered";
+    for (std::int32_t w : o.waits_for)
+      if (w < 0 || static_cast<std::size_t>(w) >= i || s.model[static_cast<std::size_t>(w)].end > m.start + eps)
+        return "a transfer starts before one it waits for has ended";
     auto receivers = p.receivers(t);
     for (index_t r : o.receivers)
       if (std::find(receivers.begin(), receivers.end(), r) == receivers.end()) return "op delivers to a device that does not need it";
@@ -38,18 +45,19 @@ inline std::string check_schedule(const plan& p, const std::vector<index_t>& hos
       index_t x = linear(p.src.shape, e);
       for (index_t r : o.receivers) {
         ++count[r][x];
-        arrival[r][x] = std::min(arrival[r][x], o.end);
+        arrival[r][x] = std::min(arrival[r][x], m.end);
       }
     });
-    makespan = std::max(makespan, o.end);
+    makespan = std::max(makespan, m.end);
   }
   // Every sender holds what it sends when it starts: in its source tile, or received before.
-  for (const op& o : s.ops) {
+  for (std::size_t i = 0; i < s.transfers.size(); ++i) {
+    const transfer& o = s.transfers[i];
     bool source_holder = src_pos[o.sender] >= 0 && p.src.tile(src_pos[o.sender]).contains(o.region);
     if (source_holder) continue;
     bool ok = true;
     for_each_element(o.region, [&](const std::vector<index_t>& e) {
-      ok &= arrival[o.sender][linear(p.src.shape, e)] <= o.start + eps;
+      ok &= arrival[o.sender][linear(p.src.shape, e)] <= s.model[i].start + eps;
     });
     if (!ok) return "device " + std::to_string(o.sender) + " sends " + o.region.to_string() + " before it holds it";
   }
@@ -64,26 +72,29 @@ inline std::string check_schedule(const plan& p, const std::vector<index_t>& hos
     if (!ok) return "device " + std::to_string(dev) + " does not receive its tile exactly once";
   }
   // Ordered model: one op at a time per NIC direction (single-NIC hosts) and per device.
-  auto overlap = [&](const op& a, const op& b) { return a.start < b.end - eps && b.start < a.end - eps; };
-  for (std::size_t a = 0; a < s.ops.size(); ++a)
-    for (std::size_t b = a + 1; b < s.ops.size(); ++b) {
-      const op &x = s.ops[a], &y = s.ops[b];
-      if (!overlap(x, y)) continue;
+  auto overlap = [&](const transfer_model& a, const transfer_model& b) { return a.start < b.end - eps && b.start < a.end - eps; };
+  for (std::size_t a = 0; a < s.transfers.size() && s.mode == execution::ordered; ++a)
+    for (std::size_t b = a + 1; b < s.transfers.size(); ++b) {
+      const transfer &x = s.transfers[a], &y = s.transfers[b];
+      const transfer_model &mx = s.model[a], &my = s.model[b];
+      if (!overlap(mx, my)) continue;
       auto shares = [](const std::vector<index_t>& u, const std::vector<index_t>& v) {
         return std::any_of(u.begin(), u.end(), [&](index_t h) { return std::find(v.begin(), v.end(), h) != v.end(); });
       };
-      if (single_nic_hosts && (shares(x.egress_hosts, y.egress_hosts) || shares(x.ingress_hosts, y.ingress_hosts)))
+      if (single_nic_hosts && (shares(mx.egress_hosts, my.egress_hosts) || shares(mx.ingress_hosts, my.ingress_hosts)))
         return "two ops overlap on one NIC direction";
       std::vector<index_t> dx = x.receivers, dy = y.receivers;
       dx.push_back(x.sender), dy.push_back(y.sender);
       if (shares(dx, dy)) return "two ops overlap on one device";
     }
   // Hosts named by ops match the host map.
-  for (const op& o : s.ops)
+  for (std::size_t i = 0; i < s.transfers.size(); ++i) {
+    const transfer& o = s.transfers[i];
+    const auto& ingress = s.model[i].ingress_hosts;
     for (index_t r : o.receivers)
-      if (host_of[r] != host_of[o.sender] &&
-          std::find(o.ingress_hosts.begin(), o.ingress_hosts.end(), host_of[r]) == o.ingress_hosts.end())
+      if (host_of[r] != host_of[o.sender] && std::find(ingress.begin(), ingress.end(), host_of[r]) == ingress.end())
         return "a receiver's host is missing from ingress_hosts";
+  }
   if (std::abs(makespan - s.makespan_s) > 1e-9 * std::max(1.0, makespan)) return "makespan is not the last end";
   if (s.makespan_s < s.lower_bound_s * (1 - 1e-9)) return "makespan is below the lower bound";
   return "";

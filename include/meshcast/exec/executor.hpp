@@ -1,11 +1,17 @@
-// The generic executor: runs a schedule on one rank. Backend and strategy are template
-// parameters, so every call below resolves at compile time: no virtual calls, no tables.
+// The generic executor: runs any schedule on one rank, in the schedule's execution mode. The
+// backend is a template parameter, so every call below resolves at compile time: no virtual
+// calls, no tables. Each transfer says what it is (its kind), so no strategy is needed here.
 //
 // The constructor keeps only this rank's part of the schedule, as a list of steps with their
-// message buffers, so that `run` does what a hand-written loop would: post each transfer in
-// schedule order, pack and unpack whole contiguous runs, wait. A rank that forwards data it
-// received (a local all-gather step) first completes its pending receives; every transfer it
-// waits for comes earlier in the order, so no cycle of waits can form.
+// message buffers, so that `run` does what a hand-written loop would.
+//
+// ordered: the rank runs its steps one after another. Before a step it waits for a token from
+//   each device that used one of the step's NIC directions last (devices of one host share their
+//   NIC) and after it passes tokens on: every NIC direction and every device then carries one
+//   transfer at a time in schedule order, as the ordered model assumes.
+// concurrent: every step is posted at once; a forward first completes the receives it passes on
+//   (and only those). Every transfer a rank waits for comes earlier in the schedule, so no cycle
+//   of waits can form in either mode.
 #pragma once
 
 #include <algorithm>
@@ -13,203 +19,337 @@
 #include <map>
 #include <optional>
 #include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "../backend.hpp"
 #include "../plan.hpp"
 #include "../schedule.hpp"
-#include "../strategy.hpp"
+#include "pack.hpp"
 
 namespace meshcast {
 
-template <backend Backend, strategy Strategy>
+/// Data messages of transfer i use tag `i % transfer_tags`; ordered-mode tokens use
+/// `transfer_tags + i % transfer_tags` (messages between one pair match in posting order).
+inline constexpr int transfer_tags = 32768;
+
+/// Whether a backend passes ordered-mode NIC tokens between devices (the default). A backend whose
+/// sends block its stream until matched (NCCL) declares `static constexpr bool port_tokens =
+/// false`: there, a token would hold back the sender's next transfer, so ordered mode keeps each
+/// device's transfers in order and lets devices that share a NIC share it.
+template <class B>
+constexpr bool passes_port_tokens() {
+  if constexpr (requires { B::port_tokens; }) return B::port_tokens;
+  else return true;
+}
+
+/// Throws when `s` does not fit `p`: devices, regions and byte counts, kinds and dependencies.
+/// A schedule from elsewhere (another rank, a file) is checked, not trusted.
+inline void check_schedule_fits(const plan& p, const schedule& s) {
+  const box whole = p.src.whole();
+  auto bad = [](std::size_t i, const std::string& why) {
+    throw error("transfer " + std::to_string(i) + " of the schedule " + why + "; was it made for another plan?");
+  };
+  if (!s.model.empty() && s.model.size() != s.transfers.size()) throw error("the schedule's model does not match its transfers");
+  for (std::size_t i = 0; i < s.transfers.size(); ++i) {
+    const transfer& t = s.transfers[i];
+    if (t.sender < 0 || t.sender >= p.device_count) bad(i, "names a sender that is not a device of the plan");
+    if (t.receivers.empty()) bad(i, "has no receiver");
+    for (index_t r : t.receivers)
+      if (r < 0 || r >= p.device_count) bad(i, "names a receiver that is not a device of the plan");
+    if (t.region.rank != whole.rank || !whole.contains(t.region) || t.region.empty()) bad(i, "moves a region outside the tensor");
+    if (t.bytes != t.region.volume() * p.element_bytes) bad(i, "has a byte count that does not match its region");
+    if (t.task < 0 || t.task >= static_cast<index_t>(p.tasks.size()) || !p.tasks[static_cast<std::size_t>(t.task)].region.contains(t.region))
+      bad(i, "moves a region outside its task");
+    if (t.kind == transfer_kind::local_copy && (t.receivers.size() != 1 || t.receivers[0] != t.sender))
+      bad(i, "is a local copy between two devices");
+    if (t.kind != transfer_kind::local_copy &&
+        std::find(t.receivers.begin(), t.receivers.end(), t.sender) != t.receivers.end())
+      bad(i, "sends to its own sender");
+    for (std::int32_t w : t.waits_for)
+      if (w < 0 || static_cast<std::size_t>(w) >= i) bad(i, "waits for a transfer that does not come before it");
+    if (!s.model.empty() && s.model[i].holders.size() != s.model[i].resources.size())
+      bad(i, "has a model whose resources and holders differ in number");
+  }
+}
+
+template <backend Backend>
 class executor {
  public:
-  /// `ops` is the schedule (issue order), the same on every rank. The executor keeps its own
-  /// copy of the backend (a handle: communicator, stream), so it never refers to a temporary.
-  /// Throws `meshcast::error` when the communicator has fewer ranks than the plan has devices or
-  /// an op does not fit the plan (a schedule from elsewhere is checked, not trusted).
-  executor(Backend b, const plan& p, const std::vector<op>& ops) : b_(std::move(b)) {
+  /// `s` is the schedule, the same on every rank. The executor keeps its own copy of the backend
+  /// (a handle: communicator, stream), so it never refers to a temporary. Throws
+  /// `meshcast::error` when the communicator has fewer ranks than the plan has devices or the
+  /// schedule does not fit the plan.
+  executor(Backend b, const plan& p, const schedule& s) : b_(std::move(b)), mode_(s.mode) {
     me_ = b_.device();
     if (b_.size() < p.device_count)
       throw error("the plan uses " + std::to_string(p.device_count) + " devices but the communicator has " +
                   std::to_string(b_.size()) + " ranks; run one rank per device");
-    check_ops(p, ops);
+    check_schedule_fits(p, s);
     eb_ = static_cast<std::size_t>(p.element_bytes);
     src_tile_ = p.source_tile(me_);
     dst_tile_ = p.destination_tile(me_);
-    is_src_ = std::find(p.src_devices.begin(), p.src_devices.end(), me_) != p.src_devices.end();
-    is_dst_ = std::find(p.dst_devices.begin(), p.dst_devices.end(), me_) != p.dst_devices.end();
-    source_bytes_ = is_src_ ? tile_bytes(src_tile_) : 0;
-    destination_bytes_ = is_dst_ ? tile_bytes(dst_tile_) : 0;
-    if constexpr (!Strategy::point_to_point) make_groups(ops);
-    plan_steps(ops);
+    const bool is_src = std::find(p.src_devices.begin(), p.src_devices.end(), me_) != p.src_devices.end();
+    const bool is_dst = std::find(p.dst_devices.begin(), p.dst_devices.end(), me_) != p.dst_devices.end();
+    source_bytes_ = is_src ? tile_bytes(src_tile_, eb_) : 0;
+    destination_bytes_ = is_dst ? tile_bytes(dst_tile_, eb_) : 0;
+    if (!is_src) src_tile_ = box{src_tile_.rank, {}};  // holds nothing
+    make_groups(s);
+    plan_steps(s);
+    if (mode_ == execution::ordered && !s.model.empty() && passes_port_tokens<Backend>()) plan_tokens(s);
   }
 
   /// Bytes this rank's source and destination shards must have (row-major over their tiles).
   std::size_t source_bytes() const noexcept { return source_bytes_; }
   std::size_t destination_bytes() const noexcept { return destination_bytes_; }
+  execution mode() const noexcept { return mode_; }
 
   /// Reshards: reads `source` (never written), fills `destination`. May be called repeatedly.
   void run(std::span<const std::byte> source, std::span<std::byte> destination) {
     if (source.size() < source_bytes() || destination.size() < destination_bytes())
       throw error("device " + std::to_string(me_) + ": shard buffers of " + std::to_string(source.size()) + " and " +
-                  std::to_string(destination.size()) + " bytes are smaller than its tiles (" + std::to_string(source_bytes()) +
-                  " and " + std::to_string(destination_bytes()) + " bytes)");
-    pending_.clear();
+                  std::to_string(destination.size()) + " bytes are smaller than its tiles (" +
+                  std::to_string(source_bytes()) + " and " + std::to_string(destination_bytes()) + " bytes)");
+    src_ = source.data();
+    dst_ = destination.data();
     sent_.clear();
-    b_.begin_round();
-    for (step& s : steps_) {
-      switch (s.how) {
-        case step::copy:
-          b_.copy_region(src_tile_, source.data(), dst_tile_, destination.data(), s.region, eb_);
-          break;
-        case step::send: {
-          if (!s.from_source) {  // forwarding what arrived earlier: finish those receives first
-            b_.end_round();
-            complete(destination);
-            b_.begin_round();
-          }
-          const box& tile = s.from_source ? src_tile_ : dst_tile_;
-          const std::byte* from = s.from_source ? source.data() : destination.data();
-          if (s.keep_copy) b_.copy_region(tile, from, dst_tile_, destination.data(), s.region, eb_);
-          std::byte* message = buffers_[s.buffer].data();
-          b_.pack(tile, from, s.region, eb_, message);
-          if (s.group != no_group) {
-            sent_.push_back(b_.broadcast(message, s.bytes, me_, *groups_[s.group]));
-          } else {
-            for (index_t peer : s.peers) sent_.push_back(b_.send(message, s.bytes, peer, s.tag));
-          }
-          break;
-        }
-        case step::receive:
-          s.request = s.group != no_group ? b_.broadcast(buffers_[s.buffer].data(), s.bytes, s.peers[0], *groups_[s.group])
-                                          : b_.recv(buffers_[s.buffer].data(), s.bytes, s.peers[0], s.tag);
-          pending_.push_back(&s);
-          break;
-      }
-    }
-    b_.end_round();
-    complete(destination);
+    tokens_sent_.clear();
+    if (mode_ == execution::ordered) run_ordered();
+    else run_concurrent();
     for (auto& r : sent_) b_.wait(r);
+    for (auto& r : tokens_sent_) b_.wait(r);
     b_.flush();
   }
 
  private:
-  static constexpr std::size_t no_group = static_cast<std::size_t>(-1);
+  static constexpr std::size_t none = static_cast<std::size_t>(-1);
+  using request = typename Backend::request;
   struct step {
-    enum kind { copy, send, receive } how;
+    enum kind_t { copy, send, receive, collective } how;
+    std::size_t transfer = 0;
+    transfer_kind what = transfer_kind::point_to_point;
     box region;
     std::size_t bytes = 0;
-    bool from_source = true;  // send: the region is in this rank's source tile (else it arrived here)
-    bool keep_copy = false;   // send: this rank is also a receiver (local copy)
-    std::vector<index_t> peers;  // send: receivers; receive: the sender
+    bool from_source = true;            // send / collective root: the region is in my source tile
+    std::size_t from_buffer = none;     // send: pass on this receive step's buffer as it is
+    std::vector<std::size_t> needs;     // send: my receive steps that must be complete first
+    std::vector<index_t> peers;         // send: receivers; receive: the sender
+    bool root = false;                  // collective: I hold the data
     int tag = 0;
-    std::size_t group = no_group;
-    std::size_t buffer = 0;
-    typename Backend::request request{};
+    std::size_t group = none;
+    std::size_t buffer = none;
+    std::vector<std::pair<index_t, int>> tokens_in, tokens_out;  // ordered mode
+    request req{};
+    bool done = false;
   };
 
-  // Point-to-point strategies send to each receiver; broadcast sends once to a group.
-  static bool collective(const op& o) noexcept { return !Strategy::point_to_point && o.receivers.size() >= 2; }
-
-  std::size_t tile_bytes(const box& b) const noexcept { return static_cast<std::size_t>(b.volume()) * eb_; }
-
-  // Every op names devices of the plan, a region inside the tensor and its exact byte count.
-  static void check_ops(const plan& p, const std::vector<op>& ops) {
-    const box whole = p.src.whole();
-    auto bad = [](std::size_t i, const char* why) {
-      throw error("op " + std::to_string(i) + " of the schedule " + why + "; was it made for another plan?");
-    };
-    for (std::size_t i = 0; i < ops.size(); ++i) {
-      const op& o = ops[i];
-      if (o.sender < 0 || o.sender >= p.device_count) bad(i, "names a sender that is not a device of the plan");
-      for (index_t r : o.receivers)
-        if (r < 0 || r >= p.device_count) bad(i, "names a receiver that is not a device of the plan");
-      if (o.receivers.empty()) bad(i, "has no receiver");
-      if (o.region.rank != whole.rank || !whole.contains(o.region) || o.region.empty())
-        bad(i, "moves a region outside the tensor");
-      if (o.bytes != o.region.volume() * p.element_bytes) bad(i, "has a byte count that does not match its region");
-    }
-  }
-
-  void plan_steps(const std::vector<op>& ops) {
-    for (std::size_t i = 0; i < ops.size(); ++i) {
-      const op& o = ops[i];
-      const bool sending = o.sender == me_;
-      const bool receiving = std::find(o.receivers.begin(), o.receivers.end(), me_) != o.receivers.end();
-      if (!sending && !receiving) continue;
-      step s{};
-      s.region = o.region;
-      s.bytes = tile_bytes(o.region);
-      s.tag = static_cast<int>(i % 32768);
-      if (collective(o)) s.group = group_index_.at(i);
-      if (sending) {
-        s.from_source = is_src_ && src_tile_.contains(o.region);
-        s.keep_copy = receiving;
-        for (index_t r : o.receivers)
-          if (r != me_) s.peers.push_back(r);
-        if (s.peers.empty()) {  // a local copy, from the source shard by construction
-          if (!s.from_source) throw error("device " + std::to_string(me_) + " copies a region it does not hold");
-          s.how = step::copy;
-        } else {
-          s.how = step::send;
-          s.buffer = buffers_.size();
-          buffers_.push_back(b_.allocate(s.bytes));
-        }
-      } else {
-        s.how = step::receive;
-        s.peers = {o.sender};
-        s.buffer = buffers_.size();
-        buffers_.push_back(b_.allocate(s.bytes));
-      }
-      steps_.push_back(std::move(s));
-    }
-    pending_.reserve(steps_.size());
-    sent_.reserve(steps_.size() * 2);
-  }
-
-  void complete(std::span<std::byte> destination) {
-    for (step* s : pending_) {
-      b_.wait(s->request);
-      b_.unpack(buffers_[s->buffer].data(), dst_tile_, destination.data(), s->region, eb_);
-    }
-    pending_.clear();
-  }
-
-  // Broadcast groups: one per distinct {sender} + receivers set of a multi-receiver op, created
-  // by every member in the order of first use.
-  void make_groups(const std::vector<op>& ops) {
+  void make_groups(const schedule& s) {
     std::map<std::vector<index_t>, std::size_t> index;
-    for (std::size_t i = 0; i < ops.size(); ++i) {
-      const op& o = ops[i];
-      if (!collective(o)) continue;
-      std::vector<index_t> members = o.receivers;
-      members.insert(members.begin(), o.sender);
-      std::sort(members.begin() + 1, members.end());
+    for (std::size_t i = 0; i < s.transfers.size(); ++i) {
+      const transfer& t = s.transfers[i];
+      if (t.kind != transfer_kind::group_broadcast && t.kind != transfer_kind::chain) continue;
+      std::vector<index_t> members = t.receivers;
+      if (t.kind == transfer_kind::group_broadcast) std::sort(members.begin(), members.end());
+      members.insert(members.begin(), t.sender);
       auto [it, fresh] = index.try_emplace(members, groups_.size());
       if (fresh) {
-        bool mine = std::find(members.begin(), members.end(), me_) != members.end();
+        const bool mine = std::find(members.begin(), members.end(), me_) != members.end();
         groups_.push_back(mine ? std::optional<typename Backend::group>(
-                                     b_.make_group(members, static_cast<int>(it->second % 32768)))
+                                     b_.make_group(members, static_cast<int>(it->second % transfer_tags)))
                                : std::nullopt);
       }
-      group_index_[i] = it->second;
+      group_of_[i] = it->second;
     }
+  }
+
+  std::size_t new_buffer(std::size_t bytes) {
+    buffers_.push_back(b_.memory().allocate(bytes));
+    return buffers_.size() - 1;
+  }
+
+  void plan_steps(const schedule& s) {
+    std::map<std::size_t, std::size_t> my_receive;  // transfer -> my receive step
+    for (std::size_t i = 0; i < s.transfers.size(); ++i) {
+      const transfer& t = s.transfers[i];
+      const bool sending = t.sender == me_;
+      const bool receiving = std::find(t.receivers.begin(), t.receivers.end(), me_) != t.receivers.end();
+      if (!sending && !receiving) continue;
+      step x{};
+      x.transfer = i;
+      x.what = t.kind;
+      x.region = t.region;
+      x.bytes = tile_bytes(t.region, eb_);
+      x.tag = static_cast<int>(i % transfer_tags);
+      const std::string who = "device " + std::to_string(me_);
+      if (t.kind == transfer_kind::local_copy) {
+        if (!src_tile_.contains(t.region)) throw error(who + " copies a region it does not hold");
+        x.how = step::copy;
+      } else if (t.kind == transfer_kind::group_broadcast || t.kind == transfer_kind::chain) {
+        x.how = step::collective;
+        x.group = group_of_.at(i);
+        x.root = sending;
+        if (sending && !src_tile_.contains(t.region)) throw error(who + " broadcasts a region it does not hold");
+        x.buffer = new_buffer(x.bytes);
+      } else if (sending) {
+        x.how = step::send;
+        x.peers = t.receivers;
+        if (t.kind == transfer_kind::point_to_point) {
+          if (!src_tile_.contains(t.region)) throw error(who + " sends a region it does not hold");
+        } else {  // forward: what arrived by the transfers it waits for
+          x.from_source = false;
+          for (std::int32_t w : t.waits_for) {
+            auto it = my_receive.find(static_cast<std::size_t>(w));
+            if (it == my_receive.end()) throw error(who + " forwards transfer " + std::to_string(w) + ", which it does not receive");
+            x.needs.push_back(it->second);
+          }
+          if (x.needs.size() == 1 && steps_[x.needs[0]].region == t.region) x.from_buffer = steps_[x.needs[0]].buffer;
+          else if (!dst_tile_.contains(t.region)) throw error(who + " forwards a region outside its destination tile");
+        }
+        if (x.from_buffer == none) x.buffer = new_buffer(x.bytes);
+      } else {
+        x.how = step::receive;
+        x.peers = {t.sender};
+        x.buffer = new_buffer(x.bytes);
+        my_receive[i] = steps_.size();
+      }
+      step_of_[i] = steps_.size();
+      steps_.push_back(std::move(x));
+    }
+    sent_.reserve(steps_.size() * 2);
+    tokens_sent_.reserve(steps_.size());
+  }
+
+  // Ordered mode: who passes each NIC direction (or any other resource two devices share) on to
+  // whom, in schedule order.
+  void plan_tokens(const schedule& s) {
+    std::map<int, std::pair<std::size_t, index_t>> last;  // resource -> (transfer, holder)
+    for (std::size_t i = 0; i < s.transfers.size(); ++i) {
+      const transfer_model& m = s.model[i];
+      for (std::size_t k = 0; k < m.resources.size(); ++k) {
+        const int r = m.resources[k];
+        const index_t holder = m.holders[k];
+        auto it = last.find(r);
+        if (it != last.end() && it->second.second != holder) {
+          const auto [before, from] = it->second;
+          const int tag = transfer_tags + static_cast<int>(before % transfer_tags);
+          if (holder == me_) add_token(steps_[step_of_.at(i)].tokens_in, from, tag);
+          if (from == me_) add_token(steps_[step_of_.at(before)].tokens_out, holder, tag);
+        }
+        last[r] = {i, holder};
+      }
+    }
+    token_scratch_ = b_.memory().allocate(1);
+  }
+  static void add_token(std::vector<std::pair<index_t, int>>& list, index_t device, int tag) {
+    if (std::find(list.begin(), list.end(), std::pair{device, tag}) == list.end()) list.push_back({device, tag});
+  }
+
+  std::byte* buffer(std::size_t k) { return buffers_[k].data(); }
+
+  // Posts a step's transfer (a send packs first; a forward must have what it passes on).
+  void post(step& x) {
+    auto& mem = b_.memory();
+    switch (x.how) {
+      case step::copy:
+        copy_region(mem, src_tile_, src_, dst_tile_, dst_, x.region, eb_);
+        x.done = true;
+        break;
+      case step::send: {
+        const std::byte* message = x.from_buffer != none ? buffer(x.from_buffer) : buffer(x.buffer);
+        if (x.from_buffer == none) {
+          if (x.from_source) pack(mem, src_tile_, src_, x.region, eb_, buffer(x.buffer));
+          else pack(mem, dst_tile_, dst_, x.region, eb_, buffer(x.buffer));
+        }
+        for (index_t peer : x.peers) sent_.push_back(b_.send(message, x.bytes, peer, x.tag));
+        x.done = true;
+        break;
+      }
+      case step::receive:
+        x.req = b_.recv(buffer(x.buffer), x.bytes, x.peers[0], x.tag);
+        break;
+      case step::collective: {
+        if (x.root) pack(mem, src_tile_, src_, x.region, eb_, buffer(x.buffer));
+        auto& g = *groups_[x.group];
+        x.req = x.what == transfer_kind::chain ? b_.chain(buffer(x.buffer), x.bytes, g, x.tag)
+                                               : b_.broadcast(buffer(x.buffer), x.bytes, g.members.front(), g);
+        if (x.root) {
+          sent_.push_back(x.req);
+          x.done = true;
+        }
+        break;
+      }
+    }
+  }
+  // Completes a receive (or a collective this rank takes part in) and unpacks what arrived.
+  void complete(step& x) {
+    if (x.done) return;
+    b_.wait(x.req);
+    x.done = true;
+    if (dst_tile_.contains(x.region) && destination_bytes_ > 0)
+      unpack(b_.memory(), buffer(x.buffer), dst_tile_, dst_, x.region, eb_);
+  }
+
+  void run_ordered() {
+    for (step& x : steps_) x.done = false;
+    for (step& x : steps_) {
+      for (const auto& [from, tag] : x.tokens_in) {
+        b_.begin_round();
+        request r = b_.recv(token_scratch_->data(), 1, from, tag);
+        b_.end_round();
+        b_.wait(r);
+      }
+      b_.begin_round();
+      post(x);
+      b_.end_round();
+      if (x.how == step::send)
+        while (!sent_.empty()) b_.wait(sent_.back()), sent_.pop_back();  // one transfer at a time
+      else if (x.how == step::collective && x.root)
+        b_.wait(sent_.back()), sent_.pop_back();
+      complete(x);
+      // Tokens are waited for at the end: the device they go to may reach its step much later.
+      for (const auto& [to, tag] : x.tokens_out) {
+        b_.begin_round();
+        tokens_sent_.push_back(b_.send(token_scratch_->data(), 1, to, tag));
+        b_.end_round();
+      }
+    }
+  }
+
+  void run_concurrent() {
+    for (step& x : steps_) x.done = false;
+    b_.begin_round();
+    for (step& x : steps_) {
+      if (!x.needs.empty()) {  // a forward: complete what it passes on, and only that
+        bool pending = false;
+        for (std::size_t k : x.needs) pending |= !steps_[k].done;
+        if (pending) {
+          b_.end_round();
+          for (std::size_t k : x.needs) complete(steps_[k]);
+          b_.begin_round();
+        }
+      }
+      post(x);
+    }
+    b_.end_round();
+    for (step& x : steps_) complete(x);
   }
 
   Backend b_;
+  execution mode_;
   index_t me_ = -1;
   std::size_t eb_ = 1;
   box src_tile_{}, dst_tile_{};
-  bool is_src_ = false, is_dst_ = false;
   std::size_t source_bytes_ = 0, destination_bytes_ = 0;
+  const std::byte* src_ = nullptr;
+  std::byte* dst_ = nullptr;
   std::vector<step> steps_;
-  std::vector<typename Backend::buffer> buffers_;
-  std::vector<step*> pending_;
-  std::vector<typename Backend::request> sent_;
+  std::map<std::size_t, std::size_t> step_of_;  // transfer -> my step
+  std::vector<typename Backend::memory_type::buffer> buffers_;
+  std::optional<typename Backend::memory_type::buffer> token_scratch_;
+  std::vector<request> sent_, tokens_sent_;
   std::vector<std::optional<typename Backend::group>> groups_;
-  std::map<std::size_t, std::size_t> group_index_;
+  std::map<std::size_t, std::size_t> group_of_;
 };
 
 }  // namespace meshcast

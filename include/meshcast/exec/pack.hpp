@@ -1,40 +1,79 @@
-// Packing a region of a dense row-major tile into a contiguous message, and unpacking it.
-// Whole contiguous runs are copied at once: the innermost dims the region spans fully are merged
-// with the first one it does not.
+// Packing a region of a dense row-major tile into a contiguous message, unpacking it, and copying
+// a region from one tile to another: written once, over a memory policy (memory.hpp), for every
+// backend. Whole contiguous runs are copied at once (the innermost dims the region spans fully are
+// merged with the first one it does not), and runs that repeat at a fixed stride go as one 2-D
+// copy (one cudaMemcpy2DAsync on a GPU).
 #pragma once
 
 #include <cstddef>
-#include <cstring>
 #include <span>
 
 #include "../box.hpp"
 #include "../error.hpp"
+#include "../memory.hpp"
+#include "../memory/host.hpp"
 
 namespace meshcast {
 
 namespace detail {
+// The region inside the tile as runs: the level `d` below which runs are whole, the run length
+// in bytes, and the tile's byte strides.
+struct run_layout {
+  int d = 0;
+  std::size_t run = 0;
+  std::size_t stride[max_rank] = {};
+};
+inline run_layout layout_of_runs(const box& tile, const box& region, std::size_t element_bytes) {
+  run_layout l;
+  const int rank = tile.rank;
+  l.run = element_bytes;
+  int d = rank - 1;
+  while (d > 0 && region[d].lo == tile[d].lo && region[d].hi == tile[d].hi) l.run *= static_cast<std::size_t>(tile[d].size()), --d;
+  l.run *= static_cast<std::size_t>(region[d].size());
+  l.d = d;
+  std::size_t s = element_bytes;
+  for (int k = rank - 1; k >= 0; --k) l.stride[k] = s, s *= static_cast<std::size_t>(tile[k].size());
+  return l;
+}
+
 // Calls f(tile_offset_bytes, run_bytes) for every contiguous run of `region` inside `tile`, in
 // row-major order (so the k-th run lands at k * run_bytes in the packed message).
 template <class F>
 void for_each_run(const box& tile, const box& region, std::size_t element_bytes, F&& f) {
-  const int rank = tile.rank;
   if (region.empty()) return;
-  std::size_t run = element_bytes;
-  int d = rank - 1;
-  // Merge inner dims the region covers entirely.
-  while (d > 0 && region[d].lo == tile[d].lo && region[d].hi == tile[d].hi) run *= static_cast<std::size_t>(tile[d].size()), --d;
-  run *= static_cast<std::size_t>(region[d].size());
-  // Byte strides of the tile.
-  std::size_t stride[max_rank];
-  std::size_t s = element_bytes;
-  for (int k = rank - 1; k >= 0; --k) stride[k] = s, s *= static_cast<std::size_t>(tile[k].size());
+  const run_layout l = layout_of_runs(tile, region, element_bytes);
   index_t idx[max_rank];
-  for (int k = 0; k < d; ++k) idx[k] = region[k].lo;
+  for (int k = 0; k < l.d; ++k) idx[k] = region[k].lo;
   while (true) {
-    std::size_t offset = static_cast<std::size_t>(region[d].lo - tile[d].lo) * stride[d];
-    for (int k = 0; k < d; ++k) offset += static_cast<std::size_t>(idx[k] - tile[k].lo) * stride[k];
-    f(offset, run);
-    int k = d - 1;
+    std::size_t offset = static_cast<std::size_t>(region[l.d].lo - tile[l.d].lo) * l.stride[l.d];
+    for (int k = 0; k < l.d; ++k) offset += static_cast<std::size_t>(idx[k] - tile[k].lo) * l.stride[k];
+    f(offset, l.run);
+    int k = l.d - 1;
+    while (k >= 0 && ++idx[k] == region[k].hi) idx[k] = region[k].lo, --k;
+    if (k < 0) return;
+  }
+}
+
+// The same runs grouped into 2-D blocks: f(tile_offset, width, height, pitch) where a block is
+// `height` runs of `width` bytes, `pitch` bytes apart in the tile, consecutive in the message.
+template <class F>
+void for_each_block(const box& tile, const box& region, std::size_t element_bytes, F&& f) {
+  if (region.empty()) return;
+  const run_layout l = layout_of_runs(tile, region, element_bytes);
+  if (l.d == 0) {
+    f(static_cast<std::size_t>(region[0].lo - tile[0].lo) * l.stride[0], l.run, std::size_t{1}, l.run);
+    return;
+  }
+  const int rows = l.d - 1;  // the dim the block's rows step along
+  const auto height = static_cast<std::size_t>(region[rows].size());
+  index_t idx[max_rank];
+  for (int k = 0; k < rows; ++k) idx[k] = region[k].lo;
+  while (true) {
+    std::size_t offset = static_cast<std::size_t>(region[l.d].lo - tile[l.d].lo) * l.stride[l.d] +
+                         static_cast<std::size_t>(region[rows].lo - tile[rows].lo) * l.stride[rows];
+    for (int k = 0; k < rows; ++k) offset += static_cast<std::size_t>(idx[k] - tile[k].lo) * l.stride[k];
+    f(offset, l.run, height, l.stride[rows]);
+    int k = rows - 1;
     while (k >= 0 && ++idx[k] == region[k].hi) idx[k] = region[k].lo, --k;
     if (k < 0) return;
   }
@@ -47,53 +86,81 @@ constexpr std::size_t tile_bytes(const box& tile, std::size_t element_bytes) noe
 }
 
 /// Copies `region` of the tile held in `from` into the contiguous `to`.
-inline void pack(const box& tile, std::span<const std::byte> from, const box& region, std::size_t element_bytes,
-                 std::span<std::byte> to) {
-  if (from.size() < tile_bytes(tile, element_bytes) || to.size() < tile_bytes(region, element_bytes))
-    throw error("pack: buffer smaller than its tile or region " + region.to_string());
+template <memory_policy M>
+void pack(M& memory, const box& tile, const std::byte* from, const box& region, std::size_t eb, std::byte* to) {
   std::size_t at = 0;
-  detail::for_each_run(tile, region, element_bytes, [&](std::size_t offset, std::size_t run) {
-    std::memcpy(to.data() + at, from.data() + offset, run);
-    at += run;
+  detail::for_each_block(tile, region, eb, [&](std::size_t offset, std::size_t width, std::size_t height, std::size_t pitch) {
+    memory.copy_2d(to + at, width, from + offset, pitch, width, height);
+    at += width * height;
   });
 }
 
 /// Copies the contiguous `from` into `region` of the tile held in `to`.
-inline void unpack(std::span<const std::byte> from, const box& tile, std::span<std::byte> to, const box& region,
-                   std::size_t element_bytes) {
-  if (to.size() < tile_bytes(tile, element_bytes) || from.size() < tile_bytes(region, element_bytes))
-    throw error("unpack: buffer smaller than its tile or region " + region.to_string());
+template <memory_policy M>
+void unpack(M& memory, const std::byte* from, const box& tile, std::byte* to, const box& region, std::size_t eb) {
   std::size_t at = 0;
-  detail::for_each_run(tile, region, element_bytes, [&](std::size_t offset, std::size_t run) {
-    std::memcpy(to.data() + offset, from.data() + at, run);
-    at += run;
+  detail::for_each_block(tile, region, eb, [&](std::size_t offset, std::size_t width, std::size_t height, std::size_t pitch) {
+    memory.copy_2d(to + offset, pitch, from + at, width, width, height);
+    at += width * height;
   });
 }
 
-/// Copies `region` from one tile's buffer straight into another's (a local copy), row by row:
-/// a row of the region (its last dim) is contiguous in both tiles.
-inline void copy_region(const box& from_tile, std::span<const std::byte> from, const box& to_tile,
-                        std::span<std::byte> to, const box& region, std::size_t element_bytes) {
+/// Copies `region` from one tile's buffer straight into another's (a local copy): rows of the
+/// region (its last dim) are contiguous in both tiles; the rows along the dim before go as one
+/// 2-D copy.
+template <memory_policy M>
+void copy_region(M& memory, const box& from_tile, const std::byte* from, const box& to_tile, std::byte* to,
+                 const box& region, std::size_t eb) {
   if (region.empty()) return;
-  if (from.size() < tile_bytes(from_tile, element_bytes) || to.size() < tile_bytes(to_tile, element_bytes))
-    throw error("copy_region: buffer smaller than its tile");
-  const std::size_t row = static_cast<std::size_t>(region[region.rank - 1].size()) * element_bytes;
+  const int rank = region.rank;
+  std::size_t from_stride[max_rank], to_stride[max_rank];
+  std::size_t a = eb, b = eb;
+  for (int k = rank - 1; k >= 0; --k) {
+    from_stride[k] = a, a *= static_cast<std::size_t>(from_tile[k].size());
+    to_stride[k] = b, b *= static_cast<std::size_t>(to_tile[k].size());
+  }
+  const std::size_t width = static_cast<std::size_t>(region[rank - 1].size()) * eb;
+  const int rows = rank - 2;  // -1 for a 1-d tensor: one row
+  const std::size_t height = rows >= 0 ? static_cast<std::size_t>(region[rows].size()) : 1;
   index_t idx[max_rank];
-  for (int k = 0; k < region.rank; ++k) idx[k] = region[k].lo;
-  auto offset_in = [&](const box& tile) {
-    std::size_t off = 0, stride = element_bytes;
-    for (int k = tile.rank - 1; k >= 0; --k) {
-      off += static_cast<std::size_t>(idx[k] - tile[k].lo) * stride;
-      stride *= static_cast<std::size_t>(tile[k].size());
-    }
-    return off;
-  };
+  for (int k = 0; k < rank; ++k) idx[k] = region[k].lo;
   while (true) {
-    std::memcpy(to.data() + offset_in(to_tile), from.data() + offset_in(from_tile), row);
-    int k = region.rank - 2;
+    std::size_t off_from = 0, off_to = 0;
+    for (int k = 0; k < rank; ++k) {
+      off_from += static_cast<std::size_t>(idx[k] - from_tile[k].lo) * from_stride[k];
+      off_to += static_cast<std::size_t>(idx[k] - to_tile[k].lo) * to_stride[k];
+    }
+    memory.copy_2d(to + off_to, rows >= 0 ? to_stride[rows] : width, from + off_from, rows >= 0 ? from_stride[rows] : width,
+                   width, height);
+    int k = rows - 1;
     while (k >= 0 && ++idx[k] == region[k].hi) idx[k] = region[k].lo, --k;
     if (k < 0) return;
   }
+}
+
+/// Host forms with their sizes checked, for callers outside an executor.
+inline void pack(const box& tile, std::span<const std::byte> from, const box& region, std::size_t element_bytes,
+                 std::span<std::byte> to) {
+  if (!tile.contains(region) || from.size() < tile_bytes(tile, element_bytes) || to.size() < tile_bytes(region, element_bytes))
+    throw error("pack: buffer smaller than its tile or region " + region.to_string());
+  host_memory m;
+  pack(m, tile, from.data(), region, element_bytes, to.data());
+}
+inline void unpack(std::span<const std::byte> from, const box& tile, std::span<std::byte> to, const box& region,
+                   std::size_t element_bytes) {
+  if (!tile.contains(region) || to.size() < tile_bytes(tile, element_bytes) || from.size() < tile_bytes(region, element_bytes))
+    throw error("unpack: buffer smaller than its tile or region " + region.to_string());
+  host_memory m;
+  unpack(m, from.data(), tile, to.data(), region, element_bytes);
+}
+inline void copy_region(const box& from_tile, std::span<const std::byte> from, const box& to_tile, std::span<std::byte> to,
+                        const box& region, std::size_t element_bytes) {
+  if (region.empty()) return;
+  if (!from_tile.contains(region) || !to_tile.contains(region) || from.size() < tile_bytes(from_tile, element_bytes) ||
+      to.size() < tile_bytes(to_tile, element_bytes))
+    throw error("copy_region: buffer smaller than its tile, or region outside it");
+  host_memory m;
+  copy_region(m, from_tile, from.data(), to_tile, to.data(), region, element_bytes);
 }
 
 }  // namespace meshcast

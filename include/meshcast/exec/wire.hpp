@@ -1,54 +1,162 @@
-// A flat form of the ops an executor needs (task, region, bytes, sender, receivers), to hand one
-// rank's schedule to the others, and a fingerprint to check that all ranks run the same thing.
+// The wire form of a whole schedule (transfers, their models, mode, names and figures) as 64-bit
+// words, to hand one rank's schedule to the others; `from_wire(to_wire(s)) == s`. A message from
+// elsewhere is checked word by word: a truncated or malformed one is an error, never a crash.
+// A fingerprint over plan and schedule lets all ranks check that they run the same thing.
 #pragma once
 
+#include <bit>
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "../plan.hpp"
-#include "../op.hpp"
+#include "../schedule.hpp"
 
 namespace meshcast {
 
-inline std::vector<std::int64_t> to_wire(const std::vector<op>& ops) {
-  std::vector<std::int64_t> w{static_cast<std::int64_t>(ops.size())};
-  for (const op& o : ops) {
-    w.push_back(o.task);
-    w.push_back(o.region.rank);
-    for (int d = 0; d < o.region.rank; ++d) w.push_back(o.region[d].lo), w.push_back(o.region[d].hi);
-    w.push_back(o.bytes);
-    w.push_back(o.sender);
-    w.push_back(static_cast<std::int64_t>(o.receivers.size()));
-    for (index_t r : o.receivers) w.push_back(r);
+namespace detail {
+inline constexpr std::int64_t wire_magic = 0x6d63617374310001;  // "mcast1", version 1
+
+class wire_writer {
+ public:
+  void word(std::int64_t v) { w_.push_back(v); }
+  void real(double v) { w_.push_back(std::bit_cast<std::int64_t>(v)); }
+  void text(const std::string& s) {
+    word(static_cast<std::int64_t>(s.size()));
+    for (char c : s) word(static_cast<unsigned char>(c));
   }
-  return w;
+  template <class Range>
+  void list(const Range& r) {
+    word(static_cast<std::int64_t>(r.size()));
+    for (auto v : r) word(static_cast<std::int64_t>(v));
+  }
+  void region(const box& b) {
+    word(b.rank);
+    for (int d = 0; d < b.rank; ++d) word(b[d].lo), word(b[d].hi);
+  }
+  std::vector<std::int64_t>&& done() { return std::move(w_); }
+
+ private:
+  std::vector<std::int64_t> w_;
+};
+
+class wire_reader {
+ public:
+  explicit wire_reader(const std::vector<std::int64_t>& w) : w_(w) {}
+  std::int64_t word() {
+    if (at_ >= w_.size()) throw error("a schedule message is truncated");
+    return w_[at_++];
+  }
+  double real() { return std::bit_cast<double>(word()); }
+  /// A count that the rest of the message can hold (each item takes at least `per_item` words).
+  std::size_t count(std::size_t per_item = 1) {
+    const std::int64_t n = word();
+    if (n < 0 || static_cast<std::uint64_t>(n) > (w_.size() - at_) / per_item) throw error("a schedule message has a bad count");
+    return static_cast<std::size_t>(n);
+  }
+  std::string text() {
+    std::string s(count(), '\0');
+    for (char& c : s) {
+      const std::int64_t v = word();
+      if (v < 0 || v > 255) throw error("a schedule message has a bad character");
+      c = static_cast<char>(v);
+    }
+    return s;
+  }
+  template <class T>
+  std::vector<T> list() {
+    std::vector<T> v(count());
+    for (T& x : v) {
+      const std::int64_t raw = word();
+      if (!std::in_range<T>(raw)) throw error("a schedule message has a value out of range");
+      x = static_cast<T>(raw);
+    }
+    return v;
+  }
+  box region() {
+    box b;
+    const std::int64_t rank = word();
+    if (rank < 0 || rank > max_rank) throw error("a schedule message has a bad rank");
+    b.rank = static_cast<int>(rank);
+    for (int d = 0; d < b.rank; ++d) b[d].lo = word(), b[d].hi = word();
+    return b;
+  }
+  bool at_end() const noexcept { return at_ == w_.size(); }
+
+ private:
+  const std::vector<std::int64_t>& w_;
+  std::size_t at_ = 0;
+};
+}  // namespace detail
+
+inline std::vector<std::int64_t> to_wire(const schedule& s) {
+  detail::wire_writer w;
+  w.word(detail::wire_magic);
+  w.word(static_cast<std::int64_t>(s.mode));
+  w.word(s.proven_optimal ? 1 : 0);
+  for (double v : {s.makespan_s, s.lower_bound_s, s.physical_bound_s, s.solve_ms, s.solver_bound_s}) w.real(v);
+  w.text(s.solver);
+  w.text(s.strategy);
+  w.word(static_cast<std::int64_t>(s.transfers.size()));
+  for (const transfer& t : s.transfers) {
+    w.word(static_cast<std::int64_t>(t.kind));
+    w.word(t.task);
+    w.region(t.region);
+    w.word(t.bytes);
+    w.word(t.sender);
+    w.list(t.receivers);
+    w.list(t.waits_for);
+  }
+  w.word(static_cast<std::int64_t>(s.model.size()));
+  for (const transfer_model& m : s.model) {
+    w.list(m.resources);
+    w.list(m.holders);
+    w.list(m.egress_hosts);
+    w.list(m.ingress_hosts);
+    for (double v : {m.latency_s, m.duration, m.start, m.end}) w.real(v);
+  }
+  return w.done();
 }
 
-inline std::vector<op> from_wire(const std::vector<std::int64_t>& w) {
-  std::vector<op> ops;
-  std::size_t at = 0;
-  auto next = [&] {
-    if (at >= w.size()) throw error("a schedule message is truncated");
-    return w[at++];
-  };
-  const auto n = next();
-  for (std::int64_t i = 0; i < n; ++i) {
-    op o;
-    o.task = next();
-    o.region.rank = static_cast<int>(next());
-    if (o.region.rank < 0 || o.region.rank > max_rank) throw error("a schedule message has a bad rank");
-    for (int d = 0; d < o.region.rank; ++d) o.region[d].lo = next(), o.region[d].hi = next();
-    o.bytes = next();
-    o.sender = next();
-    const auto k = next();
-    for (std::int64_t j = 0; j < k; ++j) o.receivers.push_back(next());
-    ops.push_back(std::move(o));
+inline schedule from_wire(const std::vector<std::int64_t>& words) {
+  detail::wire_reader r(words);
+  if (r.word() != detail::wire_magic) throw error("a schedule message has the wrong format or version");
+  schedule s;
+  const std::int64_t mode = r.word();
+  if (mode != static_cast<std::int64_t>(execution::ordered) && mode != static_cast<std::int64_t>(execution::concurrent))
+    throw error("a schedule message has a bad execution mode");
+  s.mode = static_cast<execution>(mode);
+  s.proven_optimal = r.word() != 0;
+  for (double* v : {&s.makespan_s, &s.lower_bound_s, &s.physical_bound_s, &s.solve_ms, &s.solver_bound_s}) *v = r.real();
+  s.solver = r.text();
+  s.strategy = r.text();
+  s.transfers.resize(r.count(8));
+  for (transfer& t : s.transfers) {
+    const std::int64_t kind = r.word();
+    if (kind < 0 || kind > static_cast<std::int64_t>(transfer_kind::chain)) throw error("a schedule message has a bad transfer kind");
+    t.kind = static_cast<transfer_kind>(kind);
+    t.task = r.word();
+    t.region = r.region();
+    t.bytes = r.word();
+    t.sender = r.word();
+    t.receivers = r.list<index_t>();
+    t.waits_for = r.list<std::int32_t>();
   }
-  return ops;
+  s.model.resize(r.count(8));
+  for (transfer_model& m : s.model) {
+    m.resources = r.list<int>();
+    m.holders = r.list<index_t>();
+    m.egress_hosts = r.list<index_t>();
+    m.ingress_hosts = r.list<index_t>();
+    for (double* v : {&m.latency_s, &m.duration, &m.start, &m.end}) *v = r.real();
+  }
+  if (!r.at_end()) throw error("a schedule message has trailing words");
+  return s;
 }
 
-/// FNV-1a over the plan's layouts, element size, devices and the ops' wire form.
-inline std::uint64_t fingerprint(const plan& p, const std::vector<op>& ops) {
+/// FNV-1a over the plan's layouts, element size, devices and the schedule's wire form.
+inline std::uint64_t fingerprint(const plan& p, const schedule& s) {
   std::uint64_t h = 1469598103934665603ULL;
   auto mix = [&](std::int64_t v) {
     for (int i = 0; i < 8; ++i) h = (h ^ static_cast<std::uint8_t>(v >> (8 * i))) * 1099511628211ULL;
@@ -63,7 +171,7 @@ inline std::uint64_t fingerprint(const plan& p, const std::vector<op>& ops) {
   }
   mix(p.element_bytes);
   for (index_t d : p.dst_devices) mix(d);
-  for (std::int64_t v : to_wire(ops)) mix(v);
+  for (std::int64_t v : to_wire(s)) mix(v);
   return h;
 }
 

@@ -1,6 +1,9 @@
-// broadcast: one sender to all remote receivers as a pipelined chain over the receiving hosts.
-// Each receiving host's NIC carries the bytes in once, and out once to the next host, except for
-// the last host; devices of one host get the bytes over the intra-host link.
+// broadcast: one sender to all remote receivers as a pipelined chain over the receiving hosts
+// (sender -> the receivers of one host, ascending -> those of the next host ...). The first
+// receiver of each host takes the bytes off its NIC, the last one passes them over its NIC to the
+// next host; devices of one host pass them on over the intra-host link. With
+// `how = group_broadcast` the same receivers get one collective broadcast instead (MPI_Ibcast,
+// ncclBroadcast), modelled as the chain.
 #pragma once
 
 #include <map>
@@ -12,42 +15,48 @@ namespace meshcast {
 struct broadcast {
   static constexpr std::string_view name = "broadcast";
   static constexpr bool point_to_point = false;
+  transfer_kind how = transfer_kind::chain;  ///< chain or group_broadcast
 
-  static void remote_ops(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,
-                         index_t sender, std::span<const index_t> remote, std::vector<op>& out) {
+  void remote_ops(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,
+                  index_t sender, std::span<const index_t> remote, std::vector<op>& out) const {
     if (remote.empty()) return;
     std::map<index_t, std::vector<index_t>> by_host;
     for (index_t r : remote) by_host[net.host_of(r)].push_back(r);
     op o;
+    o.kind = how == transfer_kind::group_broadcast ? transfer_kind::group_broadcast : transfer_kind::chain;
     o.task = task;
     o.region = region;
     o.bytes = bytes;
     o.sender = sender;
     o.resources.push_back(rs.stream(sender));
     o.resources.push_back(rs.egress(net.port_of(sender)));
+    o.holders = {sender, sender};
     o.egress_hosts.push_back(net.host_of(sender));
     double slowest = net.egress_bps(net.port_of(sender));
     bool intra = false;
     std::size_t hop = 0;
     for (const auto& [host, receivers] : by_host) {
-      index_t entry = receivers.front();  // takes the bytes off the NIC and forwards them
+      const index_t entry = receivers.front(), exit = receivers.back();
       o.resources.push_back(rs.ingress(net.port_of(entry)));
+      o.holders.push_back(entry);
       o.ingress_hosts.push_back(host);
       slowest = std::min(slowest, net.ingress_bps(net.port_of(entry)));
       if (++hop < by_host.size()) {
-        o.resources.push_back(rs.egress(net.port_of(entry)));
+        o.resources.push_back(rs.egress(net.port_of(exit)));
+        o.holders.push_back(exit);
         o.egress_hosts.push_back(host);
-        slowest = std::min(slowest, net.egress_bps(net.port_of(entry)));
+        slowest = std::min(slowest, net.egress_bps(net.port_of(exit)));
       }
       for (index_t r : receivers) {
         o.receivers.push_back(r);
         o.resources.push_back(rs.stream(r));
+        o.holders.push_back(r);
       }
       intra |= receivers.size() > 1;
     }
     // Pipelined: every hop adds a latency, the bytes flow at the slowest link's rate.
-    o.duration = static_cast<double>(by_host.size()) * net.latency_s() + static_cast<double>(bytes) / slowest +
-                 (intra ? net.latency_s() : 0.0);
+    o.latency_s = static_cast<double>(by_host.size()) * net.latency_s() + (intra ? net.latency_s() : 0.0);
+    o.duration = o.latency_s + static_cast<double>(bytes) / slowest;
     out.push_back(std::move(o));
   }
 };

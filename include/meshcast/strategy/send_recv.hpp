@@ -9,8 +9,8 @@ struct send_recv {
   static constexpr std::string_view name = "send_recv";
   static constexpr bool point_to_point = true;
 
-  static void remote_ops(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,
-                         index_t sender, std::span<const index_t> remote, std::vector<op>& out) {
+  void remote_ops(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,
+                  index_t sender, std::span<const index_t> remote, std::vector<op>& out) const {
     for (index_t r : remote) out.push_back(make_transfer(net, rs, task, region, bytes, sender, r));
   }
 };

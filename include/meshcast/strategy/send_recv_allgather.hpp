@@ -1,6 +1,6 @@
 // send_recv_allgather (Alpa's local all-gather): each receiving host takes the region across its
 // NIC once, cut into one slice per receiver device there, then the devices exchange their slices
-// over the intra-host link.
+// over the intra-host link (forwards, each after the receive it passes on).
 #pragma once
 
 #include <map>
@@ -14,8 +14,8 @@ struct send_recv_allgather {
   static constexpr std::string_view name = "send_recv_allgather";
   static constexpr bool point_to_point = true;
 
-  static void remote_ops(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,
-                         index_t sender, std::span<const index_t> remote, std::vector<op>& out) {
+  void remote_ops(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,
+                  index_t sender, std::span<const index_t> remote, std::vector<op>& out) const {
     std::map<index_t, std::vector<index_t>> by_host;
     for (index_t r : remote) by_host[net.host_of(r)].push_back(r);
     const index_t element_bytes = region.volume() > 0 ? bytes / region.volume() : 1;
@@ -27,16 +27,19 @@ struct send_recv_allgather {
         if (receivers.size() == 1) continue;
         // The receiver of slice i passes it on to the other receivers of its host.
         op gather;
+        gather.kind = transfer_kind::forward;
         gather.task = task;
         gather.region = slices[i];
         gather.bytes = slice_bytes;
         gather.sender = receivers[i];
         for (index_t r : receivers) {
           gather.resources.push_back(rs.stream(r));
+          gather.holders.push_back(r);
           if (r != receivers[i]) gather.receivers.push_back(r);
         }
         // The host's exchanges are one all-gather launch: only the first pays the latency.
-        gather.duration = (i == 0 ? net.latency_s() : 0.0) + static_cast<double>(slice_bytes) / net.intra_bps();
+        gather.latency_s = i == 0 ? net.latency_s() : 0.0;
+        gather.duration = gather.latency_s + static_cast<double>(slice_bytes) / net.intra_bps();
         gather.after = static_cast<int>(out.size()) - 1;
         out.push_back(std::move(gather));
       }

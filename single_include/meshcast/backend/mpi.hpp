@@ -2,19 +2,17 @@
 // Do not edit: change the headers under include/ and run the script again.
 #pragma once
 // ---- begin meshcast/backend/mpi.hpp ----
-// The MPI backend: one rank per device, host memory, nonblocking point-to-point and broadcast on
-// cached sub-communicators. Waits give up with an error after a deadline instead of hanging.
+// The MPI backend: transport only. One rank per device, host memory, nonblocking point-to-point,
+// broadcasts on cached sub-communicators (MPI_Ibcast) and pipelined chains of point-to-point
+// messages. Waits give up with a `timeout_error` naming the peer after a deadline instead of
+// hanging.
 
 #include <mpi.h>
 
-#include <chrono>
-#include <cstring>
-#include <memory>
-#include <string>
-#include <thread>
-#include <utility>
-#include <limits>
 #include <algorithm>
+#include <limits>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <meshcast/meshcast.hpp>
@@ -24,10 +22,8 @@ namespace meshcast {
 
 class mpi_backend {
  public:
-  /// How a broadcast travels: MPI_Ibcast on the group's cached sub-communicator, or a pipelined
-  /// chain of point-to-point messages from member to member (chunks forwarded as they arrive).
-  enum class broadcast_mode { communicator, chain };
-  /// An MPI request; a chain broadcast's members also keep the chain's state (see `broadcast`).
+  using memory_type = host_memory;
+  /// An MPI request; a chain's members also keep the chain's state (see `chain`).
   struct request {
     MPI_Request mpi = MPI_REQUEST_NULL;
     int chain = -1;  // index into chains_, or -1
@@ -51,16 +47,11 @@ class mpi_backend {
       if (comm != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm);
     }
   };
-  /// Host memory that keeps its address when moved (requests point into it).
-  struct buffer {
-    std::unique_ptr<std::byte[]> bytes;
-    std::byte* data() const noexcept { return bytes.get(); }
-  };
 
-  /// Rank r of `comm` plays device r. `timeout_s` bounds every wait (0: no bound).
-  explicit mpi_backend(MPI_Comm comm = MPI_COMM_WORLD, double timeout_s = 60,
-                       broadcast_mode mode = broadcast_mode::communicator, std::size_t chain_chunk = 1 << 20)
-      : comm_(comm), timeout_s_(detail::checked_seconds(timeout_s, "the MPI backend's timeout")), mode_(mode),
+  /// Rank r of `comm` plays device r. `timeout_s` bounds every wait (0: no bound); chains move
+  /// `chain_chunk` bytes per message.
+  explicit mpi_backend(MPI_Comm comm = MPI_COMM_WORLD, double timeout_s = 60, std::size_t chain_chunk = 1 << 20)
+      : comm_(comm), timeout_s_(detail::checked_seconds(timeout_s, "the MPI backend's timeout")),
         chunk_(chain_chunk < 1 ? 1 : chain_chunk) {
     int r = 0, n = 0;
     MPI_Comm_rank(comm_, &r);
@@ -69,8 +60,8 @@ class mpi_backend {
     size_ = n;
   }
 
+  memory_type& memory() noexcept { return memory_; }
   index_t device() const noexcept { return rank_; }
-  /// Devices the communicator holds (ranks 0..size-1).
   index_t size() const noexcept { return size_; }
   MPI_Comm comm() const noexcept { return comm_; }
 
@@ -98,53 +89,63 @@ class mpi_backend {
     return group(c, {members.begin(), members.end()});
   }
   request broadcast(std::byte* data, std::size_t n, index_t root, group& g) {
-    int root_rank = static_cast<int>(std::find(g.members.begin(), g.members.end(), root) - g.members.begin());
+    const int root_rank = static_cast<int>(std::find(g.members.begin(), g.members.end(), root) - g.members.begin());
     request r;
-    if (mode_ == broadcast_mode::communicator) {
-      check(MPI_Ibcast(data, count(n), MPI_BYTE, root_rank, g.comm, &r.mpi), "MPI_Ibcast");
-      return r;
-    }
-    // Chain: root -> next member -> ... in member order (rotated to start at the root), chunk by
-    // chunk. Every chunk's receive is posted now; a member forwards a chunk once it has it.
-    const int size = static_cast<int>(g.members.size()), me = static_cast<int>(std::find(g.members.begin(), g.members.end(), rank_) - g.members.begin());
-    const int pos = (me - root_rank + size) % size;
-    chain c;
+    check(MPI_Ibcast(data, count(n), MPI_BYTE, root_rank, g.comm, &r.mpi), "MPI_Ibcast");
+    return r;
+  }
+  /// g.members[0] -> g.members[1] -> ..., chunk by chunk on the group's communicator: every
+  /// chunk's receive is posted now; a member passes a chunk on as soon as it has it (in `wait`).
+  request chain(std::byte* data, std::size_t n, group& g, int tag) {
+    const auto me = static_cast<int>(std::find(g.members.begin(), g.members.end(), rank_) - g.members.begin());
+    const auto size = static_cast<int>(g.members.size());
+    chain_state c;
     c.data = data;
-    c.next = pos + 1 < size ? (me + 1) % size : -1;
+    c.tag = tag;
     c.comm = g.comm;
+    c.next = me + 1 < size ? me + 1 : -1;
+    c.prev = me - 1;
+    c.prev_device = me > 0 ? static_cast<int>(g.members[static_cast<std::size_t>(me - 1)]) : -1;
+    c.next_device = c.next >= 0 ? static_cast<int>(g.members[static_cast<std::size_t>(c.next)]) : -1;
     for (std::size_t at = 0; at < n || (n == 0 && at == 0); at += chunk_) {
-      std::size_t len = std::min(chunk_, n - at);
+      const std::size_t len = std::min(chunk_, n - at);
       c.chunks.push_back({at, len, MPI_REQUEST_NULL});
-      if (pos > 0)
-        check(MPI_Irecv(data + at, count(len), MPI_BYTE, (me - 1 + size) % size, 0, g.comm, &c.chunks.back().recv), "MPI_Irecv");
+      if (c.prev >= 0)
+        check(MPI_Irecv(data + at, count(len), MPI_BYTE, c.prev, tag, c.comm, &c.chunks.back().recv), "MPI_Irecv");
       if (n == 0) break;
     }
-    if (pos == 0) {
-      c.root = true;
-      forward_all(c);
-    }
+    if (c.prev < 0) forward_all(c);  // the first member has the data at once
+    request r;
     r.chain = static_cast<int>(chains_.size());
+    r.peer = c.prev_device;
     chains_.push_back(std::move(c));
     return r;
   }
   /// Waits for `r`; a chain member takes each chunk as it comes and passes it on.
   void wait(request& r) {
     if (r.chain >= 0) {
-      chain& c = chains_[static_cast<std::size_t>(r.chain)];
+      chain_state& c = chains_[static_cast<std::size_t>(r.chain)];
       for (auto& k : c.chunks) {
-        wait_mpi(k.recv, -1);
-        if (c.next >= 0 && !c.root) {
-          c.sends.emplace_back();
-          check(MPI_Isend(c.data + k.at, count(k.len), MPI_BYTE, c.next, 0, c.comm, &c.sends.back()), "MPI_Isend");
+        if (c.prev >= 0) {
+          wait_mpi(k.recv, c.prev_device);
+          if (c.next >= 0) {
+            c.sends.emplace_back();
+            check(MPI_Isend(c.data + k.at, count(k.len), MPI_BYTE, c.next, c.tag, c.comm, &c.sends.back()), "MPI_Isend");
+          }
         }
       }
-      for (auto& s : c.sends) wait_mpi(s, -1);
-      c = chain{};
+      for (auto& s : c.sends) wait_mpi(s, c.next_device);
+      c = chain_state{};
       r.chain = -1;
       return;
     }
     wait_mpi(r.mpi, r.peer);
   }
+  void begin_round() noexcept {}
+  void end_round() noexcept {}
+  void flush() noexcept { chains_.clear(); }  // every wait already completed its transfer
+
+ private:
   /// Waits for one MPI request, polling, and throws `timeout_error` naming the peer once the
   /// deadline has passed (a peer that never comes). With a timeout of 0 it simply blocks in
   /// MPI_Wait, as a hand-written loop would.
@@ -156,33 +157,6 @@ class mpi_backend {
     if (!detail::wait_until(r, detail::deadline(timeout_s_))) [[unlikely]]
       timed_out(peer);
   }
-  void begin_round() noexcept {}
-  void end_round() noexcept {}
-  void flush() noexcept { chains_.clear(); }  // every wait already completed its transfer
-
-  buffer allocate(std::size_t n) { return {std::make_unique_for_overwrite<std::byte[]>(n)}; }
-  // The executor sizes every buffer from the plan, so these copy run by run without re-checking.
-  void pack(const box& tile, const std::byte* from, const box& region, std::size_t eb, std::byte* to) {
-    std::size_t at = 0;
-    detail::for_each_run(tile, region, eb, [&](std::size_t offset, std::size_t run) {
-      std::memcpy(to + at, from + offset, run);
-      at += run;
-    });
-  }
-  void unpack(const std::byte* from, const box& tile, std::byte* to, const box& region, std::size_t eb) {
-    std::size_t at = 0;
-    detail::for_each_run(tile, region, eb, [&](std::size_t offset, std::size_t run) {
-      std::memcpy(to + offset, from + at, run);
-      at += run;
-    });
-  }
-  void copy_region(const box& from_tile, const std::byte* from, const box& to_tile, std::byte* to, const box& region,
-                   std::size_t eb) {
-    meshcast::copy_region(from_tile, {from, meshcast::tile_bytes(from_tile, eb)}, to_tile,
-                          {to, meshcast::tile_bytes(to_tile, eb)}, region, eb);
-  }
-
- private:
   // The checks stay on the hot path; their failure branches are kept out of line.
   static int count(std::size_t n) {
     if (n > static_cast<std::size_t>(std::numeric_limits<int>::max())) [[unlikely]]
@@ -208,59 +182,36 @@ class mpi_backend {
                             std::to_string(timeout_s_) + " s (the device is unreachable, stopped or gone)",
                         peer >= 0 ? std::vector<int>{peer} : std::vector<int>{});
   }
-  struct chain {
+  struct chain_state {
     struct piece {
       std::size_t at, len;
       MPI_Request recv;
     };
     std::byte* data = nullptr;
-    bool root = false;  // the root sent every chunk when the broadcast was posted
-    int next = -1;      // group rank to pass chunks to, or -1 at the end of the chain
+    int tag = 0;
     MPI_Comm comm = MPI_COMM_NULL;
+    int next = -1, prev = -1;                // neighbours' ranks in the group, or -1 at the chain's ends
+    int next_device = -1, prev_device = -1;  // the same as devices (for messages)
     std::vector<piece> chunks;
     std::vector<MPI_Request> sends;
   };
-  // The root has the data at once: it sends every chunk.
-  void forward_all(chain& c) {
+  void forward_all(chain_state& c) {
     if (c.next < 0) return;
     for (auto& k : c.chunks) {
       c.sends.emplace_back();
-      check(MPI_Isend(c.data + k.at, count(k.len), MPI_BYTE, c.next, 0, c.comm, &c.sends.back()), "MPI_Isend");
+      check(MPI_Isend(c.data + k.at, count(k.len), MPI_BYTE, c.next, c.tag, c.comm, &c.sends.back()), "MPI_Isend");
     }
   }
   MPI_Comm comm_;
   double timeout_s_;
-  index_t size_ = 0;
-  broadcast_mode mode_ = broadcast_mode::communicator;
   std::size_t chunk_ = 1 << 20;
-  std::vector<chain> chains_;
+  std::vector<chain_state> chains_;
   index_t rank_ = 0;
+  index_t size_ = 0;
+  host_memory memory_;
 };
 
 static_assert(backend<mpi_backend>, "mpi_backend must satisfy the backend concept.");
-
-/// Hands `root`'s ops to every rank of `comm` (so that ranks never run solvers that may differ,
-/// e.g. time-limited searches), then checks that all ranks agree on plan and schedule. Every step
-/// gives up with `timeout_error` after `timeout_s` seconds.
-inline void share_schedule(MPI_Comm comm, const plan& p, std::vector<op>& ops, int root = 0, double timeout_s = 60) {
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
-  std::vector<std::int64_t> wire = rank == root ? to_wire(ops) : std::vector<std::int64_t>{};
-  long long n = static_cast<long long>(wire.size());
-  bounded_broadcast(comm, &n, sizeof n, root, timeout_s, "receiving the schedule's size");
-  if (n < 0 || static_cast<unsigned long long>(n) > (std::numeric_limits<int>::max() / sizeof(std::int64_t)))
-    throw error("the schedule is too large to share (" + std::to_string(n) + " words)");
-  wire.resize(static_cast<std::size_t>(n));
-  bounded_broadcast(comm, wire.data(), static_cast<int>(n * static_cast<long long>(sizeof(std::int64_t))), root, timeout_s,
-                    "receiving the schedule");
-  if (rank != root) ops = from_wire(wire);
-  const std::uint64_t mine = fingerprint(p, ops);
-  // Equal everywhere exactly when the sum over ranks is size * root's value.
-  std::uint64_t theirs = mine;
-  bounded_broadcast(comm, &theirs, sizeof theirs, root, timeout_s, "comparing schedules");
-  if (!all_ok(comm, mine == theirs, timeout_s, "comparing schedules"))
-    throw error("ranks disagree on the plan: were they given the same layouts and sizes?");
-}
 
 }  // namespace meshcast
 // ---- end meshcast/backend/mpi.hpp ----

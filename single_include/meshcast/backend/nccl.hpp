@@ -2,11 +2,12 @@
 // Do not edit: change the headers under include/ and run the script again.
 #pragma once
 // ---- begin meshcast/backend/nccl.hpp ----
-// The NCCL backend: one rank per GPU, shards in device memory, ncclSend / ncclRecv /
-// ncclBroadcast issued on one CUDA stream and grouped by the executor's rounds in
-// ncclGroupStart/End. Broadcast groups get communicators of their own, bootstrapped by a
-// `Bootstrap` policy (MPI in production: the group's root draws a unique id and sends it to the
-// other members) and cached for the executor's lifetime.
+// The NCCL backend: transport only. One rank per GPU, shards in device memory (memory/cuda.hpp),
+// ncclSend / ncclRecv / ncclBroadcast issued on one CUDA stream and grouped by the executor's
+// rounds in ncclGroupStart/End. Broadcast groups and chains get communicators of their own,
+// bootstrapped by a `Bootstrap` policy (MPI in production: the group's root draws a unique id and
+// sends it to the other members) and cached for the executor's lifetime; a chain is an
+// ncclBroadcast from the group's first member (NCCL pipelines it along its ring).
 //
 // Needs <nccl.h> and <cuda_runtime.h> (the CUDA toolkit); link with -lnccl -lcudart.
 
@@ -21,13 +22,11 @@
 #include <vector>
 
 #include <meshcast/meshcast.hpp>
+#include <meshcast/memory/cuda.hpp>
 
 namespace meshcast {
 
 namespace detail {
-inline void cuda_check(cudaError_t rc, const char* what) {
-  if (rc != cudaSuccess) throw error(std::string(what) + " failed: " + cudaGetErrorString(rc));
-}
 inline void nccl_check(ncclResult_t rc, const char* what) {
   if (rc != ncclSuccess) throw error(std::string(what) + " failed: " + ncclGetErrorString(rc));
 }
@@ -43,6 +42,9 @@ concept nccl_bootstrap = requires(B& b, ncclUniqueId& id, std::span<const index_
 template <nccl_bootstrap Bootstrap>
 class nccl_backend {
  public:
+  using memory_type = cuda_memory;
+  /// A send blocks the stream until matched: no ordered-mode tokens (see exec/executor.hpp).
+  static constexpr bool port_tokens = false;
   struct request {};  // completion is stream order: later work on the stream sees the data
   /// A communicator over the group's members, in member order.
   struct group {
@@ -60,27 +62,10 @@ class nccl_backend {
       if (comm) ncclCommDestroy(comm);
     }
   };
-  /// Device memory that keeps its address when moved.
-  struct buffer {
-    std::byte* ptr = nullptr;
-    buffer() = default;
-    explicit buffer(std::size_t n) {
-      if (n) detail::cuda_check(cudaMalloc(reinterpret_cast<void**>(&ptr), n), "cudaMalloc");
-    }
-    buffer(buffer&& o) noexcept : ptr(std::exchange(o.ptr, nullptr)) {}
-    buffer& operator=(buffer&& o) noexcept {
-      std::swap(ptr, o.ptr);
-      return *this;
-    }
-    ~buffer() {
-      if (ptr) cudaFree(ptr);
-    }
-    std::byte* data() const noexcept { return ptr; }
-  };
 
   /// `comm` spans every device of the plan (rank r plays device r); work goes on `stream`.
   nccl_backend(ncclComm_t comm, cudaStream_t stream, Bootstrap bootstrap)
-      : comm_(comm), stream_(stream), bootstrap_(std::move(bootstrap)) {
+      : comm_(comm), memory_{stream}, bootstrap_(std::move(bootstrap)) {
     int r = 0, n = 0;
     detail::nccl_check(ncclCommUserRank(comm_, &r), "ncclCommUserRank");
     detail::nccl_check(ncclCommCount(comm_, &n), "ncclCommCount");
@@ -88,15 +73,16 @@ class nccl_backend {
     size_ = n;
   }
 
+  memory_type& memory() noexcept { return memory_; }
   index_t device() const noexcept { return rank_; }
   index_t size() const noexcept { return size_; }
 
   request send(const std::byte* data, std::size_t n, index_t peer, int) {
-    detail::nccl_check(ncclSend(data, n, ncclUint8, static_cast<int>(peer), comm_, stream_), "ncclSend");
+    detail::nccl_check(ncclSend(data, n, ncclUint8, static_cast<int>(peer), comm_, memory_.stream), "ncclSend");
     return {};
   }
   request recv(std::byte* data, std::size_t n, index_t peer, int) {
-    detail::nccl_check(ncclRecv(data, n, ncclUint8, static_cast<int>(peer), comm_, stream_), "ncclRecv");
+    detail::nccl_check(ncclRecv(data, n, ncclUint8, static_cast<int>(peer), comm_, memory_.stream), "ncclRecv");
     return {};
   }
   group make_group(std::span<const index_t> members, int tag) {
@@ -111,44 +97,18 @@ class nccl_backend {
   }
   request broadcast(std::byte* data, std::size_t n, index_t root, group& g) {
     const int r = static_cast<int>(std::find(g.members.begin(), g.members.end(), root) - g.members.begin());
-    detail::nccl_check(ncclBroadcast(data, data, n, ncclUint8, r, g.comm, stream_), "ncclBroadcast");
+    detail::nccl_check(ncclBroadcast(data, data, n, ncclUint8, r, g.comm, memory_.stream), "ncclBroadcast");
     return {};
   }
+  request chain(std::byte* data, std::size_t n, group& g, int) { return broadcast(data, n, g.members.front(), g); }
   void wait(request&) noexcept {}
   void begin_round() { detail::nccl_check(ncclGroupStart(), "ncclGroupStart"); }
   void end_round() { detail::nccl_check(ncclGroupEnd(), "ncclGroupEnd"); }
-  void flush() { detail::cuda_check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
-
-  buffer allocate(std::size_t n) { return buffer(n); }
-  void pack(const box& tile, const std::byte* from, const box& region, std::size_t eb, std::byte* to) {
-    std::size_t at = 0;
-    detail::for_each_run(tile, region, eb, [&](std::size_t offset, std::size_t run) {
-      copy(to + at, from + offset, run);
-      at += run;
-    });
-  }
-  void unpack(const std::byte* from, const box& tile, std::byte* to, const box& region, std::size_t eb) {
-    std::size_t at = 0;
-    detail::for_each_run(tile, region, eb, [&](std::size_t offset, std::size_t run) {
-      copy(to + offset, from + at, run);
-      at += run;
-    });
-  }
-  void copy_region(const box& from_tile, const std::byte* from, const box& to_tile, std::byte* to, const box& region,
-                   std::size_t eb) {
-    // Through a packed staging buffer: both sides then copy whole runs.
-    buffer staging(tile_bytes(region, eb));
-    pack(from_tile, from, region, eb, staging.data());
-    unpack(staging.data(), to_tile, to, region, eb);
-    flush();  // the staging buffer is freed on return
-  }
+  void flush() { memory_.synchronize(); }
 
  private:
-  void copy(std::byte* to, const std::byte* from, std::size_t n) {
-    detail::cuda_check(cudaMemcpyAsync(to, from, n, cudaMemcpyDeviceToDevice, stream_), "cudaMemcpyAsync");
-  }
   ncclComm_t comm_;
-  cudaStream_t stream_;
+  cuda_memory memory_;
   Bootstrap bootstrap_;
   index_t rank_ = 0;
   index_t size_ = 0;
