@@ -35,6 +35,7 @@
 namespace {
 struct reshard_flags {
   std::string dump;
+  std::string exec_trace;  // Chrome trace of what each rank did in the last run, beside the model
   double timeout_s = 120;
   int repeat = 1;
 };
@@ -90,6 +91,53 @@ failure timeout_failure(const meshcast::timeout_error& e, const std::vector<mesh
   }
   return {m, true};
 }
+// Rank 0 gathers every rank's step times (bounded in time) and writes them, with the model's
+// times of the same transfers, as a Chrome trace: process 0 = measured, process 1 = model; one
+// track per device.
+template <class Executor>
+void gather_trace(const Executor& exec, const meshcast::schedule& s, const std::string& path, double timeout_s) {
+  using namespace meshcast;
+  int rank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::vector<double> mine;
+  for (const auto& t : exec.times()) mine.insert(mine.end(), {static_cast<double>(t.transfer), t.wait, t.start, t.end});
+  int count = static_cast<int>(mine.size());
+  std::vector<int> counts(static_cast<std::size_t>(size)), offsets(static_cast<std::size_t>(size));
+  const detail::deadline stop(timeout_s, "the timeout");
+  MPI_Request r = MPI_REQUEST_NULL;
+  detail::mpi_check(MPI_Igather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD, &r), "MPI_Igather");
+  if (!detail::wait_until(r, stop)) throw timeout_error("no answer while gathering the trace", {});
+  int total = 0;
+  for (int k = 0; k < size; ++k) offsets[static_cast<std::size_t>(k)] = total, total += counts[static_cast<std::size_t>(k)];
+  std::vector<double> all(static_cast<std::size_t>(std::max(total, 1)));
+  detail::mpi_check(MPI_Igatherv(mine.data(), count, MPI_DOUBLE, all.data(), counts.data(), offsets.data(), MPI_DOUBLE, 0,
+                                 MPI_COMM_WORLD, &r), "MPI_Igatherv");
+  if (!detail::wait_until(r, stop)) throw timeout_error("no answer while gathering the trace", {});
+  if (rank != 0) return;
+  cli::json_writer j;
+  j.begin_object().key("displayTimeUnit").value("ms").key("traceEvents").begin_array();
+  auto event = [&](const std::string& name, long long pid, long long tid, double a, double b, const char* cat) {
+    j.begin_object().key("ph").value("X").key("cat").value(cat).key("name").value(name);
+    j.key("pid").value(pid).key("tid").value(tid).key("ts").value(a * 1e6).key("dur").value((b - a) * 1e6).end_object();
+  };
+  for (int d = 0; d < size; ++d)
+    for (int k = offsets[static_cast<std::size_t>(d)]; k + 3 < offsets[static_cast<std::size_t>(d)] + counts[static_cast<std::size_t>(d)]; k += 4) {
+      const auto i = static_cast<std::size_t>(all[static_cast<std::size_t>(k)]);
+      const std::string name = std::string(to_string(s.transfers[i].kind)) + " " + std::to_string(i);
+      if (all[static_cast<std::size_t>(k) + 2] > all[static_cast<std::size_t>(k) + 1])
+        event("wait " + std::to_string(i), 0, d, all[static_cast<std::size_t>(k) + 1], all[static_cast<std::size_t>(k) + 2], "wait");
+      event(name, 0, d, all[static_cast<std::size_t>(k) + 2], all[static_cast<std::size_t>(k) + 3], "measured");
+    }
+  for (std::size_t i = 0; i < s.transfers.size(); ++i) {
+    const std::string name = std::string(to_string(s.transfers[i].kind)) + " " + std::to_string(i);
+    event(name, 1, s.transfers[i].sender, s.model[i].start, s.model[i].end, "model");
+    for (index_t rcv : s.transfers[i].receivers)
+      if (rcv != s.transfers[i].sender) event(name, 1, rcv, s.model[i].start, s.model[i].end, "model");
+  }
+  j.end_array().end_object();
+  cli::write_file(path, j.str() + "\n", "execution trace");
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -132,6 +180,7 @@ int main(int argc, char** argv) {
       if (cli::parse_plan_flag(flags, arg, next) || cli::parse_schedule_flag(sched, arg, next)) continue;
       // --json is a plan flag: here it asks for the result as one JSON object.
       if (arg == "--dump") extra.dump = next();
+      else if (arg == "--exec-trace") extra.exec_trace = next();
       else if (arg == "--timeout-s") extra.timeout_s = cli::parse_real(arg, next(), 0.001, max_time_limit_s);
       else if (arg == "--repeat") {
         extra.repeat = static_cast<int>(cli::parse_count(arg, next(), 1, max_repeat));
@@ -146,6 +195,7 @@ int main(int argc, char** argv) {
                     "  --dump DIR              write each destination shard to DIR/rank<r>.bin (empty file for an empty shard)\n"
                     "  --timeout-s S           give up on a peer after S seconds without progress (default 120)\n"
                     "  --repeat N              reshard N times (1..%d), report the best time\n"
+                    "  --exec-trace FILE       write a Chrome trace: each rank's steps in the last run beside the model\n"
                     "  (--json: one JSON object on rank 0's stdout: seconds, predicted_seconds, lower_bound_seconds,\n"
                     "   physical_bound_seconds, bytes_delivered, wrong_elements, strategy, solver, mode, ...)\n",
                     cli::plan_flags_help(), cli::schedule_flags_help(), max_repeat);
@@ -206,6 +256,7 @@ int main(int argc, char** argv) {
     std::vector<std::byte> source, pristine;
     try {
       exec.emplace(backend, p, s);
+      exec->record_times(!extra.exec_trace.empty());
       source.resize(exec->source_bytes());
       destination.resize(exec->destination_bytes());
       if (!source.empty()) cli::fill(p.source_tile(rank), p.src.shape, eb, source);
@@ -231,6 +282,16 @@ int main(int argc, char** argv) {
       abort_job(timeout_failure(e, host_of));
     } catch (const std::exception& e) {
       abort_job(describe(e, true));
+    }
+
+    if (!extra.exec_trace.empty()) {
+      try {
+        gather_trace(*exec, s, extra.exec_trace, extra.timeout_s);
+      } catch (const timeout_error& e) {
+        abort_job(timeout_failure(e, host_of));
+      } catch (const std::exception& e) {
+        failed = describe(e, true);
+      }
     }
 
     // 5. Checks and dumps: local to this rank.

@@ -25,7 +25,7 @@ namespace meshcast::cli {
 struct schedule_flags {
   std::string solver, strategy;
   bool split_replicas = false;
-  double nic_gbps = 10, intra_gbps = 800, latency_us = 10;
+  double nic_gbps = 10, intra_gbps = 800, latency_us = 10, nic_efficiency = 1;
   int nics_per_host = 1;
   double time_limit_ms = 1000;
   std::uint64_t seed = 1;
@@ -72,6 +72,7 @@ bool parse_schedule_flag(schedule_flags& f, const std::string& arg, Next&& next)
   // time limits up to meshcast::max_time_limit_s.
   else if (arg == "--nic-gbps") f.nic_gbps = parse_real(arg, next(), 8e-9, 8e6);
   else if (arg == "--intra-gbps") f.intra_gbps = parse_real(arg, next(), 8e-9, 8e6);
+  else if (arg == "--nic-efficiency") f.nic_efficiency = parse_real(arg, next(), 1e-3, 1);
   else if (arg == "--latency-us") f.latency_us = parse_real(arg, next(), 0, 3.6e9);
   else if (arg == "--nics-per-host") f.nics_per_host = static_cast<int>(parse_count(arg, next(), 1, max_nics_per_host));
   else if (arg == "--time-limit-ms") f.time_limit_ms = parse_real(arg, next(), 0, max_time_limit_s * 1000);
@@ -90,7 +91,8 @@ bool parse_schedule_flag(schedule_flags& f, const std::string& arg, Next&& next)
 
 inline network network_from_flags(const schedule_flags& f, std::vector<index_t> host_of) {
   return network::uniform(std::move(host_of), network::gbit_per_s(f.nic_gbps), network::gbit_per_s(f.intra_gbps),
-                          f.latency_us * 1e-6, f.nics_per_host);
+                          f.latency_us * 1e-6, f.nics_per_host)
+      .with_payload_fraction(f.nic_efficiency);
 }
 
 /// Runs the named solver on the named strategy; throws `error` for unknown or inapplicable names.
@@ -128,6 +130,8 @@ inline const char* schedule_flags_help() {
          "  --split-replicas        let several replicas send slices of one task\n"
          "  --nic-gbps X            NIC bandwidth per direction, Gbit/s (default 10)\n"
          "  --nics-per-host N       NICs per host (default 1)\n"
+         "  --nic-efficiency F      payload fraction of the NIC line rate the transport achieves (0..1,\n"
+         "                          default 1; measure it with meshcast-calibrate)\n"
          "  --intra-gbps X          intra-host link bandwidth, Gbit/s (default 800)\n"
          "  --latency-us X          per-message latency, microseconds (default 10)\n"
          "  --time-limit-ms N       limit for the searching solvers (default 1000)\n"

@@ -212,7 +212,8 @@ inline lower_bound_parts lower_bound(const instance& in) {
 /// must take in, across its NICs, each region it needs and holds no copy of; and every region
 /// another host needs must leave the hosts that hold it at least once, spread over them at best
 /// (the least T for which a flow from regions to holder hosts fits T times their egress
-/// bandwidth: the Hall bound over sets of sender hosts). One latency is added.
+/// bandwidth: the Hall bound over sets of sender hosts). At the NICs' line rates (no transport
+/// carries more than that), plus one latency.
 inline double physical_bound(const plan& p, const network& net) {
   const index_t hosts = net.host_count();
   std::vector<double> need(static_cast<std::size_t>(hosts), 0.0);
@@ -237,13 +238,13 @@ inline double physical_bound(const plan& p, const network& net) {
     }
   }
   double bound = 0;
-  for (index_t h = 0; h < hosts; ++h) bound = std::max(bound, need[static_cast<std::size_t>(h)] / net.host_ingress_bps(h));
+  for (index_t h = 0; h < hosts; ++h) bound = std::max(bound, need[static_cast<std::size_t>(h)] / net.host_line_ingress_bps(h));
   // Egress: bisection on T with a max-flow from sender sets to hosts.
   double total = 0, lo = 0, hi = 0;
   for (const auto& [set, b] : leave) {
     total += b;
     double fastest = 0;
-    for (index_t h : set) fastest += net.host_egress_bps(h);
+    for (index_t h : set) fastest += net.host_line_egress_bps(h);
     lo = std::max(lo, b / fastest);  // a set alone
     hi += b / fastest;
   }
@@ -256,7 +257,7 @@ inline double physical_bound(const plan& p, const network& net) {
       for (index_t h : set) f.add_edge(k, g + static_cast<int>(h), b);
       ++k;
     }
-    for (index_t h = 0; h < hosts; ++h) f.add_edge(g + static_cast<int>(h), sink, T * net.host_egress_bps(h));
+    for (index_t h = 0; h < hosts; ++h) f.add_edge(g + static_cast<int>(h), sink, T * net.host_line_egress_bps(h));
     return f.run(source, sink) >= total * (1 - 1e-9);
   };
   if (total > 0) {

@@ -85,10 +85,23 @@ class network {
   index_t port_host(int port) const noexcept {
     return static_cast<index_t>(std::upper_bound(port_base_.begin(), port_base_.end(), port) - port_base_.begin()) - 1;
   }
-  double egress_bps(int port) const noexcept { return hosts_[port_host(port)].egress_bps; }
-  double ingress_bps(int port) const noexcept { return hosts_[port_host(port)].ingress_bps; }
-  double host_egress_bps(index_t h) const noexcept { return hosts_[h].egress_bps * hosts_[h].count; }
-  double host_ingress_bps(index_t h) const noexcept { return hosts_[h].ingress_bps * hosts_[h].count; }
+  /// Rates the model moves payload at: a NIC's line rate times the payload fraction.
+  double egress_bps(int port) const noexcept { return hosts_[port_host(port)].egress_bps * payload_fraction_; }
+  double ingress_bps(int port) const noexcept { return hosts_[port_host(port)].ingress_bps * payload_fraction_; }
+  double host_egress_bps(index_t h) const noexcept { return egress_bps(first_port(h)) * hosts_[h].count; }
+  double host_ingress_bps(index_t h) const noexcept { return ingress_bps(first_port(h)) * hosts_[h].count; }
+  /// A host's line rates over all its NICs: the physical limit, whatever the transport.
+  double host_line_egress_bps(index_t h) const noexcept { return hosts_[h].egress_bps * hosts_[h].count; }
+  double host_line_ingress_bps(index_t h) const noexcept { return hosts_[h].ingress_bps * hosts_[h].count; }
+  /// The fraction of a NIC's line rate that carries payload (1 by default). A transport's
+  /// framing costs some: TCP/IPv4 with timestamps over Ethernet carries 1448 payload bytes in
+  /// 1538 on the wire (0.94); measure it (bench/calibrate.cpp) rather than guess.
+  double payload_fraction() const noexcept { return payload_fraction_; }
+  network& with_payload_fraction(double f) {
+    if (!(f > 0 && f <= 1)) throw error("the payload fraction (" + std::to_string(f) + ") must be in (0, 1]");
+    payload_fraction_ = f;
+    return *this;
+  }
   int first_port(index_t h) const noexcept { return port_base_[h]; }
   int nic_count(index_t h) const noexcept { return hosts_[h].count; }
   double intra_bps() const noexcept { return intra_bps_; }
@@ -112,6 +125,7 @@ class network {
   std::vector<host_nics> hosts_;
   double intra_bps_ = 1;
   double latency_s_ = 0;
+  double payload_fraction_ = 1;
   std::vector<int> port_base_;
   std::vector<int> port_of_;
 };

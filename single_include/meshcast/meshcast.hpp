@@ -1250,10 +1250,23 @@ class network {
   index_t port_host(int port) const noexcept {
     return static_cast<index_t>(std::upper_bound(port_base_.begin(), port_base_.end(), port) - port_base_.begin()) - 1;
   }
-  double egress_bps(int port) const noexcept { return hosts_[port_host(port)].egress_bps; }
-  double ingress_bps(int port) const noexcept { return hosts_[port_host(port)].ingress_bps; }
-  double host_egress_bps(index_t h) const noexcept { return hosts_[h].egress_bps * hosts_[h].count; }
-  double host_ingress_bps(index_t h) const noexcept { return hosts_[h].ingress_bps * hosts_[h].count; }
+  /// Rates the model moves payload at: a NIC's line rate times the payload fraction.
+  double egress_bps(int port) const noexcept { return hosts_[port_host(port)].egress_bps * payload_fraction_; }
+  double ingress_bps(int port) const noexcept { return hosts_[port_host(port)].ingress_bps * payload_fraction_; }
+  double host_egress_bps(index_t h) const noexcept { return egress_bps(first_port(h)) * hosts_[h].count; }
+  double host_ingress_bps(index_t h) const noexcept { return ingress_bps(first_port(h)) * hosts_[h].count; }
+  /// A host's line rates over all its NICs: the physical limit, whatever the transport.
+  double host_line_egress_bps(index_t h) const noexcept { return hosts_[h].egress_bps * hosts_[h].count; }
+  double host_line_ingress_bps(index_t h) const noexcept { return hosts_[h].ingress_bps * hosts_[h].count; }
+  /// The fraction of a NIC's line rate that carries payload (1 by default). A transport's
+  /// framing costs some: TCP/IPv4 with timestamps over Ethernet carries 1448 payload bytes in
+  /// 1538 on the wire (0.94); measure it (bench/calibrate.cpp) rather than guess.
+  double payload_fraction() const noexcept { return payload_fraction_; }
+  network& with_payload_fraction(double f) {
+    if (!(f > 0 && f <= 1)) throw error("the payload fraction (" + std::to_string(f) + ") must be in (0, 1]");
+    payload_fraction_ = f;
+    return *this;
+  }
   int first_port(index_t h) const noexcept { return port_base_[h]; }
   int nic_count(index_t h) const noexcept { return hosts_[h].count; }
   double intra_bps() const noexcept { return intra_bps_; }
@@ -1277,6 +1290,7 @@ class network {
   std::vector<host_nics> hosts_;
   double intra_bps_ = 1;
   double latency_s_ = 0;
+  double payload_fraction_ = 1;
   std::vector<int> port_base_;
   std::vector<int> port_of_;
 };
@@ -2238,7 +2252,8 @@ inline lower_bound_parts lower_bound(const instance& in) {
 /// must take in, across its NICs, each region it needs and holds no copy of; and every region
 /// another host needs must leave the hosts that hold it at least once, spread over them at best
 /// (the least T for which a flow from regions to holder hosts fits T times their egress
-/// bandwidth: the Hall bound over sets of sender hosts). One latency is added.
+/// bandwidth: the Hall bound over sets of sender hosts). At the NICs' line rates (no transport
+/// carries more than that), plus one latency.
 inline double physical_bound(const plan& p, const network& net) {
   const index_t hosts = net.host_count();
   std::vector<double> need(static_cast<std::size_t>(hosts), 0.0);
@@ -2263,13 +2278,13 @@ inline double physical_bound(const plan& p, const network& net) {
     }
   }
   double bound = 0;
-  for (index_t h = 0; h < hosts; ++h) bound = std::max(bound, need[static_cast<std::size_t>(h)] / net.host_ingress_bps(h));
+  for (index_t h = 0; h < hosts; ++h) bound = std::max(bound, need[static_cast<std::size_t>(h)] / net.host_line_ingress_bps(h));
   // Egress: bisection on T with a max-flow from sender sets to hosts.
   double total = 0, lo = 0, hi = 0;
   for (const auto& [set, b] : leave) {
     total += b;
     double fastest = 0;
-    for (index_t h : set) fastest += net.host_egress_bps(h);
+    for (index_t h : set) fastest += net.host_line_egress_bps(h);
     lo = std::max(lo, b / fastest);  // a set alone
     hi += b / fastest;
   }
@@ -2282,7 +2297,7 @@ inline double physical_bound(const plan& p, const network& net) {
       for (index_t h : set) f.add_edge(k, g + static_cast<int>(h), b);
       ++k;
     }
-    for (index_t h = 0; h < hosts; ++h) f.add_edge(g + static_cast<int>(h), sink, T * net.host_egress_bps(h));
+    for (index_t h = 0; h < hosts; ++h) f.add_edge(g + static_cast<int>(h), sink, T * net.host_line_egress_bps(h));
     return f.run(source, sink) >= total * (1 - 1e-9);
   };
   if (total > 0) {
@@ -4356,6 +4371,7 @@ inline std::uint64_t fingerprint(const plan& p, const schedule& s) {
 //   of waits can form in either mode.
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <map>
 #include <optional>
@@ -4437,6 +4453,15 @@ class executor {
     if (mode_ == execution::ordered && !s.model.empty() && passes_port_tokens<Backend>()) plan_tokens(s);
   }
 
+  /// What one step of the last run did, in seconds from the start of `run` (kept only after
+  /// `record_times(true)`): waiting for tokens from `wait`, moving bytes from `start` to `end`.
+  struct step_time {
+    std::size_t transfer;
+    double wait, start, end;
+  };
+  void record_times(bool on) { record_ = on; }
+  const std::vector<step_time>& times() const noexcept { return times_; }
+
   /// Bytes this rank's source and destination shards must have (row-major over their tiles).
   std::size_t source_bytes() const noexcept { return source_bytes_; }
   std::size_t destination_bytes() const noexcept { return destination_bytes_; }
@@ -4450,6 +4475,9 @@ class executor {
                   std::to_string(source_bytes()) + " and " + std::to_string(destination_bytes()) + " bytes)");
     src_ = source.data();
     dst_ = destination.data();
+    began_ = std::chrono::steady_clock::now();
+    times_.clear();
+    if (record_) times_.resize(steps_.size());
     sent_.clear();
     tokens_sent_.clear();
     if (mode_ == execution::ordered) run_ordered();
@@ -4457,6 +4485,9 @@ class executor {
     for (auto& r : sent_) b_.wait(r);
     for (auto& r : tokens_sent_) b_.wait(r);
     b_.flush();
+    if (record_)  // sends end here at the latest
+      for (std::size_t k = 0; k < steps_.size(); ++k)
+        if (times_[k].end == 0) times_[k].end = clock();
   }
 
  private:
@@ -4583,6 +4614,13 @@ class executor {
   }
 
   std::byte* buffer(std::size_t k) { return buffers_[k].data(); }
+  double clock() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - began_).count(); }
+  void mark(step& x, double step_time::*field) {
+    if (!record_) return;
+    step_time& t = times_[static_cast<std::size_t>(&x - steps_.data())];
+    t.transfer = x.transfer;
+    t.*field = clock();
+  }
 
   // Posts a step's transfer (a send packs first; a forward must have what it passes on).
   void post(step& x) {
@@ -4623,6 +4661,7 @@ class executor {
     if (x.done) return;
     b_.wait(x.req);
     x.done = true;
+    mark(x, &step_time::end);
     if (dst_tile_.contains(x.region) && destination_bytes_ > 0)
       unpack(b_.memory(), buffer(x.buffer), dst_tile_, dst_, x.region, eb_);
   }
@@ -4630,12 +4669,14 @@ class executor {
   void run_ordered() {
     for (step& x : steps_) x.done = false;
     for (step& x : steps_) {
+      mark(x, &step_time::wait);
       for (const auto& [from, tag] : x.tokens_in) {
         b_.begin_round();
         request r = b_.recv(token_scratch_->data(), 1, from, tag);
         b_.end_round();
         b_.wait(r);
       }
+      mark(x, &step_time::start);
       b_.begin_round();
       post(x);
       b_.end_round();
@@ -4644,6 +4685,7 @@ class executor {
       else if (x.how == step::collective && x.root)
         b_.wait(sent_.back()), sent_.pop_back();
       complete(x);
+      if (x.how != step::receive && !(x.how == step::collective && !x.root)) mark(x, &step_time::end);
       // Tokens are waited for at the end: the device they go to may reach its step much later.
       for (const auto& [to, tag] : x.tokens_out) {
         b_.begin_round();
@@ -4666,6 +4708,8 @@ class executor {
           b_.begin_round();
         }
       }
+      mark(x, &step_time::wait);
+      mark(x, &step_time::start);
       post(x);
     }
     b_.end_round();
@@ -4674,6 +4718,9 @@ class executor {
 
   Backend b_;
   execution mode_;
+  bool record_ = false;
+  std::chrono::steady_clock::time_point began_;
+  std::vector<step_time> times_;
   index_t me_ = -1;
   std::size_t eb_ = 1;
   box src_tile_{}, dst_tile_{};

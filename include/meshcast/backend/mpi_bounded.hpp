@@ -5,6 +5,8 @@
 
 #include <mpi.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <thread>
@@ -39,14 +41,20 @@ inline void mpi_check(int rc, const char* what) {
 }
 
 /// Polls `r` until it completes or `stop` expires; returns whether it completed. On expiry the
-/// request is left pending (it is abandoned, like the rank it waited for).
+/// request is left pending (it is abandoned, like the rank it waited for). After a short spin the
+/// poll backs off to sleeps of up to 100 us: ranks that share cores (more ranks than cores, or a
+/// busy host) then leave the cores to the ranks that have work, at a cost of at most one sleep of
+/// latency per wait.
 inline bool wait_until(MPI_Request& r, const deadline& stop) {
+  auto pause = std::chrono::microseconds(5);
   for (int spins = 0;; ++spins) {
     int done = 0;
     mpi_check(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test");
     if (done) return true;
     if (stop.expired()) return false;
-    if (spins > 1000) std::this_thread::yield();
+    if (spins < 64) continue;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(100));
   }
 }
 }  // namespace detail

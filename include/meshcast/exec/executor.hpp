@@ -15,6 +15,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <map>
 #include <optional>
@@ -100,6 +101,15 @@ class executor {
     if (mode_ == execution::ordered && !s.model.empty() && passes_port_tokens<Backend>()) plan_tokens(s);
   }
 
+  /// What one step of the last run did, in seconds from the start of `run` (kept only after
+  /// `record_times(true)`): waiting for tokens from `wait`, moving bytes from `start` to `end`.
+  struct step_time {
+    std::size_t transfer;
+    double wait, start, end;
+  };
+  void record_times(bool on) { record_ = on; }
+  const std::vector<step_time>& times() const noexcept { return times_; }
+
   /// Bytes this rank's source and destination shards must have (row-major over their tiles).
   std::size_t source_bytes() const noexcept { return source_bytes_; }
   std::size_t destination_bytes() const noexcept { return destination_bytes_; }
@@ -113,6 +123,9 @@ class executor {
                   std::to_string(source_bytes()) + " and " + std::to_string(destination_bytes()) + " bytes)");
     src_ = source.data();
     dst_ = destination.data();
+    began_ = std::chrono::steady_clock::now();
+    times_.clear();
+    if (record_) times_.resize(steps_.size());
     sent_.clear();
     tokens_sent_.clear();
     if (mode_ == execution::ordered) run_ordered();
@@ -120,6 +133,9 @@ class executor {
     for (auto& r : sent_) b_.wait(r);
     for (auto& r : tokens_sent_) b_.wait(r);
     b_.flush();
+    if (record_)  // sends end here at the latest
+      for (std::size_t k = 0; k < steps_.size(); ++k)
+        if (times_[k].end == 0) times_[k].end = clock();
   }
 
  private:
@@ -246,6 +262,13 @@ class executor {
   }
 
   std::byte* buffer(std::size_t k) { return buffers_[k].data(); }
+  double clock() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - began_).count(); }
+  void mark(step& x, double step_time::*field) {
+    if (!record_) return;
+    step_time& t = times_[static_cast<std::size_t>(&x - steps_.data())];
+    t.transfer = x.transfer;
+    t.*field = clock();
+  }
 
   // Posts a step's transfer (a send packs first; a forward must have what it passes on).
   void post(step& x) {
@@ -286,6 +309,7 @@ class executor {
     if (x.done) return;
     b_.wait(x.req);
     x.done = true;
+    mark(x, &step_time::end);
     if (dst_tile_.contains(x.region) && destination_bytes_ > 0)
       unpack(b_.memory(), buffer(x.buffer), dst_tile_, dst_, x.region, eb_);
   }
@@ -293,12 +317,14 @@ class executor {
   void run_ordered() {
     for (step& x : steps_) x.done = false;
     for (step& x : steps_) {
+      mark(x, &step_time::wait);
       for (const auto& [from, tag] : x.tokens_in) {
         b_.begin_round();
         request r = b_.recv(token_scratch_->data(), 1, from, tag);
         b_.end_round();
         b_.wait(r);
       }
+      mark(x, &step_time::start);
       b_.begin_round();
       post(x);
       b_.end_round();
@@ -307,6 +333,7 @@ class executor {
       else if (x.how == step::collective && x.root)
         b_.wait(sent_.back()), sent_.pop_back();
       complete(x);
+      if (x.how != step::receive && !(x.how == step::collective && !x.root)) mark(x, &step_time::end);
       // Tokens are waited for at the end: the device they go to may reach its step much later.
       for (const auto& [to, tag] : x.tokens_out) {
         b_.begin_round();
@@ -329,6 +356,8 @@ class executor {
           b_.begin_round();
         }
       }
+      mark(x, &step_time::wait);
+      mark(x, &step_time::start);
       post(x);
     }
     b_.end_round();
@@ -337,6 +366,9 @@ class executor {
 
   Backend b_;
   execution mode_;
+  bool record_ = false;
+  std::chrono::steady_clock::time_point began_;
+  std::vector<step_time> times_;
   index_t me_ = -1;
   std::size_t eb_ = 1;
   box src_tile_{}, dst_tile_{};
