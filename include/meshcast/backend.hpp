@@ -32,6 +32,10 @@ concept backend = requires(B& b, const B& cb, std::byte* out, const std::byte* i
   /// A pipelined chain along the group's members in order (the first holds the message).
   { b.chain(out, n, g, tag) } -> std::same_as<typename B::request>;
   b.wait(req);
+  /// Whether `req` is complete, without blocking (a chain member passes on what has arrived).
+  { b.test(req) } -> std::convertible_to<bool>;
+  /// Seconds a wait may last without progress before it fails (0: no bound).
+  { cb.timeout_s() } -> std::convertible_to<double>;
   b.begin_round();
   b.end_round();
   b.flush();  ///< everything issued so far is complete when it returns

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace meshcast {
 
@@ -12,6 +14,17 @@ namespace meshcast {
 class error : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
+};
+
+/// Thrown when a wait on other devices passes its deadline. `missing` lists the devices (ranks)
+/// that did not answer, when the operation can tell (a barrier can; a reduction cannot).
+class timeout_error : public error {
+ public:
+  timeout_error(const std::string& what, std::vector<int> missing) : error(what), missing_(std::move(missing)) {}
+  const std::vector<int>& missing() const noexcept { return missing_; }
+
+ private:
+  std::vector<int> missing_;
 };
 
 namespace detail {

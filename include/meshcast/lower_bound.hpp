@@ -171,7 +171,7 @@ inline lower_bound_parts lower_bound(const instance& in) {
   lower_bound_parts lb;
   // Ingress and device streams: the least work any option puts on each such resource.
   std::vector<double> ingress(static_cast<std::size_t>(rs.ports), 0.0);
-  std::vector<double> stream(static_cast<std::size_t>(rs.devices), 0.0);
+  std::vector<double> stream(static_cast<std::size_t>(2 * rs.devices), 0.0);  // lanes
   for (const unit& u : in.units) {
     std::map<int, double> least;
     for (std::size_t k = 0; k < u.options.size(); ++k) {

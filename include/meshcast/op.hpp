@@ -47,15 +47,19 @@ struct transfer {
 };
 
 /// Resources of the ordered model, each carrying one operation at a time: the egress and the
-/// ingress direction of every NIC port, then every device's stream.
+/// ingress direction of every NIC port, then every device's two lanes. A device is full duplex:
+/// it sends one transfer at a time (its send lane) while it receives one at a time (its receive
+/// lane).
 struct resource_space {
   int ports = 0;
   index_t devices = 0;
   constexpr int egress(int port) const noexcept { return port; }
   constexpr int ingress(int port) const noexcept { return ports + port; }
-  constexpr int stream(index_t device) const noexcept { return 2 * ports + static_cast<int>(device); }
-  constexpr int size() const noexcept { return 2 * ports + static_cast<int>(devices); }
+  constexpr int send_lane(index_t device) const noexcept { return 2 * ports + 2 * static_cast<int>(device); }
+  constexpr int receive_lane(index_t device) const noexcept { return 2 * ports + 2 * static_cast<int>(device) + 1; }
+  constexpr int size() const noexcept { return 2 * ports + 2 * static_cast<int>(devices); }
   constexpr bool is_port(int resource) const noexcept { return resource < 2 * ports; }
+  constexpr bool is_lane(int resource) const noexcept { return resource >= 2 * ports; }
 };
 
 /// What the network model says about a transfer.

@@ -41,9 +41,12 @@ inline op make_transfer(const network& net, const resource_space& rs, index_t ta
   o.receivers = {r};
   o.duration = net.transfer_time(s, r, bytes);
   o.latency_s = s == r ? 0.0 : net.latency_s();
-  o.resources.push_back(rs.stream(s));
+  // A local copy holds its device whole (the executor copies before it moves on); a message
+  // holds the sender's send lane and the receiver's receive lane.
+  o.resources.push_back(rs.send_lane(s));
   o.holders.push_back(s);
-  if (r != s) o.resources.push_back(rs.stream(r)), o.holders.push_back(r);
+  o.resources.push_back(rs.receive_lane(r));
+  o.holders.push_back(r);
   if (net.host_of(s) != net.host_of(r)) {
     o.resources.push_back(rs.egress(net.port_of(s)));
     o.holders.push_back(s);

@@ -40,6 +40,8 @@ inline constexpr int max_nics_per_host = 64;
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace meshcast {
 
@@ -48,6 +50,17 @@ namespace meshcast {
 class error : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
+};
+
+/// Thrown when a wait on other devices passes its deadline. `missing` lists the devices (ranks)
+/// that did not answer, when the operation can tell (a barrier can; a reduction cannot).
+class timeout_error : public error {
+ public:
+  timeout_error(const std::string& what, std::vector<int> missing) : error(what), missing_(std::move(missing)) {}
+  const std::vector<int>& missing() const noexcept { return missing_; }
+
+ private:
+  std::vector<int> missing_;
 };
 
 namespace detail {
@@ -1345,15 +1358,19 @@ struct transfer {
 };
 
 /// Resources of the ordered model, each carrying one operation at a time: the egress and the
-/// ingress direction of every NIC port, then every device's stream.
+/// ingress direction of every NIC port, then every device's two lanes. A device is full duplex:
+/// it sends one transfer at a time (its send lane) while it receives one at a time (its receive
+/// lane).
 struct resource_space {
   int ports = 0;
   index_t devices = 0;
   constexpr int egress(int port) const noexcept { return port; }
   constexpr int ingress(int port) const noexcept { return ports + port; }
-  constexpr int stream(index_t device) const noexcept { return 2 * ports + static_cast<int>(device); }
-  constexpr int size() const noexcept { return 2 * ports + static_cast<int>(devices); }
+  constexpr int send_lane(index_t device) const noexcept { return 2 * ports + 2 * static_cast<int>(device); }
+  constexpr int receive_lane(index_t device) const noexcept { return 2 * ports + 2 * static_cast<int>(device) + 1; }
+  constexpr int size() const noexcept { return 2 * ports + 2 * static_cast<int>(devices); }
   constexpr bool is_port(int resource) const noexcept { return resource < 2 * ports; }
+  constexpr bool is_lane(int resource) const noexcept { return resource >= 2 * ports; }
 };
 
 /// What the network model says about a transfer.
@@ -1591,9 +1608,12 @@ inline op make_transfer(const network& net, const resource_space& rs, index_t ta
   o.receivers = {r};
   o.duration = net.transfer_time(s, r, bytes);
   o.latency_s = s == r ? 0.0 : net.latency_s();
-  o.resources.push_back(rs.stream(s));
+  // A local copy holds its device whole (the executor copies before it moves on); a message
+  // holds the sender's send lane and the receiver's receive lane.
+  o.resources.push_back(rs.send_lane(s));
   o.holders.push_back(s);
-  if (r != s) o.resources.push_back(rs.stream(r)), o.holders.push_back(r);
+  o.resources.push_back(rs.receive_lane(r));
+  o.holders.push_back(r);
   if (net.host_of(s) != net.host_of(r)) {
     o.resources.push_back(rs.egress(net.port_of(s)));
     o.holders.push_back(s);
@@ -1663,7 +1683,7 @@ struct broadcast {
     o.region = region;
     o.bytes = bytes;
     o.sender = sender;
-    o.resources.push_back(rs.stream(sender));
+    o.resources.push_back(rs.send_lane(sender));
     o.resources.push_back(rs.egress(net.port_of(sender)));
     o.holders = {sender, sender};
     o.egress_hosts.push_back(net.host_of(sender));
@@ -1682,10 +1702,14 @@ struct broadcast {
         o.egress_hosts.push_back(host);
         slowest = std::min(slowest, net.egress_bps(net.port_of(exit)));
       }
-      for (index_t r : receivers) {
+      for (index_t r : receivers) {  // each receives; all but the chain's last pass it on
         o.receivers.push_back(r);
-        o.resources.push_back(rs.stream(r));
+        o.resources.push_back(rs.receive_lane(r));
         o.holders.push_back(r);
+        if (hop < by_host.size() || r != receivers.back()) {
+          o.resources.push_back(rs.send_lane(r));
+          o.holders.push_back(r);
+        }
       }
       intra |= receivers.size() > 1;
     }
@@ -1748,10 +1772,13 @@ struct send_recv_allgather {
         gather.region = slices[i];
         gather.bytes = slice_bytes;
         gather.sender = receivers[i];
+        gather.resources.push_back(rs.send_lane(receivers[i]));
+        gather.holders.push_back(receivers[i]);
         for (index_t r : receivers) {
-          gather.resources.push_back(rs.stream(r));
+          if (r == receivers[i]) continue;
+          gather.resources.push_back(rs.receive_lane(r));
           gather.holders.push_back(r);
-          if (r != receivers[i]) gather.receivers.push_back(r);
+          gather.receivers.push_back(r);
         }
         // The host's exchanges are one all-gather launch: only the first pays the latency.
         gather.latency_s = i == 0 ? net.latency_s() : 0.0;
@@ -2211,7 +2238,7 @@ inline lower_bound_parts lower_bound(const instance& in) {
   lower_bound_parts lb;
   // Ingress and device streams: the least work any option puts on each such resource.
   std::vector<double> ingress(static_cast<std::size_t>(rs.ports), 0.0);
-  std::vector<double> stream(static_cast<std::size_t>(rs.devices), 0.0);
+  std::vector<double> stream(static_cast<std::size_t>(2 * rs.devices), 0.0);  // lanes
   for (const unit& u : in.units) {
     std::map<int, double> least;
     for (std::size_t k = 0; k < u.options.size(); ++k) {
@@ -4007,6 +4034,10 @@ concept backend = requires(B& b, const B& cb, std::byte* out, const std::byte* i
   /// A pipelined chain along the group's members in order (the first holds the message).
   { b.chain(out, n, g, tag) } -> std::same_as<typename B::request>;
   b.wait(req);
+  /// Whether `req` is complete, without blocking (a chain member passes on what has arrived).
+  { b.test(req) } -> std::convertible_to<bool>;
+  /// Seconds a wait may last without progress before it fails (0: no bound).
+  { cb.timeout_s() } -> std::convertible_to<double>;
   b.begin_round();
   b.end_round();
   b.flush();  ///< everything issued so far is complete when it returns
@@ -4362,10 +4393,15 @@ inline std::uint64_t fingerprint(const plan& p, const schedule& s) {
 // The constructor keeps only this rank's part of the schedule, as a list of steps with their
 // message buffers, so that `run` does what a hand-written loop would.
 //
-// ordered: the rank runs its steps one after another. Before a step it waits for a token from
-//   each device that used one of the step's NIC directions last (devices of one host share their
-//   NIC) and after it passes tokens on: every NIC direction and every device then carries one
-//   transfer at a time in schedule order, as the ordered model assumes.
+// ordered: the rank takes its steps in schedule order on two lanes, one for what it sends and one
+//   for what it receives (a device is full duplex); a step starts when the previous step of each
+//   of its lanes is complete (a send is complete when the transport says so: for large messages,
+//   when the receiver has the data). Before a step the rank waits for a token from each device
+//   that used one of the step's NIC directions last (devices of one host share their NIC: tokens
+//   go between devices of one host, never across a NIC where they would queue behind data), and
+//   when it completes it passes tokens on. Every NIC direction and every lane then carries one
+//   transfer at a time in schedule order, as the ordered model assumes. While it waits, a rank
+//   completes whatever else it has posted, so tokens never wait on it.
 // concurrent: every step is posted at once; a forward first completes the receives it passes on
 //   (and only those). Every transfer a rank waits for comes earlier in the schedule, so no cycle
 //   of waits can form in either mode.
@@ -4376,6 +4412,7 @@ inline std::uint64_t fingerprint(const plan& p, const schedule& s) {
 #include <map>
 #include <optional>
 #include <span>
+#include <thread>
 #include <string>
 #include <utility>
 #include <vector>
@@ -4450,6 +4487,7 @@ class executor {
     if (!is_src) src_tile_ = box{src_tile_.rank, {}};  // holds nothing
     make_groups(s);
     plan_steps(s);
+    if (mode_ == execution::ordered) plan_lanes(s);
     if (mode_ == execution::ordered && !s.model.empty() && passes_port_tokens<Backend>()) plan_tokens(s);
   }
 
@@ -4508,8 +4546,14 @@ class executor {
     std::size_t group = none;
     std::size_t buffer = none;
     std::vector<std::pair<index_t, int>> tokens_in, tokens_out;  // ordered mode
+    bool send_lane = false, receive_lane = false;  // ordered mode: the lanes it holds
+    std::size_t prev_send = none, prev_receive = none;  // the steps before it on those lanes
+    std::size_t next_send = none, next_receive = none;  // the steps after it on those lanes
+    std::size_t token_slot = 0;                          // its first token byte
+    std::vector<request> token_reqs;
     request req{};
-    bool done = false;
+    std::vector<request> reqs;         // ordered mode: its sends
+    bool posted = false, done = false;
   };
 
   void make_groups(const schedule& s) {
@@ -4588,6 +4632,34 @@ class executor {
     tokens_sent_.reserve(steps_.size());
   }
 
+  // Ordered mode: each step's lanes and the step before it on each.
+  void plan_lanes(const schedule& s) {
+    std::size_t last_send = none, last_receive = none;
+    for (std::size_t k = 0; k < steps_.size(); ++k) {
+      step& x = steps_[k];
+      const transfer& t = s.transfers[x.transfer];
+      switch (x.how) {
+        case step::copy: x.send_lane = x.receive_lane = true; break;
+        case step::send: x.send_lane = true; break;
+        case step::receive: x.receive_lane = true; break;
+        case step::collective:
+          x.send_lane = x.root || (t.kind == transfer_kind::chain && t.receivers.back() != me_);
+          x.receive_lane = !x.root;
+          break;
+      }
+      if (x.send_lane) {
+        x.prev_send = last_send;
+        (last_send == none ? first_send_ : steps_[last_send].next_send) = k;
+        last_send = k;
+      }
+      if (x.receive_lane) {
+        x.prev_receive = last_receive;
+        (last_receive == none ? first_receive_ : steps_[last_receive].next_receive) = k;
+        last_receive = k;
+      }
+    }
+  }
+
   // Ordered mode: who passes each NIC direction (or any other resource two devices share) on to
   // whom, in schedule order.
   void plan_tokens(const schedule& s) {
@@ -4607,7 +4679,9 @@ class executor {
         last[r] = {i, holder};
       }
     }
-    token_scratch_ = b_.memory().allocate(1);
+    std::size_t slots = 0;
+    for (step& x : steps_) x.token_slot = slots, slots += x.tokens_in.size();
+    scratch_ = b_.memory().allocate(1 + slots);  // one byte to send from, one per token received
   }
   static void add_token(std::vector<std::pair<index_t, int>>& list, index_t device, int tag) {
     if (std::find(list.begin(), list.end(), std::pair{device, tag}) == list.end()) list.push_back({device, tag});
@@ -4666,31 +4740,158 @@ class executor {
       unpack(b_.memory(), buffer(x.buffer), dst_tile_, dst_, x.region, eb_);
   }
 
+  std::byte* token() { return scratch_->data(); }
+  std::byte* token_in(std::size_t slot) { return scratch_->data() + 1 + slot; }
+
+  // Ordered mode: whether a posted step is complete, without blocking.
+  bool completed(step& x) {
+    switch (x.how) {
+      case step::copy: return true;
+      case step::receive: return b_.test(x.req);
+      case step::send:
+        for (request& r : x.reqs)
+          if (!b_.test(r)) return false;
+        return true;
+      case step::collective: return b_.test(x.req);
+    }
+    return true;
+  }
+  // Ordered mode: a step is complete: unpack, pass the NIC tokens on.
+  void finish(step& x) {
+    x.done = true;
+    mark(x, &step_time::end);
+    if ((x.how == step::receive || (x.how == step::collective && !x.root)) && destination_bytes_ > 0)
+      unpack(b_.memory(), buffer(x.buffer), dst_tile_, dst_, x.region, eb_);
+    if (x.tokens_out.empty()) return;
+    b_.begin_round();
+    for (const auto& [to, tag] : x.tokens_out) tokens_sent_.push_back(b_.send(token(), 1, to, tag));
+    b_.end_round();
+  }
+  void progress() {
+    for (std::size_t k : in_flight_) {
+      step& x = steps_[k];
+      if (!x.done && completed(x)) finish(x);
+    }
+    std::erase_if(in_flight_, [&](std::size_t k) { return steps_[k].done; });
+  }
+  // Polls until `ready()`, completing what is in flight meanwhile; gives up after the backend's
+  // timeout without progress, naming the devices this rank waits on.
+  template <class Ready>
+  void await(Ready&& ready) {
+    const double limit = b_.timeout_s();
+    auto pause = std::chrono::microseconds(5);
+    auto last_progress = std::chrono::steady_clock::now();
+    std::size_t last_count = in_flight_.size();
+    for (int spins = 0;; ++spins) {
+      progress();
+      if (ready()) return;
+      if (in_flight_.size() != last_count) last_count = in_flight_.size(), last_progress = std::chrono::steady_clock::now();
+      if (limit > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - last_progress).count() > limit)
+        stalled(limit);
+      if (spins < 64) continue;
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(100));
+    }
+  }
+  [[noreturn]] void stalled(double limit) {
+    std::vector<int> peers;
+    for (std::size_t k : in_flight_)
+      for (index_t d : steps_[k].peers) peers.push_back(static_cast<int>(d));
+    std::sort(peers.begin(), peers.end());
+    peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+    std::string who;
+    for (std::size_t i = 0; i < peers.size() && i < 16; ++i) who += (i ? ", " : "") + std::to_string(peers[i]);
+    throw timeout_error("device " + std::to_string(me_) + ": no progress for " + std::to_string(limit) +
+                            " s waiting on device(s) " + (who.empty() ? std::string("?") : who) +
+                            " (unreachable, stopped or gone)",
+                        peers);
+  }
+
+  // A step may start: the previous steps of its lanes are complete, so are the receives it
+  // passes on, and the tokens of its NIC directions have arrived.
+  bool may_start(step& x) {
+    if (x.prev_send != none && !steps_[x.prev_send].done) return false;
+    if (x.prev_receive != none && !steps_[x.prev_receive].done) return false;
+    for (std::size_t n : x.needs)
+      if (!steps_[n].done) return false;
+    for (request& r : x.token_reqs)
+      if (!b_.test(r)) return false;
+    return true;
+  }
+
+  // The two lanes advance independently: each starts its next step as soon as it may, so a
+  // device receives while a send of its waits for a token, and no step waits behind a step of
+  // the other lane that comes earlier in the schedule.
   void run_ordered() {
-    for (step& x : steps_) x.done = false;
+    for (step& x : steps_) x.done = x.posted = false;
+    in_flight_.clear();
+    b_.begin_round();
     for (step& x : steps_) {
+      x.token_reqs.clear();
+      for (std::size_t t = 0; t < x.tokens_in.size(); ++t)
+        x.token_reqs.push_back(b_.recv(token_in(x.token_slot + t), 1, x.tokens_in[t].first, x.tokens_in[t].second));
+    }
+    b_.end_round();
+    std::size_t next_send = first_send_, next_receive = first_receive_, started = 0;
+    auto start = [&](std::size_t k) {
+      step& x = steps_[k];
       mark(x, &step_time::wait);
-      for (const auto& [from, tag] : x.tokens_in) {
-        b_.begin_round();
-        request r = b_.recv(token_scratch_->data(), 1, from, tag);
-        b_.end_round();
-        b_.wait(r);
-      }
       mark(x, &step_time::start);
+      x.reqs.clear();
       b_.begin_round();
-      post(x);
+      post_ordered(x);
       b_.end_round();
-      if (x.how == step::send)
-        while (!sent_.empty()) b_.wait(sent_.back()), sent_.pop_back();  // one transfer at a time
-      else if (x.how == step::collective && x.root)
-        b_.wait(sent_.back()), sent_.pop_back();
-      complete(x);
-      if (x.how != step::receive && !(x.how == step::collective && !x.root)) mark(x, &step_time::end);
-      // Tokens are waited for at the end: the device they go to may reach its step much later.
-      for (const auto& [to, tag] : x.tokens_out) {
-        b_.begin_round();
-        tokens_sent_.push_back(b_.send(token_scratch_->data(), 1, to, tag));
-        b_.end_round();
+      x.posted = true;
+      ++started;
+      if (x.send_lane) next_send = x.next_send;
+      if (x.receive_lane) next_receive = x.next_receive;
+      if (x.how == step::copy) finish(x);
+      else in_flight_.push_back(k);
+    };
+    auto advance = [&] {
+      bool moved = true;
+      while (moved) {
+        moved = false;
+        for (std::size_t k : {next_send, next_receive}) {
+          if (k == none || steps_[k].posted) continue;
+          step& x = steps_[k];
+          // A step on both lanes starts when it is next on both.
+          if ((x.send_lane && next_send != k) || (x.receive_lane && next_receive != k)) continue;
+          if (!may_start(x)) continue;
+          start(k);
+          moved = true;
+        }
+      }
+    };
+    await([&] {
+      advance();
+      return started == steps_.size() && in_flight_.empty();
+    });
+  }
+  void post_ordered(step& x) {
+    auto& mem = b_.memory();
+    switch (x.how) {
+      case step::copy:
+        copy_region(mem, src_tile_, src_, dst_tile_, dst_, x.region, eb_);
+        break;
+      case step::send: {
+        const std::byte* message = x.from_buffer != none ? buffer(x.from_buffer) : buffer(x.buffer);
+        if (x.from_buffer == none) {
+          if (x.from_source) pack(mem, src_tile_, src_, x.region, eb_, buffer(x.buffer));
+          else pack(mem, dst_tile_, dst_, x.region, eb_, buffer(x.buffer));
+        }
+        for (index_t peer : x.peers) x.reqs.push_back(b_.send(message, x.bytes, peer, x.tag));
+        break;
+      }
+      case step::receive:
+        x.req = b_.recv(buffer(x.buffer), x.bytes, x.peers[0], x.tag);
+        break;
+      case step::collective: {
+        if (x.root) pack(mem, src_tile_, src_, x.region, eb_, buffer(x.buffer));
+        auto& g = *groups_[x.group];
+        x.req = x.what == transfer_kind::chain ? b_.chain(buffer(x.buffer), x.bytes, g, x.tag)
+                                               : b_.broadcast(buffer(x.buffer), x.bytes, g.members.front(), g);
+        break;
       }
     }
   }
@@ -4730,7 +4931,9 @@ class executor {
   std::vector<step> steps_;
   std::map<std::size_t, std::size_t> step_of_;  // transfer -> my step
   std::vector<typename Backend::memory_type::buffer> buffers_;
-  std::optional<typename Backend::memory_type::buffer> token_scratch_;
+  std::optional<typename Backend::memory_type::buffer> scratch_;  // the token byte
+  std::vector<std::size_t> in_flight_;  // ordered mode: posted steps not yet complete
+  std::size_t first_send_ = none, first_receive_ = none;  // ordered mode: each lane's first step
   std::vector<request> sent_, tokens_sent_;
   std::vector<std::optional<typename Backend::group>> groups_;
   std::map<std::size_t, std::size_t> group_of_;

@@ -83,9 +83,14 @@ inline std::string check_schedule(const plan& p, const std::vector<index_t>& hos
       };
       if (single_nic_hosts && (shares(mx.egress_hosts, my.egress_hosts) || shares(mx.ingress_hosts, my.ingress_hosts)))
         return "two ops overlap on one NIC direction";
-      std::vector<index_t> dx = x.receivers, dy = y.receivers;
-      dx.push_back(x.sender), dy.push_back(y.sender);
-      if (shares(dx, dy)) return "two ops overlap on one device";
+      // A device sends one transfer at a time and receives one at a time (a local copy does both;
+      // a chain's members but the last pass the bytes on).
+      auto sends = [](const transfer& t) {
+        std::vector<index_t> v{t.sender};
+        if (t.kind == transfer_kind::chain) v.insert(v.end(), t.receivers.begin(), t.receivers.end() - 1);
+        return v;
+      };
+      if (shares(sends(x), sends(y)) || shares(x.receivers, y.receivers)) return "two ops overlap on one device lane";
     }
   // Hosts named by ops match the host map.
   for (std::size_t i = 0; i < s.transfers.size(); ++i) {

@@ -17,17 +17,6 @@
 
 namespace meshcast {
 
-/// Thrown when a wait on other ranks passes its deadline. `missing` lists the ranks (devices) that
-/// did not answer, when the operation can tell (a barrier can; a reduction cannot).
-class timeout_error : public error {
- public:
-  timeout_error(const std::string& what, std::vector<int> missing) : error(what), missing_(std::move(missing)) {}
-  const std::vector<int>& missing() const noexcept { return missing_; }
-
- private:
-  std::vector<int> missing_;
-};
-
 namespace detail {
 [[noreturn]] inline void mpi_failed(int rc, const char* what) {
   char text[MPI_MAX_ERROR_STRING] = {};

@@ -28,7 +28,7 @@ struct broadcast {
     o.region = region;
     o.bytes = bytes;
     o.sender = sender;
-    o.resources.push_back(rs.stream(sender));
+    o.resources.push_back(rs.send_lane(sender));
     o.resources.push_back(rs.egress(net.port_of(sender)));
     o.holders = {sender, sender};
     o.egress_hosts.push_back(net.host_of(sender));
@@ -47,10 +47,14 @@ struct broadcast {
         o.egress_hosts.push_back(host);
         slowest = std::min(slowest, net.egress_bps(net.port_of(exit)));
       }
-      for (index_t r : receivers) {
+      for (index_t r : receivers) {  // each receives; all but the chain's last pass it on
         o.receivers.push_back(r);
-        o.resources.push_back(rs.stream(r));
+        o.resources.push_back(rs.receive_lane(r));
         o.holders.push_back(r);
+        if (hop < by_host.size() || r != receivers.back()) {
+          o.resources.push_back(rs.send_lane(r));
+          o.holders.push_back(r);
+        }
       }
       intra |= receivers.size() > 1;
     }

@@ -32,10 +32,13 @@ struct send_recv_allgather {
         gather.region = slices[i];
         gather.bytes = slice_bytes;
         gather.sender = receivers[i];
+        gather.resources.push_back(rs.send_lane(receivers[i]));
+        gather.holders.push_back(receivers[i]);
         for (index_t r : receivers) {
-          gather.resources.push_back(rs.stream(r));
+          if (r == receivers[i]) continue;
+          gather.resources.push_back(rs.receive_lane(r));
           gather.holders.push_back(r);
-          if (r != receivers[i]) gather.receivers.push_back(r);
+          gather.receivers.push_back(r);
         }
         // The host's exchanges are one all-gather launch: only the first pays the latency.
         gather.latency_s = i == 0 ? net.latency_s() : 0.0;

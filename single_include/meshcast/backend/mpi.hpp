@@ -22,6 +22,8 @@ namespace meshcast {
 
 class mpi_backend {
  public:
+  /// Largest tag the executor uses (data and ordered-mode tokens: 2 * 32768 - 1).
+  static constexpr int max_tag = 2 * 32768 - 1;
   using memory_type = host_memory;
   /// An MPI request; a chain's members also keep the chain's state (see `chain`).
   struct request {
@@ -53,9 +55,13 @@ class mpi_backend {
   explicit mpi_backend(MPI_Comm comm = MPI_COMM_WORLD, double timeout_s = 60, std::size_t chain_chunk = 1 << 20)
       : comm_(comm), timeout_s_(detail::checked_seconds(timeout_s, "the MPI backend's timeout")),
         chunk_(chain_chunk < 1 ? 1 : chain_chunk) {
-    int r = 0, n = 0;
+    int r = 0, n = 0, found = 0;
     MPI_Comm_rank(comm_, &r);
     MPI_Comm_size(comm_, &n);
+    int* tag_ub = nullptr;
+    MPI_Comm_get_attr(comm_, MPI_TAG_UB, &tag_ub, &found);
+    if (found && tag_ub && *tag_ub < max_tag)
+      throw error("this MPI allows tags up to " + std::to_string(*tag_ub) + "; meshcast needs " + std::to_string(max_tag));
     rank_ = r;
     size_ = n;
   }
@@ -109,7 +115,7 @@ class mpi_backend {
     c.next_device = c.next >= 0 ? static_cast<int>(g.members[static_cast<std::size_t>(c.next)]) : -1;
     for (std::size_t at = 0; at < n || (n == 0 && at == 0); at += chunk_) {
       const std::size_t len = std::min(chunk_, n - at);
-      c.chunks.push_back({at, len, MPI_REQUEST_NULL});
+      c.chunks.push_back({at, len, MPI_REQUEST_NULL, false});
       if (c.prev >= 0)
         check(MPI_Irecv(data + at, count(len), MPI_BYTE, c.prev, tag, c.comm, &c.chunks.back().recv), "MPI_Irecv");
       if (n == 0) break;
@@ -126,7 +132,8 @@ class mpi_backend {
     if (r.chain >= 0) {
       chain_state& c = chains_[static_cast<std::size_t>(r.chain)];
       for (auto& k : c.chunks) {
-        if (c.prev >= 0) {
+        if (c.prev >= 0 && !k.forwarded) {
+          k.forwarded = true;
           wait_mpi(k.recv, c.prev_device);
           if (c.next >= 0) {
             c.sends.emplace_back();
@@ -141,6 +148,36 @@ class mpi_backend {
     }
     wait_mpi(r.mpi, r.peer);
   }
+  /// Whether `r` is complete, without blocking; a chain member passes on the chunks that arrived.
+  bool test(request& r) {
+    int done = 0;
+    if (r.chain < 0) {
+      check(MPI_Test(&r.mpi, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      return done != 0;
+    }
+    chain_state& c = chains_[static_cast<std::size_t>(r.chain)];
+    bool all = true;
+    for (auto& k : c.chunks) {
+      if (c.prev < 0 || k.forwarded) continue;
+      check(MPI_Test(&k.recv, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      if (!done) {
+        all = false;
+        break;  // chunks arrive in order
+      }
+      k.forwarded = true;
+      if (c.next >= 0) {
+        c.sends.emplace_back();
+        check(MPI_Isend(c.data + k.at, count(k.len), MPI_BYTE, c.next, c.tag, c.comm, &c.sends.back()), "MPI_Isend");
+      }
+    }
+    if (!all) return false;
+    for (auto& s : c.sends) {
+      check(MPI_Test(&s, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      if (!done) return false;
+    }
+    return true;
+  }
+  double timeout_s() const noexcept { return timeout_s_; }
   void begin_round() noexcept {}
   void end_round() noexcept {}
   void flush() noexcept { chains_.clear(); }  // every wait already completed its transfer
@@ -186,6 +223,7 @@ class mpi_backend {
     struct piece {
       std::size_t at, len;
       MPI_Request recv;
+      bool forwarded = false;  // received and passed on (by wait or test)
     };
     std::byte* data = nullptr;
     int tag = 0;
