@@ -4,6 +4,7 @@
 // the form strategies write and solvers arrange.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -20,6 +21,9 @@ enum class transfer_kind : std::uint8_t {
   group_broadcast,  ///< one collective broadcast from the sender to all receivers
   chain,            ///< a pipelined chain: sender -> receivers[0] -> receivers[1] -> ...
 };
+
+/// A chain moves its bytes in chunks of this size; each member passes a chunk on once it has it.
+inline constexpr std::size_t chain_chunk_bytes = std::size_t{256} << 10;
 
 constexpr std::string_view to_string(transfer_kind k) noexcept {
   switch (k) {

@@ -1316,6 +1316,7 @@ class network {
 // lives beside it in `transfer_model`. An `op` is both, plus where it comes from in an instance:
 // the form strategies write and solvers arrange.
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -1331,6 +1332,9 @@ enum class transfer_kind : std::uint8_t {
   group_broadcast,  ///< one collective broadcast from the sender to all receivers
   chain,            ///< a pipelined chain: sender -> receivers[0] -> receivers[1] -> ...
 };
+
+/// A chain moves its bytes in chunks of this size; each member passes a chunk on once it has it.
+inline constexpr std::size_t chain_chunk_bytes = std::size_t{256} << 10;
 
 constexpr std::string_view to_string(transfer_kind k) noexcept {
   switch (k) {
@@ -1713,8 +1717,13 @@ struct broadcast {
       }
       intra |= receivers.size() > 1;
     }
-    // Pipelined: every hop adds a latency, the bytes flow at the slowest link's rate.
-    o.latency_s = static_cast<double>(by_host.size()) * net.latency_s() + (intra ? net.latency_s() : 0.0);
+    // Pipelined in chunks: every hop adds a latency, the bytes flow at the slowest link's rate,
+    // and each NIC crossing after the first holds the last chunk back by a chunk's time (one
+    // more when several chunks share the first link: the executor keeps two in flight).
+    const index_t chunk_bytes = std::min<index_t>(bytes, static_cast<index_t>(chain_chunk_bytes));
+    const double chunk = static_cast<double>(chunk_bytes);
+    const double fill = static_cast<double>(by_host.size() - 1) * chunk + (bytes > chunk_bytes ? chunk : 0.0);
+    o.latency_s = static_cast<double>(by_host.size()) * net.latency_s() + fill / slowest + (intra ? net.latency_s() : 0.0);
     o.duration = o.latency_s + static_cast<double>(bytes) / slowest;
     out.push_back(std::move(o));
   }
@@ -4516,11 +4525,9 @@ class executor {
     began_ = std::chrono::steady_clock::now();
     times_.clear();
     if (record_) times_.resize(steps_.size());
-    sent_.clear();
     tokens_sent_.clear();
     if (mode_ == execution::ordered) run_ordered();
     else run_concurrent();
-    for (auto& r : sent_) b_.wait(r);
     for (auto& r : tokens_sent_) b_.wait(r);
     b_.flush();
     if (record_)  // sends end here at the latest
@@ -4628,7 +4635,6 @@ class executor {
       step_of_[i] = steps_.size();
       steps_.push_back(std::move(x));
     }
-    sent_.reserve(steps_.size() * 2);
     tokens_sent_.reserve(steps_.size());
   }
 
@@ -4694,50 +4700,6 @@ class executor {
     step_time& t = times_[static_cast<std::size_t>(&x - steps_.data())];
     t.transfer = x.transfer;
     t.*field = clock();
-  }
-
-  // Posts a step's transfer (a send packs first; a forward must have what it passes on).
-  void post(step& x) {
-    auto& mem = b_.memory();
-    switch (x.how) {
-      case step::copy:
-        copy_region(mem, src_tile_, src_, dst_tile_, dst_, x.region, eb_);
-        x.done = true;
-        break;
-      case step::send: {
-        const std::byte* message = x.from_buffer != none ? buffer(x.from_buffer) : buffer(x.buffer);
-        if (x.from_buffer == none) {
-          if (x.from_source) pack(mem, src_tile_, src_, x.region, eb_, buffer(x.buffer));
-          else pack(mem, dst_tile_, dst_, x.region, eb_, buffer(x.buffer));
-        }
-        for (index_t peer : x.peers) sent_.push_back(b_.send(message, x.bytes, peer, x.tag));
-        x.done = true;
-        break;
-      }
-      case step::receive:
-        x.req = b_.recv(buffer(x.buffer), x.bytes, x.peers[0], x.tag);
-        break;
-      case step::collective: {
-        if (x.root) pack(mem, src_tile_, src_, x.region, eb_, buffer(x.buffer));
-        auto& g = *groups_[x.group];
-        x.req = x.what == transfer_kind::chain ? b_.chain(buffer(x.buffer), x.bytes, g, x.tag)
-                                               : b_.broadcast(buffer(x.buffer), x.bytes, g.members.front(), g);
-        if (x.root) {
-          sent_.push_back(x.req);
-          x.done = true;
-        }
-        break;
-      }
-    }
-  }
-  // Completes a receive (or a collective this rank takes part in) and unpacks what arrived.
-  void complete(step& x) {
-    if (x.done) return;
-    b_.wait(x.req);
-    x.done = true;
-    mark(x, &step_time::end);
-    if (dst_tile_.contains(x.region) && destination_bytes_ > 0)
-      unpack(b_.memory(), buffer(x.buffer), dst_tile_, dst_, x.region, eb_);
   }
 
   std::byte* token() { return scratch_->data(); }
@@ -4839,7 +4801,7 @@ class executor {
       mark(x, &step_time::start);
       x.reqs.clear();
       b_.begin_round();
-      post_ordered(x);
+      post_step(x);
       b_.end_round();
       x.posted = true;
       ++started;
@@ -4868,7 +4830,8 @@ class executor {
       return started == steps_.size() && in_flight_.empty();
     });
   }
-  void post_ordered(step& x) {
+  // Posts a step's transfer (a send packs first; a forward sends what arrived).
+  void post_step(step& x) {
     auto& mem = b_.memory();
     switch (x.how) {
       case step::copy:
@@ -4896,25 +4859,36 @@ class executor {
     }
   }
 
+  // Everything is posted at once (one round); a forward first completes the receives it passes
+  // on. While it waits, the rank keeps every posted transfer moving (a chain's first member
+  // passes its chunks on only when asked), so no wait of one rank holds up another's.
   void run_concurrent() {
-    for (step& x : steps_) x.done = false;
+    for (step& x : steps_) x.done = x.posted = false;
+    in_flight_.clear();
     b_.begin_round();
-    for (step& x : steps_) {
-      if (!x.needs.empty()) {  // a forward: complete what it passes on, and only that
-        bool pending = false;
-        for (std::size_t k : x.needs) pending |= !steps_[k].done;
-        if (pending) {
-          b_.end_round();
-          for (std::size_t k : x.needs) complete(steps_[k]);
-          b_.begin_round();
-        }
+    for (std::size_t k = 0; k < steps_.size(); ++k) {
+      step& x = steps_[k];
+      bool pending = false;
+      for (std::size_t n : x.needs) pending |= !steps_[n].done;
+      if (pending) {
+        b_.end_round();
+        await([&] {
+          for (std::size_t n : x.needs)
+            if (!steps_[n].done) return false;
+          return true;
+        });
+        b_.begin_round();
       }
       mark(x, &step_time::wait);
       mark(x, &step_time::start);
-      post(x);
+      x.reqs.clear();
+      post_step(x);
+      x.posted = true;
+      if (x.how == step::copy) finish(x);
+      else in_flight_.push_back(k);
     }
     b_.end_round();
-    for (step& x : steps_) complete(x);
+    await([&] { return in_flight_.empty(); });
   }
 
   Backend b_;
@@ -4934,7 +4908,7 @@ class executor {
   std::optional<typename Backend::memory_type::buffer> scratch_;  // the token byte
   std::vector<std::size_t> in_flight_;  // ordered mode: posted steps not yet complete
   std::size_t first_send_ = none, first_receive_ = none;  // ordered mode: each lane's first step
-  std::vector<request> sent_, tokens_sent_;
+  std::vector<request> tokens_sent_;
   std::vector<std::optional<typename Backend::group>> groups_;
   std::map<std::size_t, std::size_t> group_of_;
 };

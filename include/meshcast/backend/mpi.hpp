@@ -9,12 +9,14 @@
 #include <algorithm>
 #include <limits>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "../backend.hpp"
 #include "../error.hpp"
 #include "../memory/host.hpp"
+#include "../op.hpp"
 #include "mpi_bounded.hpp"
 
 namespace meshcast {
@@ -51,7 +53,7 @@ class mpi_backend {
 
   /// Rank r of `comm` plays device r. `timeout_s` bounds every wait (0: no bound); chains move
   /// `chain_chunk` bytes per message.
-  explicit mpi_backend(MPI_Comm comm = MPI_COMM_WORLD, double timeout_s = 60, std::size_t chain_chunk = 1 << 20)
+  explicit mpi_backend(MPI_Comm comm = MPI_COMM_WORLD, double timeout_s = 60, std::size_t chain_chunk = chain_chunk_bytes)
       : comm_(comm), timeout_s_(detail::checked_seconds(timeout_s, "the MPI backend's timeout")),
         chunk_(chain_chunk < 1 ? 1 : chain_chunk) {
     int r = 0, n = 0, found = 0;
@@ -99,8 +101,10 @@ class mpi_backend {
     check(MPI_Ibcast(data, count(n), MPI_BYTE, root_rank, g.comm, &r.mpi), "MPI_Ibcast");
     return r;
   }
-  /// g.members[0] -> g.members[1] -> ..., chunk by chunk on the group's communicator: every
-  /// chunk's receive is posted now; a member passes a chunk on as soon as it has it (in `wait`).
+  /// g.members[0] -> g.members[1] -> ..., chunk by chunk on the group's communicator. Every
+  /// chunk's receive is posted now; a member passes each chunk on once it has it, with at most
+  /// `chain_window` chunks in flight to the next member: chunks posted together between one pair
+  /// would progress side by side and all arrive at the end, which is no pipeline.
   request chain(std::byte* data, std::size_t n, group& g, int tag) {
     const auto me = static_cast<int>(std::find(g.members.begin(), g.members.end(), rank_) - g.members.begin());
     const auto size = static_cast<int>(g.members.size());
@@ -113,39 +117,33 @@ class mpi_backend {
     c.prev_device = me > 0 ? static_cast<int>(g.members[static_cast<std::size_t>(me - 1)]) : -1;
     c.next_device = c.next >= 0 ? static_cast<int>(g.members[static_cast<std::size_t>(c.next)]) : -1;
     for (std::size_t at = 0; at < n || (n == 0 && at == 0); at += chunk_) {
-      const std::size_t len = std::min(chunk_, n - at);
-      c.chunks.push_back({at, len, MPI_REQUEST_NULL, false});
-      if (c.prev >= 0)
-        check(MPI_Irecv(data + at, count(len), MPI_BYTE, c.prev, tag, c.comm, &c.chunks.back().recv), "MPI_Irecv");
+      chain_state::piece k{at, std::min(chunk_, n - at), MPI_REQUEST_NULL, MPI_REQUEST_NULL, c.prev < 0, false};
+      if (c.prev >= 0) check(MPI_Irecv(data + at, count(k.len), MPI_BYTE, c.prev, tag, c.comm, &k.recv), "MPI_Irecv");
+      c.chunks.push_back(k);
       if (n == 0) break;
     }
-    if (c.prev < 0) forward_all(c);  // the first member has the data at once
+    advance(c);
     request r;
     r.chain = static_cast<int>(chains_.size());
-    r.peer = c.prev_device;
+    r.peer = c.prev >= 0 ? c.prev_device : c.next_device;
     chains_.push_back(std::move(c));
     return r;
   }
-  /// Waits for `r`; a chain member takes each chunk as it comes and passes it on.
+  /// Waits for `r` (a chain member passes chunks on as they come), polling; gives up with a
+  /// `timeout_error` naming the peer after the backend's timeout.
   void wait(request& r) {
-    if (r.chain >= 0) {
-      chain_state& c = chains_[static_cast<std::size_t>(r.chain)];
-      for (auto& k : c.chunks) {
-        if (c.prev >= 0 && !k.forwarded) {
-          k.forwarded = true;
-          wait_mpi(k.recv, c.prev_device);
-          if (c.next >= 0) {
-            c.sends.emplace_back();
-            check(MPI_Isend(c.data + k.at, count(k.len), MPI_BYTE, c.next, c.tag, c.comm, &c.sends.back()), "MPI_Isend");
-          }
-        }
-      }
-      for (auto& s : c.sends) wait_mpi(s, c.next_device);
-      c = chain_state{};
-      r.chain = -1;
+    if (r.chain < 0) {
+      wait_mpi(r.mpi, r.peer);
       return;
     }
-    wait_mpi(r.mpi, r.peer);
+    if (timeout_s_ <= 0) {
+      while (!test(r)) std::this_thread::yield();
+      return;
+    }
+    if (!detail::poll_until([&] { return test(r); }, detail::deadline(timeout_s_))) [[unlikely]] {
+      const chain_state& c = chains_[static_cast<std::size_t>(r.chain)];
+      timed_out(c.received < c.chunks.size() ? c.prev_device : c.next_device);
+    }
   }
   /// Whether `r` is complete, without blocking; a chain member passes on the chunks that arrived.
   bool test(request& r) {
@@ -155,26 +153,8 @@ class mpi_backend {
       return done != 0;
     }
     chain_state& c = chains_[static_cast<std::size_t>(r.chain)];
-    bool all = true;
-    for (auto& k : c.chunks) {
-      if (c.prev < 0 || k.forwarded) continue;
-      check(MPI_Test(&k.recv, &done, MPI_STATUS_IGNORE), "MPI_Test");
-      if (!done) {
-        all = false;
-        break;  // chunks arrive in order
-      }
-      k.forwarded = true;
-      if (c.next >= 0) {
-        c.sends.emplace_back();
-        check(MPI_Isend(c.data + k.at, count(k.len), MPI_BYTE, c.next, c.tag, c.comm, &c.sends.back()), "MPI_Isend");
-      }
-    }
-    if (!all) return false;
-    for (auto& s : c.sends) {
-      check(MPI_Test(&s, &done, MPI_STATUS_IGNORE), "MPI_Test");
-      if (!done) return false;
-    }
-    return true;
+    advance(c);
+    return c.received == c.chunks.size() && (c.next < 0 || c.retired == c.chunks.size());
   }
   double timeout_s() const noexcept { return timeout_s_; }
   void begin_round() noexcept {}
@@ -221,8 +201,8 @@ class mpi_backend {
   struct chain_state {
     struct piece {
       std::size_t at, len;
-      MPI_Request recv;
-      bool forwarded = false;  // received and passed on (by wait or test)
+      MPI_Request recv, send;
+      bool arrived, sent;
     };
     std::byte* data = nullptr;
     int tag = 0;
@@ -230,18 +210,35 @@ class mpi_backend {
     int next = -1, prev = -1;                // neighbours' ranks in the group, or -1 at the chain's ends
     int next_device = -1, prev_device = -1;  // the same as devices (for messages)
     std::vector<piece> chunks;
-    std::vector<MPI_Request> sends;
+    std::size_t received = 0;  // chunks arrived, in order (all of them at the chain's first member)
+    std::size_t posted = 0;    // chunks passed on
+    std::size_t retired = 0;   // chunks whose send completed, in order
   };
-  void forward_all(chain_state& c) {
+  // Takes what arrived, retires completed sends, and passes chunks on within the window.
+  void advance(chain_state& c) {
+    int done = 0;
+    if (c.prev < 0) c.received = c.chunks.size();
+    while (c.received < c.chunks.size()) {
+      check(MPI_Test(&c.chunks[c.received].recv, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      if (!done) break;
+      c.chunks[c.received++].arrived = true;
+    }
     if (c.next < 0) return;
-    for (auto& k : c.chunks) {
-      c.sends.emplace_back();
-      check(MPI_Isend(c.data + k.at, count(k.len), MPI_BYTE, c.next, c.tag, c.comm, &c.sends.back()), "MPI_Isend");
+    while (c.retired < c.posted) {
+      check(MPI_Test(&c.chunks[c.retired].send, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      if (!done) break;
+      ++c.retired;
+    }
+    while (c.posted < c.received && c.posted - c.retired < chain_window) {
+      auto& k = c.chunks[c.posted++];
+      check(MPI_Isend(c.data + k.at, count(k.len), MPI_BYTE, c.next, c.tag, c.comm, &k.send), "MPI_Isend");
+      k.sent = true;
     }
   }
   MPI_Comm comm_;
   double timeout_s_;
-  std::size_t chunk_ = 1 << 20;
+  std::size_t chunk_ = chain_chunk_bytes;
+  static constexpr std::size_t chain_window = 2;
   std::vector<chain_state> chains_;
   index_t rank_ = 0;
   index_t size_ = 0;

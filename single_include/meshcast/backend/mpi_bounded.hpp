@@ -36,17 +36,25 @@ inline void mpi_check(int rc, const char* what) {
 /// poll backs off to sleeps of up to 100 us: ranks that share cores (more ranks than cores, or a
 /// busy host) then leave the cores to the ranks that have work, at a cost of at most one sleep of
 /// latency per wait.
-inline bool wait_until(MPI_Request& r, const deadline& stop) {
+template <class Done>
+bool poll_until(Done&& done, const deadline& stop) {
   auto pause = std::chrono::microseconds(5);
   for (int spins = 0;; ++spins) {
-    int done = 0;
-    mpi_check(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test");
-    if (done) return true;
+    if (done()) return true;
     if (stop.expired()) return false;
     if (spins < 64) continue;
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(100));
   }
+}
+inline bool wait_until(MPI_Request& r, const deadline& stop) {
+  return poll_until(
+      [&] {
+        int done = 0;
+        mpi_check(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test");
+        return done != 0;
+      },
+      stop);
 }
 }  // namespace detail
 
