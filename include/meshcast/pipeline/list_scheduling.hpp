@@ -1,0 +1,153 @@
+// list_scheduling: the default policy. A portfolio, best makespan wins:
+// 1. the fixed rules (prior_first, later_first, rounds) and the phase order with the transfers of a phase
+//    sorted by criticality (longest path to the end first);
+// 2. list scheduling in simulated time, appending one operation at a time (a compute once its
+//    inputs have arrived, a transfer once its data was computed, anywhere in the lists): the
+//    non-delay rule (the operation that can start first; ties to the most critical) and the
+//    active-schedule rule of Giffler and Thompson (find the operation that can finish first; among
+//    those on its streams that could start before that, the most critical), criticality being
+//    the longest path from the operation to the end over the dependencies;
+// 3. local search: the priorities of the best construction perturbed at random and rebuilt, for
+//    `iterations` rounds or until the time limit.
+// Never worse than prior_first, later_first or rounds, since they are in the portfolio.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string_view>
+#include <vector>
+
+#include "detail/appender.hpp"
+#include "detail/phases.hpp"
+#include "policy.hpp"
+#include "later_first.hpp"
+#include "prior_first.hpp"
+#include "rounds.hpp"
+#include "simulate.hpp"
+
+namespace meshcast::pipeline {
+
+namespace detail {
+using clock = std::chrono::steady_clock;
+
+/// Builds an append order under `rule` (0: non-delay, 1: active) with priorities `prio` (larger
+/// first). Returns false if the deadline passed first.
+inline bool construct(appender& a, int rule, const std::vector<double>& prio, clock::time_point deadline) {
+  const graph& g = a.source();
+  const double inf = std::numeric_limits<double>::infinity();
+  std::size_t steps = 0;
+  while (!a.complete()) {
+    if ((++steps & 255) == 0 && clock::now() > deadline) return false;
+    const std::vector<graph::id>& cand = a.candidates();
+    graph::id pick = -1;
+    if (rule == 0) {
+      double best_est = inf, best_prio = -inf;
+      for (graph::id o : cand) {
+        const double e = a.est(o);
+        if (e < best_est || (e == best_est && (prio[o] > best_prio || (prio[o] == best_prio && o < pick))))
+          best_est = e, best_prio = prio[o], pick = o;
+      }
+    } else {
+      double best_ect = inf, best_prio = -inf;
+      graph::id star = -1;
+      for (graph::id o : cand) {
+        const double c = a.ect(o);
+        if (c < best_ect || (c == best_ect && (prio[o] > best_prio || (prio[o] == best_prio && o < star))))
+          best_ect = c, best_prio = prio[o], star = o;
+      }
+      const index_t r1 = a.resource_a(star), r2 = a.resource_b(star);
+      pick = star;
+      best_prio = prio[star];
+      double pick_est = a.est(star);
+      for (graph::id o : cand) {
+        if (o == star) continue;
+        const index_t x1 = a.resource_a(o), x2 = a.resource_b(o);
+        const bool shares = x1 == r1 || x1 == r2 || (x2 >= 0 && (x2 == r1 || x2 == r2));
+        if (!shares) continue;
+        const double e = a.est(o);
+        if (e >= best_ect) continue;
+        if (prio[o] > best_prio || (prio[o] == best_prio && (e < pick_est || (e == pick_est && o < pick))))
+          pick = o, best_prio = prio[o], pick_est = e;
+      }
+    }
+    a.append(pick);
+  }
+  (void)g;
+  return true;
+}
+}  // namespace detail
+
+struct list_scheduling {
+  static constexpr std::string_view name = "list_scheduling";
+  /// Perturbed constructions after the portfolio (fewer if the time limit comes first).
+  int iterations = 60;
+
+  policy_result order(const graph& g, const policy_options& options = {}) const {
+    const auto begin = detail::clock::now();
+    const auto deadline = begin + std::chrono::duration_cast<detail::clock::duration>(
+                                      std::chrono::duration<double>(std::max(0.0, options.time_limit_s)));
+    policy_result best;
+    double best_makespan = std::numeric_limits<double>::infinity();
+    auto consider = [&](lists l) {
+      lists copy = l;
+      const simulation r = simulate(g, copy);
+      if (!r.deadlock && r.makespan < best_makespan) best_makespan = r.makespan, best.stages = std::move(l);
+    };
+    // 1. fixed rules, and phase orders by other keys
+    const std::vector<double> tail = g.tails();
+    const std::vector<index_t> step = detail::compute_steps(g);
+    consider(prior_first{}.order(g).stages);
+    consider(rounds{}.order(g).stages);
+    consider(later_first{}.order(g).stages);
+    {
+      std::vector<index_t> rank(static_cast<std::size_t>(g.size()));
+      std::vector<graph::id> by_tail(static_cast<std::size_t>(g.size()));
+      for (graph::id o = 0; o < g.size(); ++o) by_tail[o] = o;
+      std::stable_sort(by_tail.begin(), by_tail.end(), [&](graph::id a, graph::id b) { return tail[a] > tail[b]; });
+      for (std::size_t k = 0; k < by_tail.size(); ++k) rank[by_tail[k]] = static_cast<index_t>(k);
+      consider(detail::phase_lists(g, step, [&](graph::id t) -> detail::phase_key { return {rank[t], 0, 0, 0}; }));
+    }
+    // 2. list scheduling in simulated time, under three priorities: criticality; earlier phase
+    //    first, then criticality; earlier microbatch first, then criticality
+    double horizon = 1;
+    for (double t : tail) horizon = std::max(horizon, 2 * t);
+    std::vector<double> by_phase(tail.size()), by_mb(tail.size());
+    for (graph::id o = 0; o < g.size(); ++o) {
+      const index_t p = g.is_compute(o) ? 2 * step[o] : 2 * step[g.producer(o)] + 1;
+      by_phase[o] = tail[o] - horizon * static_cast<double>(p);
+      by_mb[o] = tail[o] - horizon * static_cast<double>(g.mb(o));
+    }
+    std::vector<double> best_prio = tail;
+    auto build = [&](int rule, const std::vector<double>& prio) {
+      detail::appender a(g);
+      if (!detail::construct(a, rule, prio, deadline)) return false;
+      if (a.makespan() < best_makespan) {
+        best_makespan = a.makespan();
+        best.stages = g.project(a.order());
+        return true;
+      }
+      return false;
+    };
+    const std::vector<double>* priorities[] = {&tail, &by_phase, &by_mb};
+    for (const std::vector<double>* prio : priorities)
+      for (int rule = 0; rule < 2; ++rule)
+        if (build(rule, *prio)) best_prio = *prio;
+    // 3. perturbed priorities around the best so far
+    std::mt19937_64 rng(options.seed);
+    double mean = 0;
+    for (graph::id o = 0; o < g.size(); ++o) mean += g.duration(o);
+    mean = g.size() > 0 ? mean / static_cast<double>(g.size()) : 0;
+    std::vector<double> prio(best_prio.size());
+    for (int it = 0; it < iterations && detail::clock::now() < deadline; ++it) {
+      const double scale = mean * (it % 3 == 0 ? 0.5 : it % 3 == 1 ? 2.0 : 5.0);
+      for (std::size_t k = 0; k < prio.size(); ++k)
+        prio[k] = best_prio[k] + scale * (static_cast<double>(rng() >> 11) * 0x1.0p-53 - 0.5);
+      if (build(it % 2, prio)) best_prio = prio;
+    }
+    return best;
+  }
+};
+
+}  // namespace meshcast::pipeline
