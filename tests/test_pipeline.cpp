@@ -9,8 +9,7 @@
 #include <map>
 #include <string>
 
-#include <meshcast/pipeline/order.hpp>
-#include <meshcast/pipeline/policies.hpp>
+#include <meshcast/pipeline.hpp>
 
 #include "support/pipeline_checker.hpp"
 #include "support/random_pipelines.hpp"
@@ -73,7 +72,11 @@ TEST_CASE("pipeline: compute orders follow the schedules") {
     d.schedule = k;
     for (index_t s = 0; s < 4; ++s) {
       std::string mine;
-      for (auto [kind, mb] : meshcast::testing::expected_computes(d, s)) mine += std::string(1, kind) + std::to_string(mb) + " ";
+      for (auto [kind, mb] : meshcast::testing::expected_computes(d, s)) {
+        mine += kind;
+        mine += std::to_string(mb);
+        mine += ' ';
+      }
       CHECK(text(s) == mine);
     }
   }
@@ -113,7 +116,7 @@ TEST_CASE("pipeline: descriptions are validated, naming the bad input") {
             for (index_t b = a + 1; b < 200; ++b) x.edges.push_back({a, b, 1});
           x.microbatches = 100000;
         }).find("the pipeline has ") == 0);
-  CHECK(thrown([] { (void)detail::checked_mul(std::numeric_limits<index_t>::max() / 2, 3, "x"); }) == "x overflows 64 bits");
+  CHECK(thrown([] { (void)pipeline::detail::checked_mul(std::numeric_limits<index_t>::max() / 2, 3, "x"); }) == "x overflows 64 bits");
 }
 
 TEST_CASE("pipeline: the simulator follows the pinned semantics on a hand-computed case") {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include <meshcast/pipeline/from_json.hpp>
+#include <meshcast/pipeline.hpp>
 
 using namespace meshcast;
 using namespace meshcast::pipeline;

@@ -9,8 +9,7 @@
 #include <string>
 #include <vector>
 
-#include <meshcast/pipeline/order.hpp>
-#include <meshcast/pipeline/policies.hpp>
+#include <meshcast/pipeline.hpp>
 
 #include "support/pipeline_checker.hpp"
 #include "support/random_pipelines.hpp"

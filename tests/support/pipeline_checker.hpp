@@ -12,8 +12,7 @@
 #include <tuple>
 #include <vector>
 
-#include <meshcast/pipeline/description.hpp>
-#include <meshcast/pipeline/instructions.hpp>
+#include <meshcast/pipeline.hpp>
 
 namespace meshcast::testing {
 

@@ -4,7 +4,7 @@
 #include <random>
 #include <vector>
 
-#include <meshcast/pipeline/description.hpp>
+#include <meshcast/pipeline.hpp>
 
 namespace meshcast::testing {
 

@@ -51,6 +51,7 @@ struct description {
   schedule_kind schedule = schedule_kind::forward_only;
   stream_mode streams = stream_mode::shared;
   std::vector<edge> edges;
+  double time_unit_s = 1;  ///< seconds per time unit (for traces and tensor edges' times)
 
   index_t stage_count() const noexcept { return static_cast<index_t>(stages.size()); }
   bool training() const noexcept { return schedule != schedule_kind::forward_only; }
@@ -141,6 +142,8 @@ inline void validate(const description& d) {
   if (d.microbatches < 1 || d.microbatches > max_microbatches)
     throw error("microbatches is " + std::to_string(d.microbatches) + ", outside [1, " +
                 std::to_string(max_microbatches) + "]");
+  if (!std::isfinite(d.time_unit_s) || !(d.time_unit_s > 0))
+    throw error("time_unit_s is " + detail::number(d.time_unit_s) + ", must be a positive number");
   for (index_t s = 0; s < n; ++s) {
     detail::check_time(d.stages[s].forward, "stages[" + std::to_string(s) + "].forward");
     if (d.training()) detail::check_time(d.stages[s].backward, "stages[" + std::to_string(s) + "].backward");

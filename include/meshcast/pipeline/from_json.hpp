@@ -73,7 +73,8 @@ inline description from_json(const json::value& doc) {
   double unit = 1;
   if (const json::value* u = doc.find("time_unit_s")) {
     unit = u->as_double("time_unit_s");
-    if (!(unit > 0)) throw error("time_unit_s is " + detail::number(unit) + ", must be positive");
+    if (!(unit > 0)) throw error("time_unit_s is " + detail::number(unit) + ", must be a positive number");
+    d.time_unit_s = unit;
   }
   const json::value* net_json = doc.find("network");
   network_model net;
