@@ -253,6 +253,7 @@ using lists = std::vector<stage_list>;
 // schedule's order.
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -312,6 +313,24 @@ class graph {
         position_[s * per_stage_ + (order[k].op == op_kind::backward ? m_ : 0) + order[k].mb] = k;
       }
     }
+    // Per transfer: its stages and computes; per operation: its duration (the hot loops of the
+    // simulator and the policies read these).
+    links_.resize(static_cast<std::size_t>(transfers_));
+    for (id t = computes_; t < computes_ + transfers_; ++t) {
+      const edge& e = d.edges[edge_of(t)];
+      const bool fwd = pass_of(t) == pass_kind::forward;
+      const op_kind k = fwd ? op_kind::forward : op_kind::backward;
+      link& l = links_[t - computes_];
+      l.sender = static_cast<std::int32_t>(fwd ? e.from : e.to);
+      l.receiver = static_cast<std::int32_t>(fwd ? e.to : e.from);
+      l.producer = compute_of(l.sender, k, mb(t));
+      l.consumer = compute_of(l.receiver, k, mb(t));
+    }
+    duration_.resize(static_cast<std::size_t>(computes_ + transfers_));
+    for (id c = 0; c < computes_; ++c)
+      duration_[c] = kind_[c] == op_kind::forward ? d.stages[stage_of(c)].forward : d.stages[stage_of(c)].backward;
+    for (id t = computes_; t < computes_ + transfers_; ++t)
+      duration_[t] = pass_of(t) == pass_kind::forward ? d.edges[edge_of(t)].time : d.edges[edge_of(t)].back();
     in_edges_.resize(static_cast<std::size_t>(n_));
     out_edges_.resize(static_cast<std::size_t>(n_));
     for (std::size_t e = 0; e < d.edges.size(); ++e) {
@@ -349,31 +368,14 @@ class graph {
   pass_kind pass_of(id t) const noexcept {
     return ((t - computes_) / m_) % passes_ == 1 ? pass_kind::backward : pass_kind::forward;
   }
-  index_t sender(id t) const noexcept {
-    const edge& e = d_->edges[edge_of(t)];
-    return pass_of(t) == pass_kind::forward ? e.from : e.to;
-  }
-  index_t receiver(id t) const noexcept {
-    const edge& e = d_->edges[edge_of(t)];
-    return pass_of(t) == pass_kind::forward ? e.to : e.from;
-  }
+  index_t sender(id t) const noexcept { return links_[t - computes_].sender; }
+  index_t receiver(id t) const noexcept { return links_[t - computes_].receiver; }
   /// The compute that produced the data of transfer `t` (on its sender).
-  id producer(id t) const noexcept {
-    return compute_of(sender(t), pass_of(t) == pass_kind::forward ? op_kind::forward : op_kind::backward, mb(t));
-  }
+  id producer(id t) const noexcept { return links_[t - computes_].producer; }
   /// The compute that consumes it (on its receiver).
-  id consumer(id t) const noexcept {
-    return compute_of(receiver(t), pass_of(t) == pass_kind::forward ? op_kind::forward : op_kind::backward, mb(t));
-  }
+  id consumer(id t) const noexcept { return links_[t - computes_].consumer; }
 
-  double duration(id o) const noexcept {
-    if (is_compute(o)) {
-      const stage& s = d_->stages[stage_of(o)];
-      return kind_[o] == op_kind::forward ? s.forward : s.backward;
-    }
-    const edge& e = d_->edges[edge_of(o)];
-    return pass_of(o) == pass_kind::forward ? e.time : e.back();
-  }
+  double duration(id o) const noexcept { return duration_[o]; }
 
   /// Calls f(t) for every transfer compute `c` consumes.
   template <class F>
@@ -487,6 +489,12 @@ class graph {
   std::vector<index_t> mb_;
   std::vector<index_t> position_;  // [stage][F..., B...][mb] -> position in the stage's order
   std::vector<std::vector<index_t>> in_edges_, out_edges_;
+  struct link {
+    std::int32_t sender = 0, receiver = 0;
+    id producer = 0, consumer = 0;
+  };
+  std::vector<link> links_;
+  std::vector<double> duration_;
 };
 
 }  // namespace meshcast::pipeline
@@ -506,6 +514,7 @@ class graph {
 // that reach a state where nothing can start deadlock: `simulate` reports it, never times.
 
 #include <algorithm>
+#include <array>
 #include <string>
 #include <vector>
 
@@ -599,99 +608,139 @@ inline std::vector<std::vector<graph::id>> identify(const graph& g, const lists&
   return ids;
 }
 
+/// The simulator's engine, on lists of operation ids (as `identify` returns them); keeps its
+/// buffers between runs (the policies' local search runs it many times).
+class list_simulator {
+ public:
+  explicit list_simulator(const graph& g)
+      : g_(&g), separate_(g.source().streams == stream_mode::separate), streams_(separate_ ? 2 * g.stages() : g.stages()) {
+    const std::size_t N = static_cast<std::size_t>(g.size());
+    start_.assign(N, 0);
+    end_.assign(N, 0);
+    resolved_.assign(N, 0);
+    arrived_.assign(N, 0);
+    seq_.resize(static_cast<std::size_t>(streams_));
+    ptr_.assign(static_cast<std::size_t>(streams_), 0);
+    free_.assign(static_cast<std::size_t>(streams_), 0);
+    queued_.assign(static_cast<std::size_t>(streams_), 0);
+  }
+
+  /// Runs the lists; false on a deadlock (then `stuck()` names the blocked streams).
+  bool run(const std::vector<std::vector<graph::id>>& ids) {
+    const graph& g = *g_;
+    std::fill(resolved_.begin(), resolved_.end(), 0);
+    std::fill(arrived_.begin(), arrived_.end(), 0);
+    std::fill(ptr_.begin(), ptr_.end(), 0);
+    std::fill(free_.begin(), free_.end(), 0);
+    for (auto& q : seq_) q.clear();
+    for (index_t s = 0; s < g.stages(); ++s)
+      for (std::size_t i = 0; i < ids[s].size(); ++i)
+        seq_[separate_ ? 2 * s + (g.is_compute(ids[s][i]) ? 0 : 1) : s].push_back(ids[s][i]);
+    work_.clear();
+    for (index_t q = streams_; q-- > 0;) work_.push_back(q), queued_[q] = 1;
+    auto wake = [&](index_t q) {
+      if (!queued_[q]) queued_[q] = 1, work_.push_back(q);
+    };
+    auto comm_stream = [&](index_t s) { return separate_ ? 2 * s + 1 : s; };
+    makespan_ = 0;
+    while (!work_.empty()) {
+      const index_t q = work_.back();
+      work_.pop_back();
+      queued_[q] = 0;
+      const index_t s = separate_ ? q / 2 : q;
+      while (ptr_[q] < seq_[q].size()) {
+        const graph::id o = seq_[q][ptr_[q]];
+        if (g.is_compute(o)) {
+          double t = free_[q];
+          bool ready = true;
+          g.for_each_input(o, [&](graph::id x) {
+            if (!resolved_[x]) ready = false;
+            else t = std::max(t, end_[x]);
+          });
+          if (!ready) break;
+          start_[o] = t;
+          end_[o] = t + g.duration(o);
+          makespan_ = std::max(makespan_, end_[o]);
+          resolved_[o] = 1;
+          free_[q] = end_[o];
+          ++ptr_[q];
+          if (separate_) wake(comm_stream(s));  // a send may wait for this compute
+          continue;
+        }
+        const index_t from = g.sender(o), to = g.receiver(o);
+        arrived_[o] |= s == from ? 1 : 2;
+        const graph::id p = g.producer(o);
+        if (arrived_[o] != 3 || !resolved_[p]) break;
+        const index_t qa = comm_stream(from), qb = comm_stream(to);
+        const double t = std::max({free_[qa], free_[qb], end_[p]});
+        start_[o] = t;
+        end_[o] = t + g.duration(o);
+        makespan_ = std::max(makespan_, end_[o]);
+        resolved_[o] = 1;
+        free_[qa] = free_[qb] = end_[o];
+        ++ptr_[qa];
+        ++ptr_[qb];
+        wake(q == qa ? qb : qa);
+        if (separate_) wake(2 * to);  // its consumer may wait for it
+      }
+    }
+    for (index_t q = 0; q < streams_; ++q)
+      if (ptr_[q] < seq_[q].size()) return false;
+    return true;
+  }
+
+  double start(graph::id o) const noexcept { return start_[o]; }
+  double end(graph::id o) const noexcept { return end_[o]; }
+  double makespan() const noexcept { return makespan_; }
+  /// After a deadlock: (stage, stream (0 compute or shared, 1 communication), waiting operation)
+  /// of every blocked stream.
+  std::vector<std::array<index_t, 3>> stuck() const {
+    std::vector<std::array<index_t, 3>> out;
+    for (index_t q = 0; q < streams_; ++q)
+      if (ptr_[q] < seq_[q].size())
+        out.push_back({separate_ ? q / 2 : q, separate_ ? q % 2 : 0, seq_[q][ptr_[q]]});
+    return out;
+  }
+
+ private:
+  const graph* g_;
+  bool separate_;
+  index_t streams_;
+  std::vector<double> start_, end_;
+  std::vector<unsigned char> resolved_, arrived_;  // arrived: bit 1 sender, bit 2 receiver
+  std::vector<std::vector<graph::id>> seq_;
+  std::vector<std::size_t> ptr_;
+  std::vector<double> free_;
+  std::vector<index_t> work_;
+  std::vector<unsigned char> queued_;
+  double makespan_ = 0;
+};
+
 /// Runs the lists under the pinned semantics: sets every entry's start and end and returns the
 /// makespan, or reports a deadlock (then the times are meaningless). Throws `meshcast::error` if
 /// the lists are not lists of this pipeline (see `identify`).
 inline simulation simulate(const graph& g, lists& l) {
   const std::vector<std::vector<graph::id>> ids = identify(g, l);
-  const bool separate = g.source().streams == stream_mode::separate;
-  const index_t n = g.stages();
-  // Streams: shared: stream s is stage s; separate: 2s computes, 2s+1 communicates.
-  const index_t stream_count = separate ? 2 * n : n;
-  std::vector<std::vector<std::size_t>> seq(static_cast<std::size_t>(stream_count));  // positions in l[s]
-  for (index_t s = 0; s < n; ++s)
-    for (std::size_t i = 0; i < ids[s].size(); ++i)
-      seq[separate ? 2 * s + (g.is_compute(ids[s][i]) ? 0 : 1) : s].push_back(i);
-  auto stage_of_stream = [&](index_t q) { return separate ? q / 2 : q; };
-  auto comm_stream = [&](index_t s) { return separate ? 2 * s + 1 : s; };
-  auto compute_stream = [&](index_t s) { return separate ? 2 * s : s; };
-
-  const std::size_t N = static_cast<std::size_t>(g.size());
-  std::vector<double> start(N, 0), end(N, 0);
-  std::vector<unsigned char> resolved(N, 0), arrived(N, 0);  // arrived: bit 1 sender, bit 2 receiver
-  std::vector<std::size_t> ptr(static_cast<std::size_t>(stream_count), 0);
-  std::vector<double> free_at(static_cast<std::size_t>(stream_count), 0);
-  std::vector<index_t> work;
-  std::vector<unsigned char> queued(static_cast<std::size_t>(stream_count), 1);
-  for (index_t q = stream_count; q-- > 0;) work.push_back(q);
-  auto wake = [&](index_t q) {
-    if (!queued[q]) queued[q] = 1, work.push_back(q);
-  };
-  auto head = [&](index_t q) { return ids[stage_of_stream(q)][seq[q][ptr[q]]]; };
-
-  while (!work.empty()) {
-    const index_t q = work.back();
-    work.pop_back();
-    queued[q] = 0;
-    const index_t s = stage_of_stream(q);
-    while (ptr[q] < seq[q].size()) {
-      const graph::id o = head(q);
-      if (g.is_compute(o)) {
-        double t = free_at[q];
-        bool ready = true;
-        g.for_each_input(o, [&](graph::id x) {
-          if (!resolved[x]) ready = false;
-          else t = std::max(t, end[x]);
-        });
-        if (!ready) break;
-        start[o] = t;
-        end[o] = t + g.duration(o);
-        resolved[o] = 1;
-        free_at[q] = end[o];
-        ++ptr[q];
-        if (separate) wake(comm_stream(s));  // a send may wait for this compute
-        continue;
-      }
-      const index_t from = g.sender(o), to = g.receiver(o);
-      arrived[o] |= s == from ? 1 : 2;
-      const graph::id p = g.producer(o);
-      if (arrived[o] != 3 || !resolved[p]) break;
-      const index_t qa = comm_stream(from), qb = comm_stream(to);
-      const double t = std::max({free_at[qa], free_at[qb], end[p]});
-      start[o] = t;
-      end[o] = t + g.duration(o);
-      resolved[o] = 1;
-      free_at[qa] = free_at[qb] = end[o];
-      ++ptr[qa];
-      ++ptr[qb];
-      wake(q == qa ? qb : qa);
-      if (separate) wake(compute_stream(to));  // its consumer may wait for it
-    }
-  }
-
+  list_simulator sim(g);
   simulation out;
-  std::string blocked;
-  int shown = 0;
-  for (index_t q = 0; q < stream_count; ++q) {
-    if (ptr[q] >= seq[q].size()) continue;
+  if (!sim.run(ids)) {
     out.deadlock = true;
-    if (shown++ < 6) {
-      const index_t s = stage_of_stream(q);
-      const instruction& x = l[s][seq[q][ptr[q]]];
-      blocked += (blocked.empty() ? "" : "; ") + detail::describe(x, s) +
-                 (separate ? (q % 2 ? " (communication stream)" : " (compute stream)") : "");
+    std::string blocked;
+    const auto stuck = sim.stuck();
+    for (std::size_t k = 0; k < stuck.size() && k < 6; ++k) {
+      const auto [s, stream, o] = stuck[k];
+      blocked += (k ? "; " : "") + detail::describe(g.entry(o, s), s) +
+                 (g.source().streams == stream_mode::separate ? (stream ? " (communication stream)" : " (compute stream)") : "");
     }
-  }
-  if (out.deadlock) {
-    out.problem = "the lists deadlock: nothing can start while " + blocked + (shown > 6 ? "; ..." : "");
+    out.problem = "the lists deadlock: nothing can start while " + blocked + (stuck.size() > 6 ? "; ..." : "");
     return out;
   }
-  for (index_t s = 0; s < n; ++s)
+  for (index_t s = 0; s < g.stages(); ++s)
     for (std::size_t i = 0; i < ids[s].size(); ++i) {
-      l[s][i].start = start[ids[s][i]];
-      l[s][i].end = end[ids[s][i]];
-      out.makespan = std::max(out.makespan, end[ids[s][i]]);
+      l[s][i].start = sim.start(ids[s][i]);
+      l[s][i].end = sim.end(ids[s][i]);
     }
+  out.makespan = sim.makespan();
   return out;
 }
 
@@ -1030,8 +1079,12 @@ struct rounds {
 //    active-schedule rule of Giffler and Thompson (find the operation that can finish first; among
 //    those on its streams that could start before that, the most critical), criticality being
 //    the longest path from the operation to the end over the dependencies;
-// 3. local search: the priorities of the best construction perturbed at random and rebuilt, for
-//    `iterations` rounds or until the time limit.
+// 3. the priorities of the best construction perturbed at random and rebuilt, for `iterations`
+//    rounds;
+// 4. local search on the best lists: two neighbours of a stage's list swapped (half of the time an
+//    operation of the critical chain moved one place earlier), kept unless the lists deadlock or
+//    finish later (ties broken by the sum of the stages' finishing times), for `swaps` tries.
+// Every step stops at the time limit (the fixed rules, linear in the lists' size, always run).
 // Never worse than prior_first, later_first or rounds, since they are in the portfolio.
 
 #include <chrono>
@@ -1278,6 +1331,101 @@ struct list_scheduling {
   static constexpr std::string_view name = "list_scheduling";
   /// Perturbed constructions after the portfolio (fewer if the time limit comes first).
   int iterations = 60;
+  /// Swaps the local search tries (fewer on large pipelines: about 4e6 / operations, and fewer
+  /// if the time limit comes first).
+  int swaps = 10000;
+
+  /// The local search of step 4 on `l` (a valid, deadlock-free set of lists). Most swaps move
+  /// an operation of the critical chain (the operations whose ends fix the makespan, back from
+  /// the last one) one place earlier; the others are anywhere.
+  void improve(const graph& g, lists& l, std::mt19937_64& rng, detail::clock::time_point deadline) const {
+    std::vector<std::vector<graph::id>> cur = identify(g, l);
+    list_simulator sim(g);
+    const bool separate = g.source().streams == stream_mode::separate;
+    const std::size_t N = static_cast<std::size_t>(g.size());
+    std::vector<graph::id> prev_a(N), prev_b(N);           // previous operation on each stream
+    std::vector<std::pair<index_t, std::size_t>> critical;  // (stage, index) of critical entries
+    auto score = [&](std::pair<double, double>& out) {
+      if (!sim.run(cur)) return false;
+      double sum = 0;
+      for (const auto& stage : cur) {
+        double finish = 0;
+        for (graph::id o : stage) finish = std::max(finish, sim.end(o));
+        sum += finish;
+      }
+      out = {sim.makespan(), sum};
+      return true;
+    };
+    auto find_critical = [&] {  // after a successful run of `cur`
+      std::vector<std::pair<index_t, std::size_t>> where(N, {-1, 0}), where_b(N, {-1, 0});
+      for (index_t s = 0; s < g.stages(); ++s) {
+        graph::id last[2] = {-1, -1};
+        for (std::size_t i = 0; i < cur[s].size(); ++i) {
+          const graph::id o = cur[s][i];
+          const int q = separate && !g.is_compute(o) ? 1 : 0;
+          const bool first_side = g.is_compute(o) || g.sender(o) == s;
+          (first_side ? prev_a : prev_b)[o] = last[q];
+          (first_side ? where : where_b)[o] = {s, i};
+          last[q] = o;
+        }
+      }
+      critical.clear();
+      graph::id o = -1;
+      for (graph::id x = 0; x < g.size(); ++x)
+        if (o < 0 || sim.end(x) > sim.end(o)) o = x;
+      while (o >= 0) {
+        critical.push_back(where[o]);
+        if (!g.is_compute(o)) critical.push_back(where_b[o]);
+        const double t = sim.start(o);
+        graph::id next = -1;
+        auto tight = [&](graph::id p) {
+          if (next < 0 && p >= 0 && sim.end(p) == t) next = p;
+        };
+        tight(prev_a[o]);
+        if (!g.is_compute(o)) tight(prev_b[o]);
+        g.for_each_predecessor(o, tight);
+        o = t > 0 ? next : -1;
+      }
+    };
+    std::pair<double, double> now;
+    if (!score(now)) return;
+    find_critical();
+    const long budget = std::min<long>(swaps, static_cast<long>(4e6 / static_cast<double>(std::max<std::size_t>(N, 1))));
+    std::vector<index_t> movable;  // stages with at least two entries
+    for (index_t s = 0; s < g.stages(); ++s)
+      if (cur[s].size() >= 2) movable.push_back(s);
+    if (movable.empty()) return;
+    bool changed = false;
+    for (long k = 0; k < budget; ++k) {
+      if ((k & 15) == 0 && detail::clock::now() > deadline) break;
+      index_t s = 0;
+      std::size_t i = 0;
+      if (!critical.empty() && rng() % 2 == 0) {
+        const auto [cs, ci] = critical[rng() % critical.size()];
+        if (ci == 0) continue;
+        s = cs, i = ci - 1;
+      } else {
+        s = movable[rng() % movable.size()];
+        i = rng() % (cur[s].size() - 1);
+      }
+      const graph::id x = cur[s][i], y = cur[s][i + 1];
+      if (g.is_compute(x) && g.is_compute(y)) continue;
+      if (g.is_compute(x) && g.producer(y) == x) continue;  // a send before its data
+      if (g.is_compute(y) && g.consumer(x) == y) continue;  // a receive after its consumer
+      std::swap(cur[s][i], cur[s][i + 1]);
+      std::pair<double, double> next;
+      if (score(next) && next <= now) {
+        changed = changed || next < now;
+        now = next;
+        find_critical();
+      } else {
+        std::swap(cur[s][i], cur[s][i + 1]);
+      }
+    }
+    if (!changed) return;
+    for (index_t s = 0; s < g.stages(); ++s)
+      for (std::size_t i = 0; i < cur[s].size(); ++i) l[s][i] = g.entry(cur[s][i], s);
+  }
 
   policy_result order(const graph& g, const policy_options& options = {}) const {
     const auto begin = detail::clock::now();
@@ -1293,10 +1441,11 @@ struct list_scheduling {
     // 1. fixed rules, and phase orders by other keys
     const std::vector<double> tail = g.tails();
     const std::vector<index_t> step = detail::compute_steps(g);
-    consider(prior_first{}.order(g).stages);
-    consider(rounds{}.order(g).stages);
-    consider(later_first{}.order(g).stages);
-    {
+    consider(prior_first{}.order(g).stages);  // the first construction: always
+    auto in_time = [&] { return detail::clock::now() < deadline; };
+    if (in_time()) consider(rounds{}.order(g).stages);
+    if (in_time()) consider(later_first{}.order(g).stages);
+    if (in_time()) {
       std::vector<index_t> rank(static_cast<std::size_t>(g.size()));
       std::vector<graph::id> by_tail(static_cast<std::size_t>(g.size()));
       for (graph::id o = 0; o < g.size(); ++o) by_tail[o] = o;
@@ -1328,7 +1477,7 @@ struct list_scheduling {
     const std::vector<double>* priorities[] = {&tail, &by_phase, &by_mb};
     for (const std::vector<double>* prio : priorities)
       for (int rule = 0; rule < 2; ++rule)
-        if (build(rule, *prio)) best_prio = *prio;
+        if (in_time() && build(rule, *prio)) best_prio = *prio;
     // 3. perturbed priorities around the best so far
     std::mt19937_64 rng(options.seed);
     double mean = 0;
@@ -1341,6 +1490,10 @@ struct list_scheduling {
         prio[k] = best_prio[k] + scale * (static_cast<double>(rng() >> 11) * 0x1.0p-53 - 0.5);
       if (build(it % 2, prio)) best_prio = prio;
     }
+    // 4. local search on the lists: swap two neighbours of a stage's list (at least one a
+    //    transfer, the dependencies kept in list order), keep the swap unless the lists deadlock
+    //    or finish later (ties broken by the sum of the stages' finishing times)
+    if (in_time()) improve(g, best.stages, rng, deadline);
     return best;
   }
 };
@@ -1366,7 +1519,7 @@ struct list_scheduling {
 //   the same state in either order; only the order with the smaller id first is searched.
 // - dominance: states with the same appended set are kept with their stream free times (and, with
 //   separate streams, the ends that pending operations wait for); a state no earlier anywhere than
-//   a stored one is cut. The table is bounded (`max_stored_values`).
+//   a stored one is cut. The table is bounded (`max_table_bytes`).
 
 #include <algorithm>
 #include <chrono>
@@ -1384,8 +1537,10 @@ struct optimal {
   static constexpr std::string_view name = "optimal";
   /// Forced moves, commuting appends and dominance (tests turn them off to check them).
   bool reductions = true;
-  /// Largest number of values the dominance table stores (8 bytes each).
-  std::size_t max_stored_values = std::size_t{1} << 23;
+  /// Memory the dominance table may use.
+  std::size_t max_table_bytes = std::size_t{64} << 20;
+  /// Largest pipeline (in operations) the search runs on; beyond, `order` returns its seed.
+  index_t max_search_operations = 20000;
 
   policy_result order(const graph& g, const policy_options& options = {}) const {
     using clock = std::chrono::steady_clock;
@@ -1403,6 +1558,7 @@ struct optimal {
       best.bound = best_makespan;
       return best;
     }
+    if (g.size() > max_search_operations || clock::now() >= deadline) return best;
     search s(*this, g, deadline);
     std::vector<graph::id> order;
     const bool finished = s.run(best_makespan, order);
@@ -1442,6 +1598,8 @@ struct optimal {
       for (auto& z : zobrist_) z = rng();
       words_ = (n + 63) / 64;
       bits_.assign(words_, 0);
+      // A node costs O(operations); look at the clock often enough on larger pipelines.
+      check_mask_ = n > 4096 ? 15 : n > 512 ? 63 : 255;
     }
 
     /// Improves `best` (and fills `order`) if some lists finish sooner; true if the search
@@ -1465,7 +1623,7 @@ struct optimal {
         const id c = f.children[f.next++];
         const bool parent_forced = f.forced;
         push(c);
-        if ((++nodes & 1023) == 0 && std::chrono::steady_clock::now() > deadline_) return false;
+        if ((++nodes & check_mask_) == 0 && std::chrono::steady_clock::now() > deadline_) return false;
         const double eps = 1e-9 * std::max(1.0, best);
         if (a_.complete()) {
           if (a_.makespan() < best - eps) {
@@ -1595,7 +1753,8 @@ struct optimal {
         for (std::size_t k = 0; k < profile_.size() && no_later; ++k) no_later = p[k] <= profile_[k];
         if (no_later) return true;
       }
-      if (values_.size() + profile_.size() <= self_.max_stored_values) {
+      const std::size_t bytes = 8 * (values_.size() + profile_.size() + keys_.size() + words_) + 16 * stored_.size();
+      if (bytes <= self_.max_table_bytes) {
         // Entries of one appended set have equal profile lengths; index by entry number.
         const std::size_t entry = stored_.size();
         stored_.push_back(values_.size());
@@ -1619,6 +1778,7 @@ struct optimal {
     std::size_t words_ = 0;
     std::vector<std::uint64_t> bits_;
     bool forced_ = false;
+    std::uint64_t check_mask_ = 255;
     std::vector<double> profile_;
     std::unordered_map<std::uint64_t, std::vector<std::size_t>> table_;
     std::vector<std::uint64_t> keys_;

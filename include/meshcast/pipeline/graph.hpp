@@ -9,6 +9,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,24 @@ class graph {
         position_[s * per_stage_ + (order[k].op == op_kind::backward ? m_ : 0) + order[k].mb] = k;
       }
     }
+    // Per transfer: its stages and computes; per operation: its duration (the hot loops of the
+    // simulator and the policies read these).
+    links_.resize(static_cast<std::size_t>(transfers_));
+    for (id t = computes_; t < computes_ + transfers_; ++t) {
+      const edge& e = d.edges[edge_of(t)];
+      const bool fwd = pass_of(t) == pass_kind::forward;
+      const op_kind k = fwd ? op_kind::forward : op_kind::backward;
+      link& l = links_[t - computes_];
+      l.sender = static_cast<std::int32_t>(fwd ? e.from : e.to);
+      l.receiver = static_cast<std::int32_t>(fwd ? e.to : e.from);
+      l.producer = compute_of(l.sender, k, mb(t));
+      l.consumer = compute_of(l.receiver, k, mb(t));
+    }
+    duration_.resize(static_cast<std::size_t>(computes_ + transfers_));
+    for (id c = 0; c < computes_; ++c)
+      duration_[c] = kind_[c] == op_kind::forward ? d.stages[stage_of(c)].forward : d.stages[stage_of(c)].backward;
+    for (id t = computes_; t < computes_ + transfers_; ++t)
+      duration_[t] = pass_of(t) == pass_kind::forward ? d.edges[edge_of(t)].time : d.edges[edge_of(t)].back();
     in_edges_.resize(static_cast<std::size_t>(n_));
     out_edges_.resize(static_cast<std::size_t>(n_));
     for (std::size_t e = 0; e < d.edges.size(); ++e) {
@@ -107,31 +126,14 @@ class graph {
   pass_kind pass_of(id t) const noexcept {
     return ((t - computes_) / m_) % passes_ == 1 ? pass_kind::backward : pass_kind::forward;
   }
-  index_t sender(id t) const noexcept {
-    const edge& e = d_->edges[edge_of(t)];
-    return pass_of(t) == pass_kind::forward ? e.from : e.to;
-  }
-  index_t receiver(id t) const noexcept {
-    const edge& e = d_->edges[edge_of(t)];
-    return pass_of(t) == pass_kind::forward ? e.to : e.from;
-  }
+  index_t sender(id t) const noexcept { return links_[t - computes_].sender; }
+  index_t receiver(id t) const noexcept { return links_[t - computes_].receiver; }
   /// The compute that produced the data of transfer `t` (on its sender).
-  id producer(id t) const noexcept {
-    return compute_of(sender(t), pass_of(t) == pass_kind::forward ? op_kind::forward : op_kind::backward, mb(t));
-  }
+  id producer(id t) const noexcept { return links_[t - computes_].producer; }
   /// The compute that consumes it (on its receiver).
-  id consumer(id t) const noexcept {
-    return compute_of(receiver(t), pass_of(t) == pass_kind::forward ? op_kind::forward : op_kind::backward, mb(t));
-  }
+  id consumer(id t) const noexcept { return links_[t - computes_].consumer; }
 
-  double duration(id o) const noexcept {
-    if (is_compute(o)) {
-      const stage& s = d_->stages[stage_of(o)];
-      return kind_[o] == op_kind::forward ? s.forward : s.backward;
-    }
-    const edge& e = d_->edges[edge_of(o)];
-    return pass_of(o) == pass_kind::forward ? e.time : e.back();
-  }
+  double duration(id o) const noexcept { return duration_[o]; }
 
   /// Calls f(t) for every transfer compute `c` consumes.
   template <class F>
@@ -245,6 +247,12 @@ class graph {
   std::vector<index_t> mb_;
   std::vector<index_t> position_;  // [stage][F..., B...][mb] -> position in the stage's order
   std::vector<std::vector<index_t>> in_edges_, out_edges_;
+  struct link {
+    std::int32_t sender = 0, receiver = 0;
+    id producer = 0, consumer = 0;
+  };
+  std::vector<link> links_;
+  std::vector<double> duration_;
 };
 
 }  // namespace meshcast::pipeline

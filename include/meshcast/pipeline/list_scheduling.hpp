@@ -7,8 +7,12 @@
 //    active-schedule rule of Giffler and Thompson (find the operation that can finish first; among
 //    those on its streams that could start before that, the most critical), criticality being
 //    the longest path from the operation to the end over the dependencies;
-// 3. local search: the priorities of the best construction perturbed at random and rebuilt, for
-//    `iterations` rounds or until the time limit.
+// 3. the priorities of the best construction perturbed at random and rebuilt, for `iterations`
+//    rounds;
+// 4. local search on the best lists: two neighbours of a stage's list swapped (half of the time an
+//    operation of the critical chain moved one place earlier), kept unless the lists deadlock or
+//    finish later (ties broken by the sum of the stages' finishing times), for `swaps` tries.
+// Every step stops at the time limit (the fixed rules, linear in the lists' size, always run).
 // Never worse than prior_first, later_first or rounds, since they are in the portfolio.
 #pragma once
 
@@ -83,6 +87,101 @@ struct list_scheduling {
   static constexpr std::string_view name = "list_scheduling";
   /// Perturbed constructions after the portfolio (fewer if the time limit comes first).
   int iterations = 60;
+  /// Swaps the local search tries (fewer on large pipelines: about 4e6 / operations, and fewer
+  /// if the time limit comes first).
+  int swaps = 10000;
+
+  /// The local search of step 4 on `l` (a valid, deadlock-free set of lists). Most swaps move
+  /// an operation of the critical chain (the operations whose ends fix the makespan, back from
+  /// the last one) one place earlier; the others are anywhere.
+  void improve(const graph& g, lists& l, std::mt19937_64& rng, detail::clock::time_point deadline) const {
+    std::vector<std::vector<graph::id>> cur = identify(g, l);
+    list_simulator sim(g);
+    const bool separate = g.source().streams == stream_mode::separate;
+    const std::size_t N = static_cast<std::size_t>(g.size());
+    std::vector<graph::id> prev_a(N), prev_b(N);           // previous operation on each stream
+    std::vector<std::pair<index_t, std::size_t>> critical;  // (stage, index) of critical entries
+    auto score = [&](std::pair<double, double>& out) {
+      if (!sim.run(cur)) return false;
+      double sum = 0;
+      for (const auto& stage : cur) {
+        double finish = 0;
+        for (graph::id o : stage) finish = std::max(finish, sim.end(o));
+        sum += finish;
+      }
+      out = {sim.makespan(), sum};
+      return true;
+    };
+    auto find_critical = [&] {  // after a successful run of `cur`
+      std::vector<std::pair<index_t, std::size_t>> where(N, {-1, 0}), where_b(N, {-1, 0});
+      for (index_t s = 0; s < g.stages(); ++s) {
+        graph::id last[2] = {-1, -1};
+        for (std::size_t i = 0; i < cur[s].size(); ++i) {
+          const graph::id o = cur[s][i];
+          const int q = separate && !g.is_compute(o) ? 1 : 0;
+          const bool first_side = g.is_compute(o) || g.sender(o) == s;
+          (first_side ? prev_a : prev_b)[o] = last[q];
+          (first_side ? where : where_b)[o] = {s, i};
+          last[q] = o;
+        }
+      }
+      critical.clear();
+      graph::id o = -1;
+      for (graph::id x = 0; x < g.size(); ++x)
+        if (o < 0 || sim.end(x) > sim.end(o)) o = x;
+      while (o >= 0) {
+        critical.push_back(where[o]);
+        if (!g.is_compute(o)) critical.push_back(where_b[o]);
+        const double t = sim.start(o);
+        graph::id next = -1;
+        auto tight = [&](graph::id p) {
+          if (next < 0 && p >= 0 && sim.end(p) == t) next = p;
+        };
+        tight(prev_a[o]);
+        if (!g.is_compute(o)) tight(prev_b[o]);
+        g.for_each_predecessor(o, tight);
+        o = t > 0 ? next : -1;
+      }
+    };
+    std::pair<double, double> now;
+    if (!score(now)) return;
+    find_critical();
+    const long budget = std::min<long>(swaps, static_cast<long>(4e6 / static_cast<double>(std::max<std::size_t>(N, 1))));
+    std::vector<index_t> movable;  // stages with at least two entries
+    for (index_t s = 0; s < g.stages(); ++s)
+      if (cur[s].size() >= 2) movable.push_back(s);
+    if (movable.empty()) return;
+    bool changed = false;
+    for (long k = 0; k < budget; ++k) {
+      if ((k & 15) == 0 && detail::clock::now() > deadline) break;
+      index_t s = 0;
+      std::size_t i = 0;
+      if (!critical.empty() && rng() % 2 == 0) {
+        const auto [cs, ci] = critical[rng() % critical.size()];
+        if (ci == 0) continue;
+        s = cs, i = ci - 1;
+      } else {
+        s = movable[rng() % movable.size()];
+        i = rng() % (cur[s].size() - 1);
+      }
+      const graph::id x = cur[s][i], y = cur[s][i + 1];
+      if (g.is_compute(x) && g.is_compute(y)) continue;
+      if (g.is_compute(x) && g.producer(y) == x) continue;  // a send before its data
+      if (g.is_compute(y) && g.consumer(x) == y) continue;  // a receive after its consumer
+      std::swap(cur[s][i], cur[s][i + 1]);
+      std::pair<double, double> next;
+      if (score(next) && next <= now) {
+        changed = changed || next < now;
+        now = next;
+        find_critical();
+      } else {
+        std::swap(cur[s][i], cur[s][i + 1]);
+      }
+    }
+    if (!changed) return;
+    for (index_t s = 0; s < g.stages(); ++s)
+      for (std::size_t i = 0; i < cur[s].size(); ++i) l[s][i] = g.entry(cur[s][i], s);
+  }
 
   policy_result order(const graph& g, const policy_options& options = {}) const {
     const auto begin = detail::clock::now();
@@ -98,10 +197,11 @@ struct list_scheduling {
     // 1. fixed rules, and phase orders by other keys
     const std::vector<double> tail = g.tails();
     const std::vector<index_t> step = detail::compute_steps(g);
-    consider(prior_first{}.order(g).stages);
-    consider(rounds{}.order(g).stages);
-    consider(later_first{}.order(g).stages);
-    {
+    consider(prior_first{}.order(g).stages);  // the first construction: always
+    auto in_time = [&] { return detail::clock::now() < deadline; };
+    if (in_time()) consider(rounds{}.order(g).stages);
+    if (in_time()) consider(later_first{}.order(g).stages);
+    if (in_time()) {
       std::vector<index_t> rank(static_cast<std::size_t>(g.size()));
       std::vector<graph::id> by_tail(static_cast<std::size_t>(g.size()));
       for (graph::id o = 0; o < g.size(); ++o) by_tail[o] = o;
@@ -133,7 +233,7 @@ struct list_scheduling {
     const std::vector<double>* priorities[] = {&tail, &by_phase, &by_mb};
     for (const std::vector<double>* prio : priorities)
       for (int rule = 0; rule < 2; ++rule)
-        if (build(rule, *prio)) best_prio = *prio;
+        if (in_time() && build(rule, *prio)) best_prio = *prio;
     // 3. perturbed priorities around the best so far
     std::mt19937_64 rng(options.seed);
     double mean = 0;
@@ -146,6 +246,10 @@ struct list_scheduling {
         prio[k] = best_prio[k] + scale * (static_cast<double>(rng() >> 11) * 0x1.0p-53 - 0.5);
       if (build(it % 2, prio)) best_prio = prio;
     }
+    // 4. local search on the lists: swap two neighbours of a stage's list (at least one a
+    //    transfer, the dependencies kept in list order), keep the swap unless the lists deadlock
+    //    or finish later (ties broken by the sum of the stages' finishing times)
+    if (in_time()) improve(g, best.stages, rng, deadline);
     return best;
   }
 };

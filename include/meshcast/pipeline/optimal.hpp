@@ -16,7 +16,7 @@
 //   the same state in either order; only the order with the smaller id first is searched.
 // - dominance: states with the same appended set are kept with their stream free times (and, with
 //   separate streams, the ends that pending operations wait for); a state no earlier anywhere than
-//   a stored one is cut. The table is bounded (`max_stored_values`).
+//   a stored one is cut. The table is bounded (`max_table_bytes`).
 #pragma once
 
 #include <algorithm>
@@ -39,8 +39,10 @@ struct optimal {
   static constexpr std::string_view name = "optimal";
   /// Forced moves, commuting appends and dominance (tests turn them off to check them).
   bool reductions = true;
-  /// Largest number of values the dominance table stores (8 bytes each).
-  std::size_t max_stored_values = std::size_t{1} << 23;
+  /// Memory the dominance table may use.
+  std::size_t max_table_bytes = std::size_t{64} << 20;
+  /// Largest pipeline (in operations) the search runs on; beyond, `order` returns its seed.
+  index_t max_search_operations = 20000;
 
   policy_result order(const graph& g, const policy_options& options = {}) const {
     using clock = std::chrono::steady_clock;
@@ -58,6 +60,7 @@ struct optimal {
       best.bound = best_makespan;
       return best;
     }
+    if (g.size() > max_search_operations || clock::now() >= deadline) return best;
     search s(*this, g, deadline);
     std::vector<graph::id> order;
     const bool finished = s.run(best_makespan, order);
@@ -97,6 +100,8 @@ struct optimal {
       for (auto& z : zobrist_) z = rng();
       words_ = (n + 63) / 64;
       bits_.assign(words_, 0);
+      // A node costs O(operations); look at the clock often enough on larger pipelines.
+      check_mask_ = n > 4096 ? 15 : n > 512 ? 63 : 255;
     }
 
     /// Improves `best` (and fills `order`) if some lists finish sooner; true if the search
@@ -120,7 +125,7 @@ struct optimal {
         const id c = f.children[f.next++];
         const bool parent_forced = f.forced;
         push(c);
-        if ((++nodes & 1023) == 0 && std::chrono::steady_clock::now() > deadline_) return false;
+        if ((++nodes & check_mask_) == 0 && std::chrono::steady_clock::now() > deadline_) return false;
         const double eps = 1e-9 * std::max(1.0, best);
         if (a_.complete()) {
           if (a_.makespan() < best - eps) {
@@ -250,7 +255,8 @@ struct optimal {
         for (std::size_t k = 0; k < profile_.size() && no_later; ++k) no_later = p[k] <= profile_[k];
         if (no_later) return true;
       }
-      if (values_.size() + profile_.size() <= self_.max_stored_values) {
+      const std::size_t bytes = 8 * (values_.size() + profile_.size() + keys_.size() + words_) + 16 * stored_.size();
+      if (bytes <= self_.max_table_bytes) {
         // Entries of one appended set have equal profile lengths; index by entry number.
         const std::size_t entry = stored_.size();
         stored_.push_back(values_.size());
@@ -274,6 +280,7 @@ struct optimal {
     std::size_t words_ = 0;
     std::vector<std::uint64_t> bits_;
     bool forced_ = false;
+    std::uint64_t check_mask_ = 255;
     std::vector<double> profile_;
     std::unordered_map<std::uint64_t, std::vector<std::size_t>> table_;
     std::vector<std::uint64_t> keys_;

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <string>
 #include <vector>
 
@@ -108,99 +109,139 @@ inline std::vector<std::vector<graph::id>> identify(const graph& g, const lists&
   return ids;
 }
 
+/// The simulator's engine, on lists of operation ids (as `identify` returns them); keeps its
+/// buffers between runs (the policies' local search runs it many times).
+class list_simulator {
+ public:
+  explicit list_simulator(const graph& g)
+      : g_(&g), separate_(g.source().streams == stream_mode::separate), streams_(separate_ ? 2 * g.stages() : g.stages()) {
+    const std::size_t N = static_cast<std::size_t>(g.size());
+    start_.assign(N, 0);
+    end_.assign(N, 0);
+    resolved_.assign(N, 0);
+    arrived_.assign(N, 0);
+    seq_.resize(static_cast<std::size_t>(streams_));
+    ptr_.assign(static_cast<std::size_t>(streams_), 0);
+    free_.assign(static_cast<std::size_t>(streams_), 0);
+    queued_.assign(static_cast<std::size_t>(streams_), 0);
+  }
+
+  /// Runs the lists; false on a deadlock (then `stuck()` names the blocked streams).
+  bool run(const std::vector<std::vector<graph::id>>& ids) {
+    const graph& g = *g_;
+    std::fill(resolved_.begin(), resolved_.end(), 0);
+    std::fill(arrived_.begin(), arrived_.end(), 0);
+    std::fill(ptr_.begin(), ptr_.end(), 0);
+    std::fill(free_.begin(), free_.end(), 0);
+    for (auto& q : seq_) q.clear();
+    for (index_t s = 0; s < g.stages(); ++s)
+      for (std::size_t i = 0; i < ids[s].size(); ++i)
+        seq_[separate_ ? 2 * s + (g.is_compute(ids[s][i]) ? 0 : 1) : s].push_back(ids[s][i]);
+    work_.clear();
+    for (index_t q = streams_; q-- > 0;) work_.push_back(q), queued_[q] = 1;
+    auto wake = [&](index_t q) {
+      if (!queued_[q]) queued_[q] = 1, work_.push_back(q);
+    };
+    auto comm_stream = [&](index_t s) { return separate_ ? 2 * s + 1 : s; };
+    makespan_ = 0;
+    while (!work_.empty()) {
+      const index_t q = work_.back();
+      work_.pop_back();
+      queued_[q] = 0;
+      const index_t s = separate_ ? q / 2 : q;
+      while (ptr_[q] < seq_[q].size()) {
+        const graph::id o = seq_[q][ptr_[q]];
+        if (g.is_compute(o)) {
+          double t = free_[q];
+          bool ready = true;
+          g.for_each_input(o, [&](graph::id x) {
+            if (!resolved_[x]) ready = false;
+            else t = std::max(t, end_[x]);
+          });
+          if (!ready) break;
+          start_[o] = t;
+          end_[o] = t + g.duration(o);
+          makespan_ = std::max(makespan_, end_[o]);
+          resolved_[o] = 1;
+          free_[q] = end_[o];
+          ++ptr_[q];
+          if (separate_) wake(comm_stream(s));  // a send may wait for this compute
+          continue;
+        }
+        const index_t from = g.sender(o), to = g.receiver(o);
+        arrived_[o] |= s == from ? 1 : 2;
+        const graph::id p = g.producer(o);
+        if (arrived_[o] != 3 || !resolved_[p]) break;
+        const index_t qa = comm_stream(from), qb = comm_stream(to);
+        const double t = std::max({free_[qa], free_[qb], end_[p]});
+        start_[o] = t;
+        end_[o] = t + g.duration(o);
+        makespan_ = std::max(makespan_, end_[o]);
+        resolved_[o] = 1;
+        free_[qa] = free_[qb] = end_[o];
+        ++ptr_[qa];
+        ++ptr_[qb];
+        wake(q == qa ? qb : qa);
+        if (separate_) wake(2 * to);  // its consumer may wait for it
+      }
+    }
+    for (index_t q = 0; q < streams_; ++q)
+      if (ptr_[q] < seq_[q].size()) return false;
+    return true;
+  }
+
+  double start(graph::id o) const noexcept { return start_[o]; }
+  double end(graph::id o) const noexcept { return end_[o]; }
+  double makespan() const noexcept { return makespan_; }
+  /// After a deadlock: (stage, stream (0 compute or shared, 1 communication), waiting operation)
+  /// of every blocked stream.
+  std::vector<std::array<index_t, 3>> stuck() const {
+    std::vector<std::array<index_t, 3>> out;
+    for (index_t q = 0; q < streams_; ++q)
+      if (ptr_[q] < seq_[q].size())
+        out.push_back({separate_ ? q / 2 : q, separate_ ? q % 2 : 0, seq_[q][ptr_[q]]});
+    return out;
+  }
+
+ private:
+  const graph* g_;
+  bool separate_;
+  index_t streams_;
+  std::vector<double> start_, end_;
+  std::vector<unsigned char> resolved_, arrived_;  // arrived: bit 1 sender, bit 2 receiver
+  std::vector<std::vector<graph::id>> seq_;
+  std::vector<std::size_t> ptr_;
+  std::vector<double> free_;
+  std::vector<index_t> work_;
+  std::vector<unsigned char> queued_;
+  double makespan_ = 0;
+};
+
 /// Runs the lists under the pinned semantics: sets every entry's start and end and returns the
 /// makespan, or reports a deadlock (then the times are meaningless). Throws `meshcast::error` if
 /// the lists are not lists of this pipeline (see `identify`).
 inline simulation simulate(const graph& g, lists& l) {
   const std::vector<std::vector<graph::id>> ids = identify(g, l);
-  const bool separate = g.source().streams == stream_mode::separate;
-  const index_t n = g.stages();
-  // Streams: shared: stream s is stage s; separate: 2s computes, 2s+1 communicates.
-  const index_t stream_count = separate ? 2 * n : n;
-  std::vector<std::vector<std::size_t>> seq(static_cast<std::size_t>(stream_count));  // positions in l[s]
-  for (index_t s = 0; s < n; ++s)
-    for (std::size_t i = 0; i < ids[s].size(); ++i)
-      seq[separate ? 2 * s + (g.is_compute(ids[s][i]) ? 0 : 1) : s].push_back(i);
-  auto stage_of_stream = [&](index_t q) { return separate ? q / 2 : q; };
-  auto comm_stream = [&](index_t s) { return separate ? 2 * s + 1 : s; };
-  auto compute_stream = [&](index_t s) { return separate ? 2 * s : s; };
-
-  const std::size_t N = static_cast<std::size_t>(g.size());
-  std::vector<double> start(N, 0), end(N, 0);
-  std::vector<unsigned char> resolved(N, 0), arrived(N, 0);  // arrived: bit 1 sender, bit 2 receiver
-  std::vector<std::size_t> ptr(static_cast<std::size_t>(stream_count), 0);
-  std::vector<double> free_at(static_cast<std::size_t>(stream_count), 0);
-  std::vector<index_t> work;
-  std::vector<unsigned char> queued(static_cast<std::size_t>(stream_count), 1);
-  for (index_t q = stream_count; q-- > 0;) work.push_back(q);
-  auto wake = [&](index_t q) {
-    if (!queued[q]) queued[q] = 1, work.push_back(q);
-  };
-  auto head = [&](index_t q) { return ids[stage_of_stream(q)][seq[q][ptr[q]]]; };
-
-  while (!work.empty()) {
-    const index_t q = work.back();
-    work.pop_back();
-    queued[q] = 0;
-    const index_t s = stage_of_stream(q);
-    while (ptr[q] < seq[q].size()) {
-      const graph::id o = head(q);
-      if (g.is_compute(o)) {
-        double t = free_at[q];
-        bool ready = true;
-        g.for_each_input(o, [&](graph::id x) {
-          if (!resolved[x]) ready = false;
-          else t = std::max(t, end[x]);
-        });
-        if (!ready) break;
-        start[o] = t;
-        end[o] = t + g.duration(o);
-        resolved[o] = 1;
-        free_at[q] = end[o];
-        ++ptr[q];
-        if (separate) wake(comm_stream(s));  // a send may wait for this compute
-        continue;
-      }
-      const index_t from = g.sender(o), to = g.receiver(o);
-      arrived[o] |= s == from ? 1 : 2;
-      const graph::id p = g.producer(o);
-      if (arrived[o] != 3 || !resolved[p]) break;
-      const index_t qa = comm_stream(from), qb = comm_stream(to);
-      const double t = std::max({free_at[qa], free_at[qb], end[p]});
-      start[o] = t;
-      end[o] = t + g.duration(o);
-      resolved[o] = 1;
-      free_at[qa] = free_at[qb] = end[o];
-      ++ptr[qa];
-      ++ptr[qb];
-      wake(q == qa ? qb : qa);
-      if (separate) wake(compute_stream(to));  // its consumer may wait for it
-    }
-  }
-
+  list_simulator sim(g);
   simulation out;
-  std::string blocked;
-  int shown = 0;
-  for (index_t q = 0; q < stream_count; ++q) {
-    if (ptr[q] >= seq[q].size()) continue;
+  if (!sim.run(ids)) {
     out.deadlock = true;
-    if (shown++ < 6) {
-      const index_t s = stage_of_stream(q);
-      const instruction& x = l[s][seq[q][ptr[q]]];
-      blocked += (blocked.empty() ? "" : "; ") + detail::describe(x, s) +
-                 (separate ? (q % 2 ? " (communication stream)" : " (compute stream)") : "");
+    std::string blocked;
+    const auto stuck = sim.stuck();
+    for (std::size_t k = 0; k < stuck.size() && k < 6; ++k) {
+      const auto [s, stream, o] = stuck[k];
+      blocked += (k ? "; " : "") + detail::describe(g.entry(o, s), s) +
+                 (g.source().streams == stream_mode::separate ? (stream ? " (communication stream)" : " (compute stream)") : "");
     }
-  }
-  if (out.deadlock) {
-    out.problem = "the lists deadlock: nothing can start while " + blocked + (shown > 6 ? "; ..." : "");
+    out.problem = "the lists deadlock: nothing can start while " + blocked + (stuck.size() > 6 ? "; ..." : "");
     return out;
   }
-  for (index_t s = 0; s < n; ++s)
+  for (index_t s = 0; s < g.stages(); ++s)
     for (std::size_t i = 0; i < ids[s].size(); ++i) {
-      l[s][i].start = start[ids[s][i]];
-      l[s][i].end = end[ids[s][i]];
-      out.makespan = std::max(out.makespan, end[ids[s][i]]);
+      l[s][i].start = sim.start(ids[s][i]);
+      l[s][i].end = sim.end(ids[s][i]);
     }
+  out.makespan = sim.makespan();
   return out;
 }
 
