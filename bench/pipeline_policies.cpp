@@ -17,7 +17,7 @@ using namespace meshcast::pipeline;
 
 namespace {
 
-description base(index_t n, index_t m, schedule_kind k, stream_mode s) {
+description base(index_t m, schedule_kind k, stream_mode s) {
   description d;
   d.microbatches = m;
   d.schedule = k;
@@ -27,7 +27,7 @@ description base(index_t n, index_t m, schedule_kind k, stream_mode s) {
 
 /// Chain: every stage computes F = 2 (B = 4) per microbatch, every transfer takes 1.
 description chain(index_t n, index_t m, schedule_kind k, stream_mode s) {
-  description d = base(n, m, k, s);
+  description d = base(m, k, s);
   for (index_t i = 0; i < n; ++i) d.stages.push_back({2, 4});
   for (index_t i = 0; i + 1 < n; ++i) d.edges.push_back({i, i + 1, 1});
   return d;
@@ -48,7 +48,7 @@ description random_dag(index_t n, index_t m, schedule_kind k, stream_mode s, std
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<int> compute(1, 4), transfer(1, 4);
   std::uniform_real_distribution<double> u(0, 1);
-  description d = base(n, m, k, s);
+  description d = base(m, k, s);
   for (index_t i = 0; i < n; ++i) {
     const double f = compute(rng);
     d.stages.push_back({f, 2 * f});

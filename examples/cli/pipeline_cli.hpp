@@ -66,7 +66,8 @@ inline std::string pipeline_trace(const pipeline::description& d, const pipeline
   for (std::size_t s = 0; s < t.stages.size(); ++s) {
     const auto pid = static_cast<long long>(s);
     meta("process_name", pid, 0, "stage " + std::to_string(s));
-    meta("process_sort_index", pid, 0, std::to_string(s));
+    j.begin_object().key("ph").value("M").key("name").value("process_sort_index").key("pid").value(pid).key("tid").value(0LL);
+    j.key("args").begin_object().key("sort_index").value(pid).end_object().end_object();
     if (separate) {
       meta("thread_name", pid, 0, "compute");
       meta("thread_name", pid, 1, "communication");

@@ -468,6 +468,18 @@ class graph {
     return order;
   }
 
+  /// Longest path from the beginning to the start of `o` over the dependencies alone: no
+  /// operation can start earlier.
+  std::vector<double> heads() const {
+    std::vector<double> head(static_cast<std::size_t>(size()), 0);
+    for (id o : topological_order()) {
+      double h = 0;
+      for_each_predecessor(o, [&](id p) { h = std::max(h, head[p] + duration(p)); });
+      head[o] = h;
+    }
+    return head;
+  }
+
   /// Longest path from the start of `o` to the end of everything (its duration included), over
   /// the dependencies alone.
   std::vector<double> tails() const {
@@ -759,29 +771,39 @@ inline double simulate_or_throw(const graph& g, lists& l) {
 // Lower bounds on the makespan of any deadlock-free lists with the schedule's compute order.
 
 #include <algorithm>
+#include <limits>
 #include <vector>
 
 
 namespace meshcast::pipeline {
 
-/// The longest dependency path, and the work of every stream (with shared streams a stage
-/// carries its computes and its transfers; with separate streams each stream its own kind),
-/// whichever is larger.
+/// The longest dependency path; and for every stream (with shared streams a stage carries its
+/// computes and its transfers, with separate streams each stream its own kind) its work, plus
+/// the earliest any of its operations can start (the longest path to it) and the shortest path
+/// that must follow the last of them: whichever is larger.
 inline double lower_bound(const graph& g) {
+  const std::vector<double> head = g.heads(), tail = g.tails();
   double bound = 0;
-  for (double t : g.tails()) bound = std::max(bound, t);
+  for (double t : tail) bound = std::max(bound, t);
   const bool separate = g.source().streams == stream_mode::separate;
-  std::vector<double> compute(static_cast<std::size_t>(g.stages()), 0), comm(compute);
+  const std::size_t streams = static_cast<std::size_t>(separate ? 2 * g.stages() : g.stages());
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> work(streams, 0), first(streams, inf), last(streams, inf);
+  auto add = [&](index_t q, graph::id o) {
+    work[q] += g.duration(o);
+    first[q] = std::min(first[q], head[o]);
+    last[q] = std::min(last[q], tail[o] - g.duration(o));
+  };
   for (graph::id o = 0; o < g.size(); ++o) {
     if (g.is_compute(o)) {
-      compute[g.stage_of(o)] += g.duration(o);
+      add(separate ? 2 * g.stage_of(o) : g.stage_of(o), o);
     } else {
-      comm[g.sender(o)] += g.duration(o);
-      comm[g.receiver(o)] += g.duration(o);
+      add(separate ? 2 * g.sender(o) + 1 : g.sender(o), o);
+      add(separate ? 2 * g.receiver(o) + 1 : g.receiver(o), o);
     }
   }
-  for (index_t s = 0; s < g.stages(); ++s)
-    bound = std::max(bound, separate ? std::max(compute[s], comm[s]) : compute[s] + comm[s]);
+  for (std::size_t q = 0; q < streams; ++q)
+    if (work[q] > 0 || first[q] < inf) bound = std::max(bound, first[q] + work[q] + last[q]);
   return bound;
 }
 
@@ -1508,8 +1530,9 @@ struct list_scheduling {
 //
 // Every such set of lists is the projection of an order of appends (see detail/appender.hpp),
 // so the search appends one operation at a time, depth first with an explicit stack:
-// - bound: the current makespan; for every stream, when it is free plus the work left on it plus
-//   the shortest path to the end that must follow its last operation; for every candidate, its
+// - bound: the current makespan; for every stream, when it is free (or the earliest its remaining
+//   operations can start, if later) plus the work left on it plus the shortest path to the end
+//   that must follow its last operation; for every candidate, its
 //   earliest start plus its longest path to the end. A node whose bound reaches the best
 //   makespan is cut.
 // - forced moves: a candidate that can finish before any other operation on its streams could
@@ -1590,9 +1613,14 @@ struct optimal {
           by_tail_[a_.resource_b(o)].push_back(o);
         }
       }
+      head_ = g.heads();
+      by_head_ = by_tail_;
       for (auto& v : by_tail_)
         std::sort(v.begin(), v.end(), [&](id x, id y) { return after(x) < after(y); });
+      for (auto& v : by_head_)
+        std::sort(v.begin(), v.end(), [&](id x, id y) { return head_[x] < head_[y]; });
       ptr_.assign(static_cast<std::size_t>(R), 0);
+      hptr_.assign(static_cast<std::size_t>(R), 0);
       std::mt19937_64 rng(0x9e3779b97f4a7c15ULL);
       zobrist_.resize(n);
       for (auto& z : zobrist_) z = rng();
@@ -1653,6 +1681,7 @@ struct optimal {
     void push(id o) {
       const index_t ra = a_.resource_a(o), rb = a_.resource_b(o);
       saved_.push_back({ptr_[ra], rb >= 0 ? ptr_[rb] : 0});
+      hsaved_.push_back({hptr_[ra], rb >= 0 ? hptr_[rb] : 0});
       a_.append(o);
       hash_ ^= zobrist_[o];
       bits_[static_cast<std::size_t>(o) / 64] |= std::uint64_t{1} << (o % 64);
@@ -1671,21 +1700,25 @@ struct optimal {
       bits_[static_cast<std::size_t>(o) / 64] &= ~(std::uint64_t{1} << (o % 64));
       rem_[ra] += g_.duration(o);
       ptr_[ra] = saved_.back().first;
+      hptr_[ra] = hsaved_.back().first;
       if (rb >= 0) {
         rem_[rb] += g_.duration(o);
         ptr_[rb] = saved_.back().second;
+        hptr_[rb] = hsaved_.back().second;
       }
       saved_.pop_back();
+      hsaved_.pop_back();
     }
     void advance(index_t r) {
       while (ptr_[r] < by_tail_[r].size() && a_.appended(by_tail_[r][ptr_[r]])) ++ptr_[r];
+      while (hptr_[r] < by_head_[r].size() && a_.appended(by_head_[r][hptr_[r]])) ++hptr_[r];
     }
 
     double bound() const {
       double lb = a_.makespan();
       for (index_t r = 0; r < a_.resource_count(); ++r)
         if (ptr_[r] < by_tail_[r].size())
-          lb = std::max(lb, a_.free_at(r) + rem_[r] + after(by_tail_[r][ptr_[r]]));
+          lb = std::max(lb, std::max(a_.free_at(r), head_[by_head_[r][hptr_[r]]]) + rem_[r] + after(by_tail_[r][ptr_[r]]));
       for (id c : a_.candidates()) lb = std::max(lb, a_.est(c) + tail_[c]);
       return lb;
     }
@@ -1770,9 +1803,10 @@ struct optimal {
     detail::appender a_;
     std::chrono::steady_clock::time_point deadline_;
     std::vector<double> tail_, rem_;
-    std::vector<std::vector<id>> by_tail_;
-    std::vector<std::size_t> ptr_;
-    std::vector<std::pair<std::size_t, std::size_t>> saved_;
+    std::vector<double> head_;
+    std::vector<std::vector<id>> by_tail_, by_head_;
+    std::vector<std::size_t> ptr_, hptr_;
+    std::vector<std::pair<std::size_t, std::size_t>> saved_, hsaved_;
     std::vector<std::uint64_t> zobrist_;
     std::uint64_t hash_ = 0;
     std::size_t words_ = 0;
@@ -1964,21 +1998,28 @@ struct network_model {
   bool split_replicas = false;
 };
 
-/// Most devices a stage mesh may have in a tensor edge.
-inline constexpr index_t max_edge_mesh_devices = 4096;
+/// Most devices a stage mesh may have in a tensor edge, and most the two meshes may have
+/// multiplied (bounds the plan's size and the solver's time).
+inline constexpr index_t max_edge_mesh_devices = 1024;
+inline constexpr index_t max_edge_mesh_product = 65536;
 
 /// Predicted time, in seconds, of resharding `t` from its source mesh (devices 0..N-1) to its
 /// destination mesh (devices N..N+M-1, starting on a fresh host), or back when `backward`
 /// (gradients: destination layout to source layout): meshcast's plan, `net`'s strategy, and
 /// greedy's schedule under the ordered model. Throws `meshcast::error` for a bad tensor or network.
 inline double reshard_time_s(const tensor_edge& t, const network_model& net, bool backward = false) {
+  index_t product = 1;
   for (const dynamic_mesh* m : {&t.src_mesh, &t.dst_mesh}) {
     index_t devices = 1;
     for (int i = 0; i < m->rank(); ++i) devices = detail::checked_mul(devices, m->extent(i), "the mesh size");
     if (devices > max_edge_mesh_devices)
       throw error("a mesh of " + std::to_string(devices) + " devices exceeds the limit of " +
                   std::to_string(max_edge_mesh_devices));
+    product *= devices;
   }
+  if (product > max_edge_mesh_product)
+    throw error("meshes of " + std::to_string(t.src_mesh.size()) + " and " + std::to_string(t.dst_mesh.size()) +
+                " devices exceed the limit of " + std::to_string(max_edge_mesh_product) + " for their product");
   index_t bytes = t.element_bytes;
   for (int i = 0; i < t.shape.rank(); ++i) bytes = detail::checked_mul(bytes, t.shape.extent(i), "the tensor's size in bytes");
   if (!(net.nic_gbps > 0) || !(net.intra_gbps > 0) || !(net.latency_us >= 0) || net.nics_per_host < 1)

@@ -38,21 +38,28 @@ struct network_model {
   bool split_replicas = false;
 };
 
-/// Most devices a stage mesh may have in a tensor edge.
-inline constexpr index_t max_edge_mesh_devices = 4096;
+/// Most devices a stage mesh may have in a tensor edge, and most the two meshes may have
+/// multiplied (bounds the plan's size and the solver's time).
+inline constexpr index_t max_edge_mesh_devices = 1024;
+inline constexpr index_t max_edge_mesh_product = 65536;
 
 /// Predicted time, in seconds, of resharding `t` from its source mesh (devices 0..N-1) to its
 /// destination mesh (devices N..N+M-1, starting on a fresh host), or back when `backward`
 /// (gradients: destination layout to source layout): meshcast's plan, `net`'s strategy, and
 /// greedy's schedule under the ordered model. Throws `meshcast::error` for a bad tensor or network.
 inline double reshard_time_s(const tensor_edge& t, const network_model& net, bool backward = false) {
+  index_t product = 1;
   for (const dynamic_mesh* m : {&t.src_mesh, &t.dst_mesh}) {
     index_t devices = 1;
     for (int i = 0; i < m->rank(); ++i) devices = detail::checked_mul(devices, m->extent(i), "the mesh size");
     if (devices > max_edge_mesh_devices)
       throw error("a mesh of " + std::to_string(devices) + " devices exceeds the limit of " +
                   std::to_string(max_edge_mesh_devices));
+    product *= devices;
   }
+  if (product > max_edge_mesh_product)
+    throw error("meshes of " + std::to_string(t.src_mesh.size()) + " and " + std::to_string(t.dst_mesh.size()) +
+                " devices exceed the limit of " + std::to_string(max_edge_mesh_product) + " for their product");
   index_t bytes = t.element_bytes;
   for (int i = 0; i < t.shape.rank(); ++i) bytes = detail::checked_mul(bytes, t.shape.extent(i), "the tensor's size in bytes");
   if (!(net.nic_gbps > 0) || !(net.intra_gbps > 0) || !(net.latency_us >= 0) || net.nics_per_host < 1)

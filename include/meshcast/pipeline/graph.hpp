@@ -226,6 +226,18 @@ class graph {
     return order;
   }
 
+  /// Longest path from the beginning to the start of `o` over the dependencies alone: no
+  /// operation can start earlier.
+  std::vector<double> heads() const {
+    std::vector<double> head(static_cast<std::size_t>(size()), 0);
+    for (id o : topological_order()) {
+      double h = 0;
+      for_each_predecessor(o, [&](id p) { h = std::max(h, head[p] + duration(p)); });
+      head[o] = h;
+    }
+    return head;
+  }
+
   /// Longest path from the start of `o` to the end of everything (its duration included), over
   /// the dependencies alone.
   std::vector<double> tails() const {

@@ -5,8 +5,9 @@
 //
 // Every such set of lists is the projection of an order of appends (see detail/appender.hpp),
 // so the search appends one operation at a time, depth first with an explicit stack:
-// - bound: the current makespan; for every stream, when it is free plus the work left on it plus
-//   the shortest path to the end that must follow its last operation; for every candidate, its
+// - bound: the current makespan; for every stream, when it is free (or the earliest its remaining
+//   operations can start, if later) plus the work left on it plus the shortest path to the end
+//   that must follow its last operation; for every candidate, its
 //   earliest start plus its longest path to the end. A node whose bound reaches the best
 //   makespan is cut.
 // - forced moves: a candidate that can finish before any other operation on its streams could
@@ -92,9 +93,14 @@ struct optimal {
           by_tail_[a_.resource_b(o)].push_back(o);
         }
       }
+      head_ = g.heads();
+      by_head_ = by_tail_;
       for (auto& v : by_tail_)
         std::sort(v.begin(), v.end(), [&](id x, id y) { return after(x) < after(y); });
+      for (auto& v : by_head_)
+        std::sort(v.begin(), v.end(), [&](id x, id y) { return head_[x] < head_[y]; });
       ptr_.assign(static_cast<std::size_t>(R), 0);
+      hptr_.assign(static_cast<std::size_t>(R), 0);
       std::mt19937_64 rng(0x9e3779b97f4a7c15ULL);
       zobrist_.resize(n);
       for (auto& z : zobrist_) z = rng();
@@ -155,6 +161,7 @@ struct optimal {
     void push(id o) {
       const index_t ra = a_.resource_a(o), rb = a_.resource_b(o);
       saved_.push_back({ptr_[ra], rb >= 0 ? ptr_[rb] : 0});
+      hsaved_.push_back({hptr_[ra], rb >= 0 ? hptr_[rb] : 0});
       a_.append(o);
       hash_ ^= zobrist_[o];
       bits_[static_cast<std::size_t>(o) / 64] |= std::uint64_t{1} << (o % 64);
@@ -173,21 +180,25 @@ struct optimal {
       bits_[static_cast<std::size_t>(o) / 64] &= ~(std::uint64_t{1} << (o % 64));
       rem_[ra] += g_.duration(o);
       ptr_[ra] = saved_.back().first;
+      hptr_[ra] = hsaved_.back().first;
       if (rb >= 0) {
         rem_[rb] += g_.duration(o);
         ptr_[rb] = saved_.back().second;
+        hptr_[rb] = hsaved_.back().second;
       }
       saved_.pop_back();
+      hsaved_.pop_back();
     }
     void advance(index_t r) {
       while (ptr_[r] < by_tail_[r].size() && a_.appended(by_tail_[r][ptr_[r]])) ++ptr_[r];
+      while (hptr_[r] < by_head_[r].size() && a_.appended(by_head_[r][hptr_[r]])) ++hptr_[r];
     }
 
     double bound() const {
       double lb = a_.makespan();
       for (index_t r = 0; r < a_.resource_count(); ++r)
         if (ptr_[r] < by_tail_[r].size())
-          lb = std::max(lb, a_.free_at(r) + rem_[r] + after(by_tail_[r][ptr_[r]]));
+          lb = std::max(lb, std::max(a_.free_at(r), head_[by_head_[r][hptr_[r]]]) + rem_[r] + after(by_tail_[r][ptr_[r]]));
       for (id c : a_.candidates()) lb = std::max(lb, a_.est(c) + tail_[c]);
       return lb;
     }
@@ -272,9 +283,10 @@ struct optimal {
     detail::appender a_;
     std::chrono::steady_clock::time_point deadline_;
     std::vector<double> tail_, rem_;
-    std::vector<std::vector<id>> by_tail_;
-    std::vector<std::size_t> ptr_;
-    std::vector<std::pair<std::size_t, std::size_t>> saved_;
+    std::vector<double> head_;
+    std::vector<std::vector<id>> by_tail_, by_head_;
+    std::vector<std::size_t> ptr_, hptr_;
+    std::vector<std::pair<std::size_t, std::size_t>> saved_, hsaved_;
     std::vector<std::uint64_t> zobrist_;
     std::uint64_t hash_ = 0;
     std::size_t words_ = 0;
