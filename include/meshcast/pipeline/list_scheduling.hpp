@@ -12,13 +12,15 @@
 // 4. local search on the best lists: two neighbours of a stage's list swapped (half of the time an
 //    operation of the critical chain moved one place earlier), kept unless the lists deadlock or
 //    finish later (ties broken by the sum of the stages' finishing times), for `swaps` tries.
-// Every step stops at the time limit (the fixed rules, linear in the lists' size, always run).
-// Never worse than prior_first, later_first or rounds, since they are in the portfolio.
+// Every step stops at the time limit; on large pipelines a step starts only if the time its kind
+// took before still fits (prior_first, linear in the lists' size, always runs first). When the
+// limit lets the fixed rules run, never worse than prior_first, later_first or rounds.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <queue>
 #include <random>
 #include <string_view>
 #include <vector>
@@ -36,50 +38,81 @@ namespace meshcast::pipeline {
 namespace detail {
 using clock = std::chrono::steady_clock;
 
-/// Builds an append order under `rule` (0: non-delay, 1: active) with priorities `prio` (larger
-/// first). Returns false if the deadline passed first.
-inline bool construct(appender& a, int rule, const std::vector<double>& prio, clock::time_point deadline) {
-  const graph& g = a.source();
+/// The non-delay rule with a lazy heap: the candidate that can start first (ties: larger
+/// priority, then smaller id). Earliest starts only grow as operations are appended, so a stale
+/// entry is pushed back with its new start. O(operations x log). False if the deadline passed.
+inline bool construct_non_delay(appender& a, const std::vector<double>& prio, clock::time_point deadline) {
+  struct entry {
+    double est, prio;
+    graph::id o;
+    bool operator<(const entry& x) const {  // "lower priority than": the heap's top is the best
+      if (est != x.est) return est > x.est;
+      if (prio != x.prio) return prio < x.prio;
+      return o > x.o;
+    }
+  };
+  std::priority_queue<entry> heap;
+  for (graph::id o : a.candidates()) heap.push({a.est(o), prio[o], o});
+  std::size_t steps = 0;
+  while (!a.complete()) {
+    if ((++steps & 1023) == 0 && clock::now() > deadline) return false;
+    const entry top = heap.top();
+    heap.pop();
+    const double e = a.est(top.o);
+    if (e > top.est) {
+      heap.push({e, top.prio, top.o});
+      continue;
+    }
+    const std::size_t before = a.candidates().size();
+    a.append(top.o);
+    for (std::size_t k = before - 1; k < a.candidates().size(); ++k) {
+      const graph::id o = a.candidates()[k];
+      heap.push({a.est(o), prio[o], o});
+    }
+  }
+  return true;
+}
+
+/// The active rule of Giffler and Thompson: find the candidate that can finish first; among the
+/// candidates on its streams that could start before then, take the one of largest priority
+/// (ties: earlier start, then smaller id). Scans the candidates at every step. False if the
+/// deadline passed.
+inline bool construct_active(appender& a, const std::vector<double>& prio, clock::time_point deadline) {
   const double inf = std::numeric_limits<double>::infinity();
   std::size_t steps = 0;
   while (!a.complete()) {
     if ((++steps & 255) == 0 && clock::now() > deadline) return false;
     const std::vector<graph::id>& cand = a.candidates();
-    graph::id pick = -1;
-    if (rule == 0) {
-      double best_est = inf, best_prio = -inf;
-      for (graph::id o : cand) {
-        const double e = a.est(o);
-        if (e < best_est || (e == best_est && (prio[o] > best_prio || (prio[o] == best_prio && o < pick))))
-          best_est = e, best_prio = prio[o], pick = o;
-      }
-    } else {
-      double best_ect = inf, best_prio = -inf;
-      graph::id star = -1;
-      for (graph::id o : cand) {
-        const double c = a.ect(o);
-        if (c < best_ect || (c == best_ect && (prio[o] > best_prio || (prio[o] == best_prio && o < star))))
-          best_ect = c, best_prio = prio[o], star = o;
-      }
-      const index_t r1 = a.resource_a(star), r2 = a.resource_b(star);
-      pick = star;
-      best_prio = prio[star];
-      double pick_est = a.est(star);
-      for (graph::id o : cand) {
-        if (o == star) continue;
-        const index_t x1 = a.resource_a(o), x2 = a.resource_b(o);
-        const bool shares = x1 == r1 || x1 == r2 || (x2 >= 0 && (x2 == r1 || x2 == r2));
-        if (!shares) continue;
-        const double e = a.est(o);
-        if (e >= best_ect) continue;
-        if (prio[o] > best_prio || (prio[o] == best_prio && (e < pick_est || (e == pick_est && o < pick))))
-          pick = o, best_prio = prio[o], pick_est = e;
-      }
+    double best_ect = inf, best_prio = -inf;
+    graph::id star = -1;
+    for (graph::id o : cand) {
+      const double c = a.ect(o);
+      if (c < best_ect || (c == best_ect && (prio[o] > best_prio || (prio[o] == best_prio && o < star))))
+        best_ect = c, best_prio = prio[o], star = o;
+    }
+    const index_t r1 = a.resource_a(star), r2 = a.resource_b(star);
+    graph::id pick = star;
+    best_prio = prio[star];
+    double pick_est = a.est(star);
+    for (graph::id o : cand) {
+      if (o == star) continue;
+      const index_t x1 = a.resource_a(o), x2 = a.resource_b(o);
+      const bool shares = x1 == r1 || x1 == r2 || (x2 >= 0 && (x2 == r1 || x2 == r2));
+      if (!shares) continue;
+      const double e = a.est(o);
+      if (e >= best_ect) continue;
+      if (prio[o] > best_prio || (prio[o] == best_prio && (e < pick_est || (e == pick_est && o < pick))))
+        pick = o, best_prio = prio[o], pick_est = e;
     }
     a.append(pick);
   }
-  (void)g;
   return true;
+}
+
+/// Builds an append order under `rule` (0: non-delay, 1: active) with priorities `prio` (larger
+/// first). Returns false if the deadline passed first.
+inline bool construct(appender& a, int rule, const std::vector<double>& prio, clock::time_point deadline) {
+  return rule == 0 ? construct_non_delay(a, prio, deadline) : construct_active(a, prio, deadline);
 }
 }  // namespace detail
 
@@ -87,6 +120,9 @@ struct list_scheduling {
   static constexpr std::string_view name = "list_scheduling";
   /// Perturbed constructions after the portfolio (fewer if the time limit comes first).
   int iterations = 60;
+  /// Largest pipeline (in operations) on which the active rule, which scans the candidates at
+  /// every step, runs; beyond, only the non-delay rule (a heap) does.
+  index_t active_rule_limit = 50000;
   /// Swaps the local search tries (fewer on large pipelines: about 4e6 / operations, and fewer
   /// if the time limit comes first).
   int swaps = 10000;
@@ -194,23 +230,17 @@ struct list_scheduling {
       const simulation r = simulate(g, copy);
       if (!r.deadlock && r.makespan < best_makespan) best_makespan = r.makespan, best.stages = std::move(l);
     };
-    // 1. fixed rules, and phase orders by other keys
+    // 1. fixed rules, and phase orders by other keys; 2. list scheduling in simulated time, under
+    //    three priorities: criticality; earlier phase first, then criticality; earlier
+    //    microbatch first, then criticality. On large pipelines the time limit may stop this
+    //    early: a step starts only if the time its kind took before still fits.
+    auto in_time = [&] { return detail::clock::now() < deadline; };
+    auto fits = [&](detail::clock::duration cost) { return detail::clock::now() + cost < deadline; };
     const std::vector<double> tail = g.tails();
     const std::vector<index_t> step = detail::compute_steps(g);
+    auto t0 = detail::clock::now();
     consider(prior_first{}.order(g).stages);  // the first construction: always
-    auto in_time = [&] { return detail::clock::now() < deadline; };
-    if (in_time()) consider(rounds{}.order(g).stages);
-    if (in_time()) consider(later_first{}.order(g).stages);
-    if (in_time()) {
-      std::vector<index_t> rank(static_cast<std::size_t>(g.size()));
-      std::vector<graph::id> by_tail(static_cast<std::size_t>(g.size()));
-      for (graph::id o = 0; o < g.size(); ++o) by_tail[o] = o;
-      std::stable_sort(by_tail.begin(), by_tail.end(), [&](graph::id a, graph::id b) { return tail[a] > tail[b]; });
-      for (std::size_t k = 0; k < by_tail.size(); ++k) rank[by_tail[k]] = static_cast<index_t>(k);
-      consider(detail::phase_lists(g, step, [&](graph::id t) -> detail::phase_key { return {rank[t], 0, 0, 0}; }));
-    }
-    // 2. list scheduling in simulated time, under three priorities: criticality; earlier phase
-    //    first, then criticality; earlier microbatch first, then criticality
+    const detail::clock::duration fixed_cost = detail::clock::now() - t0;
     double horizon = 1;
     for (double t : tail) horizon = std::max(horizon, 2 * t);
     std::vector<double> by_phase(tail.size()), by_mb(tail.size());
@@ -230,21 +260,36 @@ struct list_scheduling {
       }
       return false;
     };
-    const std::vector<double>* priorities[] = {&tail, &by_phase, &by_mb};
-    for (const std::vector<double>* prio : priorities)
-      for (int rule = 0; rule < 2; ++rule)
-        if (in_time() && build(rule, *prio)) best_prio = *prio;
+    t0 = detail::clock::now();
+    if (in_time()) build(0, tail);
+    const detail::clock::duration build_cost = detail::clock::now() - t0;
+    if (fits(fixed_cost)) consider(rounds{}.order(g).stages);
+    if (fits(fixed_cost)) consider(later_first{}.order(g).stages);
+    if (fits(fixed_cost)) {
+      std::vector<index_t> rank(static_cast<std::size_t>(g.size()));
+      std::vector<graph::id> by_tail(static_cast<std::size_t>(g.size()));
+      for (graph::id o = 0; o < g.size(); ++o) by_tail[o] = o;
+      std::stable_sort(by_tail.begin(), by_tail.end(), [&](graph::id a, graph::id b) { return tail[a] > tail[b]; });
+      for (std::size_t k = 0; k < by_tail.size(); ++k) rank[by_tail[k]] = static_cast<index_t>(k);
+      consider(detail::phase_lists(g, step, [&](graph::id t) -> detail::phase_key { return {rank[t], 0, 0, 0}; }));
+    }
+    const bool active = g.size() <= active_rule_limit;
+    if (active && in_time() && build(1, tail)) best_prio = tail;
+    const std::vector<double>* more[] = {&by_phase, &by_mb};
+    for (const std::vector<double>* prio : more)
+      for (int rule = 0; rule < (active ? 2 : 1); ++rule)
+        if (fits(build_cost) && build(rule, *prio)) best_prio = *prio;
     // 3. perturbed priorities around the best so far
     std::mt19937_64 rng(options.seed);
     double mean = 0;
     for (graph::id o = 0; o < g.size(); ++o) mean += g.duration(o);
     mean = g.size() > 0 ? mean / static_cast<double>(g.size()) : 0;
     std::vector<double> prio(best_prio.size());
-    for (int it = 0; it < iterations && detail::clock::now() < deadline; ++it) {
+    for (int it = 0; it < iterations && fits(build_cost); ++it) {
       const double scale = mean * (it % 3 == 0 ? 0.5 : it % 3 == 1 ? 2.0 : 5.0);
       for (std::size_t k = 0; k < prio.size(); ++k)
         prio[k] = best_prio[k] + scale * (static_cast<double>(rng() >> 11) * 0x1.0p-53 - 0.5);
-      if (build(it % 2, prio)) best_prio = prio;
+      if (build(active ? it % 2 : 0, prio)) best_prio = prio;
     }
     // 4. local search on the lists: swap two neighbours of a stage's list (at least one a
     //    transfer, the dependencies kept in list order), keep the swap unless the lists deadlock

@@ -53,6 +53,7 @@ struct optimal {
     // The seed gets the same options as list_scheduling alone (it stops by its iteration count
     // long before the limit except on very large pipelines), so optimal is never worse than it.
     policy_result best = list_scheduling{}.order(g, options);
+    if (g.size() > max_search_operations) return best;
     double best_makespan = simulate_or_throw(g, best.stages);
     const double root_bound = lower_bound(g);
     best.bound = root_bound;
@@ -61,7 +62,7 @@ struct optimal {
       best.bound = best_makespan;
       return best;
     }
-    if (g.size() > max_search_operations || clock::now() >= deadline) return best;
+    if (clock::now() >= deadline) return best;
     search s(*this, g, deadline);
     std::vector<graph::id> order;
     const bool finished = s.run(best_makespan, order);
