@@ -1,10 +1,15 @@
 // The pipeline JSON (a contract): fields, defaults, errors naming the input, tensor edges whose
-// time is the predicted reshard time.
+// time is the predicted reshard time; the CLI's generic main with a user's policy.
 #include <doctest/doctest.h>
 
+#include <cstdio>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include <meshcast/pipeline.hpp>
+
+#include "cli/pipeline_cli.hpp"
 
 using namespace meshcast;
 using namespace meshcast::pipeline;
@@ -115,4 +120,62 @@ TEST_CASE("pipeline JSON: a tensor edge's time is the predicted reshard time") {
   CHECK(with("\"nic_gbps\": 100", "\"nic_gbps\": 0") == "network.nic_gbps is 0, must be positive");
   CHECK(with("\"devices_per_host\": 4", "\"strategy\": \"carrier_pigeon\"").find("unknown strategy 'carrier_pigeon'") == 0);
   CHECK(with("[1024, 1024]", "[1024, 1024, 1024, 1024, 1024, 1024]").find("edges[0]: ") == 0);
+}
+
+// ---- the CLI's main, generic over the policy list: a user's policy appended is accepted ------------
+
+namespace {
+/// A user's policy: rounds' lists, under another name.
+struct my_rounds {
+  static constexpr std::string_view name = "my_rounds";
+  policy_result order(const graph& g, const policy_options& o) const { return rounds{}.order(g, o); }
+};
+
+std::string read_all(std::FILE* f) {
+  std::string out;
+  std::rewind(f);
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("pipeline CLI: a user's policy appended to the list is accepted by the generic main") {
+  const std::string path = "meshcast_pipeline_cli_test.json";
+  std::ofstream(path) << R"({"stages": [{"forward": 2}, {"forward": 2}, {"forward": 2}], "microbatches": 3,
+                             "edges": [{"from": 0, "to": 1, "time": 1}, {"from": 1, "to": 2, "time": 1}]})";
+  using mine = with_policies<builtin_policies, my_rounds>;
+  auto run = [&](std::vector<std::string> args, std::string& out, std::string& err) {
+    std::vector<char*> argv;
+    static char name[] = "meshcast-pipeline";
+    argv.push_back(name);
+    for (std::string& a : args) argv.push_back(a.data());
+    std::FILE* o = std::tmpfile();
+    std::FILE* e = std::tmpfile();
+    const int rc = cli::pipeline_main<mine>(static_cast<int>(argv.size()), argv.data(), o, e);
+    out = read_all(o);
+    err = read_all(e);
+    std::fclose(o);
+    std::fclose(e);
+    return rc;
+  };
+  std::string out, err, rounds_out;
+  CHECK(run({path, "--policy", "my_rounds", "--json"}, out, err) == 0);
+  CHECK(out.find("{\"policy\":\"my_rounds\",\"makespan\":") == 0);
+  CHECK(run({path, "--policy", "rounds", "--json"}, rounds_out, err) == 0);
+  CHECK(out.substr(out.find(",")) == rounds_out.substr(rounds_out.find(",")));  // the same lists
+  CHECK(run({"--help"}, out, err) == 0);
+  CHECK(out.find("list_scheduling, prior_first, later_first, rounds, optimal or my_rounds") != std::string::npos);
+  CHECK(run({path, "--policy", "theirs"}, out, err) == 2);
+  CHECK(err.find("unknown policy 'theirs' (expected list_scheduling, prior_first, later_first, rounds, optimal or my_rounds)") !=
+        std::string::npos);
+  // The built-in list does not know it.
+  std::FILE* o = std::tmpfile();
+  std::FILE* e = std::tmpfile();
+  std::string arg0 = "meshcast-pipeline", arg1 = path, arg2 = "--policy", arg3 = "my_rounds";
+  char* argv[] = {arg0.data(), arg1.data(), arg2.data(), arg3.data()};
+  CHECK(cli::pipeline_main(4, argv, o, e) == 2);
+  std::fclose(o);
+  std::fclose(e);
+  std::remove(path.c_str());
 }

@@ -128,9 +128,9 @@ inline void pipeline_usage(std::FILE* out, const std::string& policies) {
                policies.c_str(), std::string(pipeline::default_policy::name).c_str());
 }
 
-/// Runs meshcast-pipeline with the policies of `Policies`.
+/// Runs meshcast-pipeline with the policies of `Policies`, printing to `out` and `err`.
 template <class Policies = pipeline::builtin_policies>
-int pipeline_main(int argc, char** argv) {
+int pipeline_main(int argc, char** argv, std::FILE* out = stdout, std::FILE* err = stderr) {
   std::string file, policy(pipeline::default_policy::name), trace;
   bool json = false;
   pipeline::policy_options options;
@@ -161,8 +161,8 @@ int pipeline_main(int argc, char** argv) {
           throw error("--seed '" + v + "' is not a non-negative integer");
         options.seed = std::stoull(v);
       } else if (arg == "--help" || arg == "-h") {
-        pipeline_usage(stdout, pipeline::policy_names<Policies>());
-        return std::fflush(stdout) == 0 && !std::ferror(stdout) ? 0 : 1;
+        pipeline_usage(out, pipeline::policy_names<Policies>());
+        return std::fflush(out) == 0 && !std::ferror(out) ? 0 : 1;
       } else if (!arg.empty() && arg[0] == '-' && arg != "-") {
         throw error("unknown flag '" + arg + "'");
       } else if (file.empty()) {
@@ -182,25 +182,25 @@ int pipeline_main(int argc, char** argv) {
       if (out) out << text << '\n';
       out.close();
       if (!out) {
-        std::fprintf(stderr, "meshcast-pipeline: error: cannot write the trace file '%s'\n", trace.c_str());
+        std::fprintf(err, "meshcast-pipeline: error: cannot write the trace file '%s'\n", trace.c_str());
         return 1;
       }
     }
     if (json) {
       json_writer j;
       write_pipeline_json(j, t);
-      std::fwrite(j.str().data(), 1, j.str().size(), stdout);
-      std::fputc('\n', stdout);
+      std::fwrite(j.str().data(), 1, j.str().size(), out);
+      std::fputc('\n', out);
     } else {
-      print_pipeline_summary(stdout, file, d, t);
+      print_pipeline_summary(out, file, d, t);
     }
-    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-      std::fprintf(stderr, "meshcast-pipeline: error: cannot write to standard output (%s)\n", std::strerror(errno));
+    if (std::fflush(out) != 0 || std::ferror(out)) {
+      std::fprintf(err, "meshcast-pipeline: error: cannot write to standard output (%s)\n", std::strerror(errno));
       return 1;
     }
     return 0;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "meshcast-pipeline: error: %s\n", e.what());
+    std::fprintf(err, "meshcast-pipeline: error: %s\n", e.what());
     return 2;
   }
 }
