@@ -123,6 +123,8 @@ inline void pipeline_usage(std::FILE* out, const std::string& policies) {
                "  --json                print one JSON object: policy, makespan, bubble_fraction, stages\n"
                "  --trace OUT.json      write a Chrome / Perfetto trace, one track per stage and stream\n"
                "  --time-limit-ms N     limit for the searching policies (default 1000)\n"
+               "  --search-limit-ms N   optimal: most time for its search after its seed (default: the rest\n"
+               "                        of the time limit)\n"
                "  --seed N              seed for the randomised ones (default 1)\n"
                "Exit status: 0 done, 2 bad input (the message on stderr names it), 1 output could not be written.\n",
                policies.c_str(), std::string(pipeline::default_policy::name).c_str());
@@ -133,6 +135,7 @@ template <class Policies = pipeline::builtin_policies>
 int pipeline_main(int argc, char** argv, std::FILE* out = stdout, std::FILE* err = stderr) {
   std::string file, policy(pipeline::default_policy::name), trace;
   bool json = false;
+  double search_limit_s = -1;
   pipeline::policy_options options;
   try {
     for (int i = 1; i < argc; ++i) {
@@ -144,7 +147,7 @@ int pipeline_main(int argc, char** argv, std::FILE* out = stdout, std::FILE* err
       if (arg == "--policy") policy = next();
       else if (arg == "--json") json = true;
       else if (arg == "--trace") trace = next();
-      else if (arg == "--time-limit-ms") {
+      else if (arg == "--time-limit-ms" || arg == "--search-limit-ms") {
         const std::string v = next();
         std::size_t used = 0;
         double ms = -1;
@@ -153,8 +156,8 @@ int pipeline_main(int argc, char** argv, std::FILE* out = stdout, std::FILE* err
         } catch (const std::exception&) {
           used = 0;
         }
-        if (used != v.size() || !(ms >= 0) || ms > 1e9) throw error("--time-limit-ms '" + v + "' is not a number of milliseconds");
-        options.time_limit_s = ms / 1000;
+        if (used != v.size() || !(ms >= 0) || ms > 1e9) throw error(arg + " '" + v + "' is not a number of milliseconds");
+        (arg == "--time-limit-ms" ? options.time_limit_s : search_limit_s) = ms / 1000;
       } else if (arg == "--seed") {
         const std::string v = next();
         if (v.empty() || v.size() > 18 || v.find_first_not_of("0123456789") != std::string::npos)
@@ -175,7 +178,11 @@ int pipeline_main(int argc, char** argv, std::FILE* out = stdout, std::FILE* err
     if (!pipeline::has_policy<Policies>(policy)) pipeline::visit_policy<Policies>(policy, [](auto) {});  // throws
     const pipeline::description d = pipeline::load(file);
     const pipeline::timeline t =
-        pipeline::visit_policy<Policies>(policy, [&](auto p) { return pipeline::order(d, p, options); });
+        pipeline::visit_policy<Policies>(policy, [&](auto p) {
+          if constexpr (requires { p.search_limit_s; })
+            if (search_limit_s >= 0) p.search_limit_s = search_limit_s;
+          return pipeline::order(d, p, options);
+        });
     if (!trace.empty()) {
       const std::string text = pipeline_trace(d, t);
       std::ofstream out(trace, std::ios::binary);

@@ -1605,6 +1605,10 @@ struct optimal {
   static constexpr std::string_view name = "optimal";
   /// Forced moves, commuting appends and dominance (tests turn them off to check them).
   bool reductions = true;
+  /// The most time the search itself may take after the seed (negative: until the time limit).
+  /// The seed gets the whole limit, as list_scheduling alone would; a caller that wants
+  /// list_scheduling's result reproduced exactly gives a generous limit and bounds the search here.
+  double search_limit_s = -1;
   /// Memory the dominance table may use.
   std::size_t max_table_bytes = std::size_t{64} << 20;
   /// Largest pipeline (in operations) the search runs on; beyond, `order` returns its seed.
@@ -1627,8 +1631,12 @@ struct optimal {
       best.bound = best_makespan;
       return best;
     }
-    if (clock::now() >= deadline) return best;
-    search s(*this, g, deadline);
+    auto search_deadline = deadline;
+    if (search_limit_s >= 0)
+      search_deadline = std::min(deadline, clock::now() + std::chrono::duration_cast<clock::duration>(
+                                                              std::chrono::duration<double>(search_limit_s)));
+    if (clock::now() >= search_deadline) return best;
+    search s(*this, g, search_deadline);
     std::vector<graph::id> order;
     const bool finished = s.run(best_makespan, order);
     if (!order.empty()) best.stages = g.project(order);
