@@ -1,10 +1,10 @@
 // A minimal streaming JSON writer for the command-line tools (numbers, strings, arrays, objects).
 #pragma once
 
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <charconv>
 #include <vector>
 
 namespace meshcast::cli {
