@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <charconv>
 #include <vector>
 
 #include <meshcast/error.hpp>
@@ -59,6 +60,17 @@ class json_writer {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.9g", v);
     out_ += buf;
+    return *this;
+  }
+  /// The shortest text that reads back as exactly `v` ("2", "0.1", "1e-07"); null if not finite.
+  json_writer& exact(double v) {
+    comma();
+    if (!std::isfinite(v)) {
+      out_ += "null";
+      return *this;
+    }
+    char buf[32];
+    out_.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
     return *this;
   }
   json_writer& value(const std::string& s) {

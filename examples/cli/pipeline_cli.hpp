@@ -1,0 +1,215 @@
+// meshcast-pipeline's main, generic over the list of policies it accepts, so that a program with
+// a policy of its own is this main with that policy appended:
+//
+//   int main(int argc, char** argv) {
+//     using mine = meshcast::pipeline::with_policies<meshcast::pipeline::builtin_policies, my_policy>;
+//     return meshcast::cli::pipeline_main<mine>(argc, argv);
+//   }
+#pragma once
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <fstream>
+#include <string>
+
+#include <meshcast/pipeline.hpp>
+
+#include "json_writer.hpp"
+
+namespace meshcast::cli {
+
+/// The --json object: policy, makespan, bubble_fraction, and every stage's instructions in list
+/// order with op, mb, (edge, pass, peer for transfers), start, end.
+inline void write_pipeline_json(json_writer& j, const pipeline::timeline& t) {
+  using pipeline::op_kind;
+  j.begin_object();
+  j.key("policy").value(t.policy);
+  j.key("makespan").exact(t.makespan);
+  j.key("bubble_fraction").exact(t.bubble_fraction);
+  j.key("stages").begin_array();
+  for (const pipeline::stage_list& l : t.stages) {
+    j.begin_array();
+    for (const pipeline::instruction& x : l) {
+      j.begin_object();
+      j.key("op").value(std::string(to_string(x.op)));
+      if (x.is_transfer()) j.key("edge").value(static_cast<long long>(x.edge));
+      j.key("mb").value(static_cast<long long>(x.mb));
+      if (x.is_transfer()) {
+        j.key("pass").value(std::string(to_string(x.pass)));
+        j.key("peer").value(static_cast<long long>(x.peer));
+      }
+      j.key("start").exact(x.start);
+      j.key("end").exact(x.end);
+      j.end_object();
+    }
+    j.end_array();
+  }
+  j.end_array();
+  j.end_object();
+}
+
+/// Chrome / Perfetto trace events: one process per stage; one track per stream (with shared
+/// streams one, "compute and communication"; with separate streams "compute" and
+/// "communication"); one complete event per instruction. Times in microseconds of
+/// `time_unit_s`-second units.
+inline std::string pipeline_trace(const pipeline::description& d, const pipeline::timeline& t) {
+  const bool separate = d.streams == pipeline::stream_mode::separate;
+  const double us = d.time_unit_s * 1e6;
+  json_writer j;
+  j.begin_object().key("displayTimeUnit").value("ms").key("traceEvents").begin_array();
+  auto meta = [&](const char* what, long long pid, long long tid, const std::string& name) {
+    j.begin_object().key("ph").value("M").key("name").value(what).key("pid").value(pid).key("tid").value(tid);
+    j.key("args").begin_object().key("name").value(name).end_object().end_object();
+  };
+  for (std::size_t s = 0; s < t.stages.size(); ++s) {
+    const auto pid = static_cast<long long>(s);
+    meta("process_name", pid, 0, "stage " + std::to_string(s));
+    j.begin_object().key("ph").value("M").key("name").value("process_sort_index").key("pid").value(pid).key("tid").value(0LL);
+    j.key("args").begin_object().key("sort_index").value(pid).end_object().end_object();
+    if (separate) {
+      meta("thread_name", pid, 0, "compute");
+      meta("thread_name", pid, 1, "communication");
+    } else {
+      meta("thread_name", pid, 0, "compute and communication");
+    }
+  }
+  for (std::size_t s = 0; s < t.stages.size(); ++s)
+    for (const pipeline::instruction& x : t.stages[s]) {
+      std::string name = std::string(to_string(x.op)) + std::to_string(x.mb);
+      if (x.is_transfer())
+        name = std::string(to_string(x.op)) + " mb" + std::to_string(x.mb) + (x.op == pipeline::op_kind::send ? " to " : " from ") +
+               std::to_string(x.peer) + (x.pass == pipeline::pass_kind::backward ? " (backward)" : "");
+      j.begin_object().key("ph").value("X").key("cat").value(x.is_compute() ? "compute" : "transfer");
+      j.key("name").value(name);
+      j.key("pid").value(static_cast<long long>(s)).key("tid").value(separate && x.is_transfer() ? 1LL : 0LL);
+      j.key("ts").exact(x.start * us).key("dur").exact((x.end - x.start) * us);
+      j.key("args").begin_object().key("mb").value(static_cast<long long>(x.mb));
+      if (x.is_transfer()) {
+        j.key("edge").value(static_cast<long long>(x.edge)).key("pass").value(std::string(to_string(x.pass)));
+        j.key("peer").value(static_cast<long long>(x.peer));
+      }
+      j.end_object().end_object();
+    }
+  j.end_array().end_object();
+  return j.str();
+}
+
+inline void print_pipeline_summary(std::FILE* out, const std::string& file, const pipeline::description& d,
+                                   const pipeline::timeline& t) {
+  std::fprintf(out, "meshcast-pipeline: %s: %lld stages, %lld microbatches, schedule %s, streams %s, %zu edges\n",
+               file.c_str(), static_cast<long long>(d.stage_count()), static_cast<long long>(d.microbatches),
+               std::string(to_string(d.schedule)).c_str(), std::string(to_string(d.streams)).c_str(), d.edges.size());
+  std::fprintf(out, "  policy %s: makespan %.6g, bubble fraction %.4f, lower bound %.6g%s, solved in %.3f ms\n",
+               t.policy.c_str(), t.makespan, t.bubble_fraction, t.lower_bound, t.proven_optimal ? " (proven optimal)" : "",
+               t.solve_ms);
+  for (std::size_t s = 0; s < t.stages.size(); ++s) {
+    double compute = 0, transfers = 0, end = 0;
+    for (const pipeline::instruction& x : t.stages[s]) {
+      (x.is_compute() ? compute : transfers) += x.end - x.start;
+      end = std::max(end, x.end);
+    }
+    std::fprintf(out, "  stage %zu: %zu instructions, compute %.6g, transfers %.6g, finishes at %.6g\n", s,
+                 t.stages[s].size(), compute, transfers, end);
+  }
+}
+
+inline void pipeline_usage(std::FILE* out, const std::string& policies) {
+  std::fprintf(out,
+               "usage: meshcast-pipeline FILE.json [--policy NAME] [--json] [--trace OUT.json]\n"
+               "  FILE.json             the pipeline description (stages, microbatches, schedule, streams, edges)\n"
+               "  --policy NAME         %s (default %s)\n"
+               "  --json                print one JSON object: policy, makespan, bubble_fraction, stages\n"
+               "  --trace OUT.json      write a Chrome / Perfetto trace, one track per stage and stream\n"
+               "  --time-limit-ms N     limit for the searching policies (default 1000)\n"
+               "  --search-limit-ms N   optimal: most time for its search after its seed (default: the rest\n"
+               "                        of the time limit)\n"
+               "  --seed N              seed for the randomised ones (default 1)\n"
+               "Exit status: 0 done, 2 bad input (the message on stderr names it), 1 output could not be written.\n",
+               policies.c_str(), std::string(pipeline::default_policy::name).c_str());
+}
+
+/// Runs meshcast-pipeline with the policies of `Policies`, printing to `out` and `err`.
+template <class Policies = pipeline::builtin_policies>
+int pipeline_main(int argc, char** argv, std::FILE* out = stdout, std::FILE* err = stderr) {
+  std::string file, policy(pipeline::default_policy::name), trace;
+  bool json = false;
+  double search_limit_s = -1;
+  pipeline::policy_options options;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      const std::string arg = argv[i];
+      auto next = [&]() -> std::string {
+        if (i + 1 >= argc) throw error("flag " + arg + " needs a value");
+        return argv[++i];
+      };
+      if (arg == "--policy") policy = next();
+      else if (arg == "--json") json = true;
+      else if (arg == "--trace") trace = next();
+      else if (arg == "--time-limit-ms" || arg == "--search-limit-ms") {
+        const std::string v = next();
+        std::size_t used = 0;
+        double ms = -1;
+        try {
+          ms = std::stod(v, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used != v.size() || !(ms >= 0) || ms > 1e9) throw error(arg + " '" + v + "' is not a number of milliseconds");
+        (arg == "--time-limit-ms" ? options.time_limit_s : search_limit_s) = ms / 1000;
+      } else if (arg == "--seed") {
+        const std::string v = next();
+        if (v.empty() || v.size() > 18 || v.find_first_not_of("0123456789") != std::string::npos)
+          throw error("--seed '" + v + "' is not a non-negative integer");
+        options.seed = std::stoull(v);
+      } else if (arg == "--help" || arg == "-h") {
+        pipeline_usage(out, pipeline::policy_names<Policies>());
+        return std::fflush(out) == 0 && !std::ferror(out) ? 0 : 1;
+      } else if (!arg.empty() && arg[0] == '-' && arg != "-") {
+        throw error("unknown flag '" + arg + "'");
+      } else if (file.empty()) {
+        file = arg;
+      } else {
+        throw error("one pipeline file only ('" + file + "' and '" + arg + "' given)");
+      }
+    }
+    if (file.empty()) throw error("missing the pipeline file (usage: meshcast-pipeline FILE.json [--policy NAME] [--json] [--trace OUT.json])");
+    if (!pipeline::has_policy<Policies>(policy)) pipeline::visit_policy<Policies>(policy, [](auto) {});  // throws
+    const pipeline::description d = pipeline::load(file);
+    const pipeline::timeline t =
+        pipeline::visit_policy<Policies>(policy, [&](auto p) {
+          if constexpr (requires { p.search_limit_s; })
+            if (search_limit_s >= 0) p.search_limit_s = search_limit_s;
+          return pipeline::order(d, p, options);
+        });
+    if (!trace.empty()) {
+      const std::string text = pipeline_trace(d, t);
+      std::ofstream out(trace, std::ios::binary);
+      if (out) out << text << '\n';
+      out.close();
+      if (!out) {
+        std::fprintf(err, "meshcast-pipeline: error: cannot write the trace file '%s'\n", trace.c_str());
+        return 1;
+      }
+    }
+    if (json) {
+      json_writer j;
+      write_pipeline_json(j, t);
+      std::fwrite(j.str().data(), 1, j.str().size(), out);
+      std::fputc('\n', out);
+    } else {
+      print_pipeline_summary(out, file, d, t);
+    }
+    if (std::fflush(out) != 0 || std::ferror(out)) {
+      std::fprintf(err, "meshcast-pipeline: error: cannot write to standard output (%s)\n", std::strerror(errno));
+      return 1;
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(err, "meshcast-pipeline: error: %s\n", e.what());
+    return 2;
+  }
+}
+
+}  // namespace meshcast::cli

@@ -1,0 +1,177 @@
+// The pipeline description as JSON (a contract other programs use):
+//
+//   {"stages": [{"forward": 2, "backward": 4}, ...],     required; "backward" required by training schedules
+//    "microbatches": 8,                                   required, 1 .. 100000
+//    "schedule": "forward_only" | "gpipe" | "1f1b" | "eager_1f1b",   default "forward_only"
+//    "streams": "shared" | "separate",                    default "shared"
+//    "edges": [{"from": 0, "to": 1, "time": 1}, ...],    default []; stages numbered from 0, from < to
+//    "network": {...},                                    needed by tensor edges
+//    "time_unit_s": 1}                                    seconds per time unit, default 1
+//
+// An edge gives "time" (and optionally "backward_time", else the same) or a tensor: "shape"
+// ([1024, 512] or "1024x512"), "element_bytes" (default 4), "src_mesh" and "dst_mesh" ([2, 4] or
+// "2x4"), "src_spec" and "dst_spec" ("S0,R"); its time is then the predicted time of the reshard
+// (`reshard_time_s`, edge_time.hpp) divided by "time_unit_s", backward the reshard back (unless
+// "backward_time" is given). "network": "nic_gbps" (default 10), "intra_gbps" (800), "latency_us"
+// (10), "nics_per_host" (1), "devices_per_host" (default: the source mesh's last axis),
+// "strategy" ("send_recv", "send_recv_allgather" or "broadcast"; default "send_recv"),
+// "split_replicas" (false). Members not named here are ignored. Every error is a
+// `meshcast::error` naming the member ("edges[2].to is 7, outside [0, 3]").
+#pragma once
+
+#include <fstream>
+#include <limits>
+#include <string>
+#include <string_view>
+
+#include "../detail/json.hpp"
+#include "description.hpp"
+#include "edge_time.hpp"
+
+namespace meshcast::pipeline {
+
+namespace detail {
+inline std::string extents_text(const json::value& v, const std::string& what) {
+  if (v.is_string()) return v.as_string(what);
+  const json::array& a = v.as_array(what);
+  if (a.empty()) throw error(what + " must not be empty");
+  std::string out;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    out += (i ? "x" : "") +
+           std::to_string(a[i].as_int(what + "[" + std::to_string(i) + "]", 0, std::numeric_limits<std::int32_t>::max()));
+  return out;
+}
+inline double time_of(const json::value& v, const std::string& what) {
+  const double t = v.as_double(what);
+  check_time(t, what);
+  return t;
+}
+}  // namespace detail
+
+/// The description a parsed JSON document gives; validated.
+inline description from_json(const json::value& doc) {
+  doc.as_object("the pipeline");
+  description d;
+  const json::array& stages = doc.at("stages", "the pipeline").as_array("stages");
+  if (stages.empty()) throw error("stages must list at least one stage");
+  if (static_cast<index_t>(stages.size()) > max_stages)
+    throw error("stages lists " + std::to_string(stages.size()) + " stages, more than the limit of " +
+                std::to_string(max_stages));
+  d.microbatches = doc.at("microbatches", "the pipeline").as_int("microbatches", 1, max_microbatches);
+  if (const json::value* s = doc.find("schedule")) d.schedule = parse_schedule_kind(s->as_string("schedule"));
+  if (const json::value* s = doc.find("streams")) d.streams = parse_stream_mode(s->as_string("streams"));
+  const index_t n = static_cast<index_t>(stages.size());
+  for (index_t i = 0; i < n; ++i) {
+    const std::string at = "stages[" + std::to_string(i) + "]";
+    stages[i].as_object(at);
+    stage s;
+    s.forward = detail::time_of(stages[i].at("forward", at), at + ".forward");
+    if (d.training()) s.backward = detail::time_of(stages[i].at("backward", at + " (schedule " + std::string(to_string(d.schedule)) + ")"), at + ".backward");
+    else if (const json::value* b = stages[i].find("backward")) s.backward = detail::time_of(*b, at + ".backward");
+    d.stages.push_back(s);
+  }
+  double unit = 1;
+  if (const json::value* u = doc.find("time_unit_s")) {
+    unit = u->as_double("time_unit_s");
+    if (!(unit > 0)) throw error("time_unit_s is " + detail::number(unit) + ", must be a positive number");
+    d.time_unit_s = unit;
+  }
+  const json::value* net_json = doc.find("network");
+  network_model net;
+  bool net_read = false;
+  auto read_network = [&] {
+    if (net_read) return;
+    net_read = true;
+    if (!net_json) throw error("an edge gives a tensor, so the pipeline needs a \"network\"");
+    net_json->as_object("network");
+    auto positive = [&](const char* key, double& out, bool zero_ok) {
+      if (const json::value* v = net_json->find(key)) {
+        out = v->as_double(std::string("network.") + key);
+        if (zero_ok ? !(out >= 0) : !(out > 0))
+          throw error(std::string("network.") + key + " is " + detail::number(out) + ", must be " +
+                      (zero_ok ? ">= 0" : "positive"));
+      }
+    };
+    positive("nic_gbps", net.nic_gbps, false);
+    positive("intra_gbps", net.intra_gbps, false);
+    positive("latency_us", net.latency_us, true);
+    if (const json::value* v = net_json->find("nics_per_host"))
+      net.nics_per_host = static_cast<int>(v->as_int("network.nics_per_host", 1, 64));
+    if (const json::value* v = net_json->find("devices_per_host"))
+      net.devices_per_host = v->as_int("network.devices_per_host", 1, max_edge_mesh_devices);
+    if (const json::value* v = net_json->find("strategy")) {
+      net.strategy = v->as_string("network.strategy");
+      visit_strategy(net.strategy, [](auto) {});  // throws naming an unknown strategy
+    }
+    if (const json::value* v = net_json->find("split_replicas")) net.split_replicas = v->as_bool("network.split_replicas");
+  };
+  if (const json::value* edges = doc.find("edges")) {
+    const json::array& es = edges->as_array("edges");
+    d.edges.reserve(es.size());
+    for (std::size_t i = 0; i < es.size(); ++i) {
+      const std::string at = "edges[" + std::to_string(i) + "]";
+      const json::value& e = es[i];
+      e.as_object(at);
+      edge x;
+      x.from = e.at("from", at).as_int(at + ".from", 0, n - 1);
+      x.to = e.at("to", at).as_int(at + ".to", 0, n - 1);
+      if (x.from >= x.to)
+        throw error(at + ".to is " + std::to_string(x.to) + " but must be greater than .from (" + std::to_string(x.from) +
+                    "): data flows from earlier stages to later ones");
+      const json::value* time = e.find("time");
+      const json::value* shape = e.find("shape");
+      if (time && shape) throw error(at + " gives both \"time\" and a tensor (\"shape\"): give one of them");
+      if (const json::value* b = e.find("backward_time")) x.backward_time = detail::time_of(*b, at + ".backward_time");
+      if (time) {
+        x.time = detail::time_of(*time, at + ".time");
+      } else if (shape) {
+        read_network();
+        tensor_edge t;
+        try {
+          t.shape = parse_shape(detail::extents_text(*shape, at + ".shape"));
+          if (const json::value* b = e.find("element_bytes")) t.element_bytes = b->as_int(at + ".element_bytes", 1, 1024);
+          t.src_mesh = parse_mesh(detail::extents_text(e.at("src_mesh", at), at + ".src_mesh"));
+          t.dst_mesh = parse_mesh(detail::extents_text(e.at("dst_mesh", at), at + ".dst_mesh"));
+          t.src_spec = dynamic_spec(e.at("src_spec", at).as_string(at + ".src_spec"));
+          t.dst_spec = dynamic_spec(e.at("dst_spec", at).as_string(at + ".dst_spec"));
+          x.time = reshard_time_s(t, net) / unit;
+          if (d.training() && !x.backward_time) x.backward_time = reshard_time_s(t, net, true) / unit;
+        } catch (const error& err) {
+          const std::string m = err.what();
+          if (m.rfind(at, 0) == 0) throw;
+          throw error(at + ": " + m);
+        }
+        detail::check_time(x.time, at + ".time (predicted)");
+      } else {
+        throw error(at + " has no \"time\" (or a tensor: \"shape\", \"src_mesh\", \"src_spec\", \"dst_mesh\", \"dst_spec\")");
+      }
+      d.edges.push_back(x);
+    }
+  }
+  validate(d);
+  return d;
+}
+
+/// Parses and validates a pipeline description given as JSON text.
+inline description from_json(std::string_view text) { return from_json(json::parse(text)); }
+
+/// Reads a pipeline description from a JSON file; the errors name the file.
+inline description load(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw error("cannot read '" + path + "'");
+  std::string text;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > json::max_document_bytes)
+      throw error("'" + path + "' is larger than the limit of " + std::to_string(json::max_document_bytes) + " bytes");
+  }
+  if (in.bad()) throw error("cannot read '" + path + "'");
+  try {
+    return from_json(std::string_view(text));
+  } catch (const error& e) {
+    throw error(path + ": " + e.what());
+  }
+}
+
+}  // namespace meshcast::pipeline

@@ -1,0 +1,181 @@
+// The pipeline JSON (a contract): fields, defaults, errors naming the input, tensor edges whose
+// time is the predicted reshard time; the CLI's generic main with a user's policy.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <meshcast/pipeline.hpp>
+
+#include "cli/pipeline_cli.hpp"
+
+using namespace meshcast;
+using namespace meshcast::pipeline;
+
+namespace {
+std::string thrown(const std::string& text) {
+  try {
+    from_json(std::string_view(text));
+  } catch (const error& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("pipeline JSON: the issue's form") {
+  description d = from_json(std::string_view(R"({"stages": [{"forward": 2, "backward": 4}, {"forward": 2, "backward": 4},
+      {"forward": 1.5, "backward": 3}, {"forward": 2, "backward": 4}],
+    "microbatches": 8, "schedule": "eager_1f1b", "streams": "separate",
+    "edges": [{"from": 0, "to": 1, "time": 1}, {"from": 0, "to": 3, "time": 1, "backward_time": 0.5},
+              {"from": 1, "to": 2, "time": 1}, {"from": 2, "to": 3, "time": 2}],
+    "comment": "unknown members are ignored"})"));
+  CHECK(d.stage_count() == 4);
+  CHECK(d.stages[2].forward == 1.5);
+  CHECK(d.stages[2].backward == 3);
+  CHECK(d.microbatches == 8);
+  CHECK(d.schedule == schedule_kind::eager_1f1b);
+  CHECK(d.streams == stream_mode::separate);
+  REQUIRE(d.edges.size() == 4);
+  CHECK(d.edges[1].from == 0);
+  CHECK(d.edges[1].to == 3);
+  CHECK(d.edges[1].back() == 0.5);
+  CHECK(d.edges[3].back() == 2);
+  for (const char* k : {"forward_only", "gpipe", "1f1b", "eager_1f1b"})
+    CHECK(to_string(from_json(std::string_view(std::string(R"({"stages": [{"forward": 1, "backward": 1}], "microbatches": 1, "schedule": ")") + k + "\"}")).schedule) == k);
+  // Defaults: forward_only, shared, no edges; "backward" not needed without training.
+  description small = from_json(std::string_view(R"({"stages": [{"forward": 1}, {"forward": 3}], "microbatches": 2})"));
+  CHECK(small.schedule == schedule_kind::forward_only);
+  CHECK(small.streams == stream_mode::shared);
+  CHECK(small.edges.empty());
+}
+
+TEST_CASE("pipeline JSON: errors name the input") {
+  const std::string ok_stages = R"("stages": [{"forward": 2, "backward": 4}, {"forward": 2, "backward": 4}, {"forward": 2, "backward": 4}])";
+  auto doc = [&](const std::string& rest) { return "{" + ok_stages + ", " + rest + "}"; };
+  CHECK(thrown(R"({"microbatches": 2})") == "the pipeline has no \"stages\"");
+  CHECK(thrown(R"({"stages": [{"forward": 1}]})") == "the pipeline has no \"microbatches\"");
+  CHECK(thrown(R"({"stages": [], "microbatches": 1})") == "stages must list at least one stage");
+  CHECK(thrown(R"({"stages": [{"backward": 1}], "microbatches": 1})") == "stages[0] has no \"forward\"");
+  CHECK(thrown(R"({"stages": [{"forward": "2"}], "microbatches": 1})") == "stages[0].forward must be a number");
+  CHECK(thrown(R"({"stages": [{"forward": -2}], "microbatches": 1})").find("stages[0].forward is -2: a time must be") == 0);
+  CHECK(thrown(R"({"stages": [{"forward": 1}], "microbatches": 1, "schedule": "1f1b"})") ==
+        "stages[0] (schedule 1f1b) has no \"backward\"");
+  CHECK(thrown(R"({"stages": [{"forward": 1}], "microbatches": 0})") == "microbatches is 0, outside [1, 100000]");
+  CHECK(thrown(R"({"stages": [{"forward": 1}], "microbatches": 2.5})") == "microbatches must be an integer");
+  CHECK(thrown(R"({"stages": [{"forward": 1}], "microbatches": 1, "schedule": "zb"})").find("schedule 'zb' is not a schedule") == 0);
+  CHECK(thrown(R"({"stages": [{"forward": 1}], "microbatches": 1, "streams": 2})") == "streams must be a string");
+  CHECK(thrown(doc(R"("microbatches": 2, "edges": [{"from": 0, "to": 1, "time": 1}, {"from": 0, "to": 1}])")).find("edges[1] has no \"time\"") == 0);
+  CHECK(thrown(doc(R"("microbatches": 2, "edges": [{"from": 0, "to": 1, "time": 1}, {"from": 1, "to": 7, "time": 1}])")) ==
+        "edges[1].to is 7, outside [0, 2]");
+  CHECK(thrown(doc(R"("microbatches": 2, "edges": [{"to": 1, "time": 1}])")) == "edges[0] has no \"from\"");
+  CHECK(thrown(doc(R"("microbatches": 2, "edges": [{"from": 2, "to": 1, "time": 1}])")).find("edges[0].to is 1 but must be greater than .from (2)") == 0);
+  CHECK(thrown(doc(R"("microbatches": 2, "edges": [{"from": 0, "to": 2, "time": 1}, {"from": 0, "to": 2, "time": 3}])")).find("edges[1] repeats edges[0] (0 -> 2)") == 0);
+  CHECK(thrown(doc(R"("microbatches": 2, "edges": [{"from": 0, "to": 1, "time": -1}])")).find("edges[0].time is -1") == 0);
+  CHECK(thrown(doc(R"("microbatches": 2, "edges": [{"from": 0, "to": 1, "time": 1, "backward_time": -3}])")).find("edges[0].backward_time is -3") == 0);
+  CHECK(thrown(doc(R"("microbatches": 2, "edges": [{"from": 0, "to": 1, "time": 1, "shape": [4]}])")).find("edges[0] gives both") == 0);
+  CHECK(thrown(doc(R"("microbatches": 2, "edges": {"from": 0})")) == "edges must be an array");
+  CHECK(thrown(doc(R"("microbatches": 2, "edges": [{"from": 0, "to": 1, "shape": [64], "src_mesh": "2", "src_spec": "S0", "dst_mesh": "2", "dst_spec": "R"}])")) ==
+        "an edge gives a tensor, so the pipeline needs a \"network\"");
+  CHECK(thrown(R"({"stages": [{"forward": 1}], "microbatches": 1} x)").find("JSON at line 1 column") == 0);
+  CHECK(thrown("[1, 2]") == "the pipeline must be an object");
+  // NaN cannot be written in JSON; numbers beyond double range are refused by the reader.
+  CHECK(thrown(R"({"stages": [{"forward": 1e999}], "microbatches": 1})").find("JSON at line 1") == 0);
+}
+
+TEST_CASE("pipeline JSON: a tensor edge's time is the predicted reshard time") {
+  const std::string text = R"({"stages": [{"forward": 1, "backward": 2}, {"forward": 1, "backward": 2}],
+    "microbatches": 2, "schedule": "gpipe", "time_unit_s": 0.001,
+    "network": {"nic_gbps": 100, "latency_us": 5, "devices_per_host": 4},
+    "edges": [{"from": 0, "to": 1, "shape": [1024, 1024], "element_bytes": 2,
+               "src_mesh": [2, 4], "src_spec": "S0,R", "dst_mesh": "1x4", "dst_spec": "R,S0"}]})";
+  description d = from_json(std::string_view(text));
+  tensor_edge t{parse_shape("1024x1024"), 2, parse_mesh("2x4"), dynamic_spec("S0,R"), parse_mesh("1x4"), dynamic_spec("R,S0")};
+  network_model net;
+  net.nic_gbps = 100;
+  net.latency_us = 5;
+  net.devices_per_host = 4;
+  const double forward = reshard_time_s(t, net), backward = reshard_time_s(t, net, true);
+  CHECK(forward > 0);
+  CHECK(backward > 0);
+  CHECK(d.edges[0].time == doctest::Approx(forward / 0.001));
+  CHECK(d.edges[0].back() == doctest::Approx(backward / 0.001));
+  // The whole tensor (2 MiB) crosses one 100 Gbit/s NIC at least once: 2 MiB / 12.5 GB/s.
+  CHECK(forward >= 2.0 * 1024 * 1024 / 12.5e9);
+  // Bad tensors name the edge.
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string x = text;
+    x.replace(x.find(from), from.size(), to);
+    try {
+      from_json(std::string_view(x));
+    } catch (const error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(with("\"R,S0\"", "\"R,S7\"").find("edges[0]: ") == 0);
+  CHECK(with("\"1x4\"", "\"1x\"").find("edges[0]: mesh '1x'") == 0);
+  CHECK(with("\"nic_gbps\": 100", "\"nic_gbps\": 0") == "network.nic_gbps is 0, must be positive");
+  CHECK(with("\"devices_per_host\": 4", "\"strategy\": \"carrier_pigeon\"").find("unknown strategy 'carrier_pigeon'") == 0);
+  CHECK(with("[1024, 1024]", "[1024, 1024, 1024, 1024, 1024, 1024]").find("edges[0]: ") == 0);
+}
+
+// ---- the CLI's main, generic over the policy list: a user's policy appended is accepted ------------
+
+namespace {
+/// A user's policy: rounds' lists, under another name.
+struct my_rounds {
+  static constexpr std::string_view name = "my_rounds";
+  policy_result order(const graph& g, const policy_options& o) const { return rounds{}.order(g, o); }
+};
+
+std::string read_all(std::FILE* f) {
+  std::string out;
+  std::rewind(f);
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("pipeline CLI: a user's policy appended to the list is accepted by the generic main") {
+  const std::string path = "meshcast_pipeline_cli_test.json";
+  std::ofstream(path) << R"({"stages": [{"forward": 2}, {"forward": 2}, {"forward": 2}], "microbatches": 3,
+                             "edges": [{"from": 0, "to": 1, "time": 1}, {"from": 1, "to": 2, "time": 1}]})";
+  using mine = with_policies<builtin_policies, my_rounds>;
+  auto run = [&](std::vector<std::string> args, std::string& out, std::string& err) {
+    std::vector<char*> argv;
+    static char name[] = "meshcast-pipeline";
+    argv.push_back(name);
+    for (std::string& a : args) argv.push_back(a.data());
+    std::FILE* o = std::tmpfile();
+    std::FILE* e = std::tmpfile();
+    const int rc = cli::pipeline_main<mine>(static_cast<int>(argv.size()), argv.data(), o, e);
+    out = read_all(o);
+    err = read_all(e);
+    std::fclose(o);
+    std::fclose(e);
+    return rc;
+  };
+  std::string out, err, rounds_out;
+  CHECK(run({path, "--policy", "my_rounds", "--json"}, out, err) == 0);
+  CHECK(out.find("{\"policy\":\"my_rounds\",\"makespan\":") == 0);
+  CHECK(run({path, "--policy", "rounds", "--json"}, rounds_out, err) == 0);
+  CHECK(out.substr(out.find(",")) == rounds_out.substr(rounds_out.find(",")));  // the same lists
+  CHECK(run({"--help"}, out, err) == 0);
+  CHECK(out.find("list_scheduling, prior_first, later_first, rounds, optimal or my_rounds") != std::string::npos);
+  CHECK(run({path, "--policy", "theirs"}, out, err) == 2);
+  CHECK(err.find("unknown policy 'theirs' (expected list_scheduling, prior_first, later_first, rounds, optimal or my_rounds)") !=
+        std::string::npos);
+  // The built-in list does not know it.
+  std::FILE* o = std::tmpfile();
+  std::FILE* e = std::tmpfile();
+  std::string arg0 = "meshcast-pipeline", arg1 = path, arg2 = "--policy", arg3 = "my_rounds";
+  char* argv[] = {arg0.data(), arg1.data(), arg2.data(), arg3.data()};
+  CHECK(cli::pipeline_main(4, argv, o, e) == 2);
+  std::fclose(o);
+  std::fclose(e);
+  std::remove(path.c_str());
+}
