@@ -1,0 +1,261 @@
+// The cost model of a graph on a logical mesh, as a pairwise cost graph (problem.hpp) with one
+// node per tensor: a graph input or parameter chooses its spec; an op output is chosen through
+// the op's strategy (strategies.hpp), which fixes the spec it is produced in.
+//
+// Costs (seconds):
+//   op node     its strategy: compute and the collectives of partial sums (forward, backward)
+//   edge        tensor t from its producer to a consumer: reshard(produced spec -> spec the
+//               consumer's strategy needs); when training and t needs a gradient, also the
+//               gradient's way back, reshard(needed spec -> produced spec)
+//   output      a graph output with a required spec: reshard(produced -> required) (and back when
+//               training)
+// Memory per device: every tensor's largest shard in its spec; parameters twice when training
+// (their gradients live at once); reshard copies at consumers are not counted.
+//
+// Reductions (problem.hpp) the ILP may use on large graphs:
+//   merging     an elementwise unary op, softmax or layernorm whose input has no other consumer
+//               follows that input's producer: it takes the strategy that keeps the producer's
+//               spec (Alpa's merging of ops that follow their operand);
+//   coalescing  repeated layers take the same choices: ops whose type, shapes, attributes and
+//               producer offsets repeat with a period p, and the parameters only they use.
+#pragma once
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph.hpp"
+#include "problem.hpp"
+#include "reshard.hpp"
+#include "strategies.hpp"
+
+namespace meshcast::autoshard {
+
+class cost_model {
+ public:
+  /// Builds every table; throws `time_limit_reached` once `limit` has passed.
+  cost_model(const graph& g, const mesh_model& m, const deadline& limit = deadline::after(1e9))
+      : graph_(&g), mesh_(m), reshards_(m, g.element_bytes) {
+    m.validate();
+    const auto& ts = g.tensors();
+    node_of_.assign(ts.size(), -1);
+    for (std::size_t t = 0; t < ts.size(); ++t)
+      if (ts[t].producer < 0) add_node(static_cast<int>(t));
+    for (int o : g.order()) add_node(g.ops()[o].output);
+    fixed_.resize(ts.size());
+    for (std::size_t t = 0; t < ts.size(); ++t)
+      if (ts[t].spec) {
+        check_spec_on_mesh(*ts[t].spec, ts[t].shape.size(), m, "tensor '" + ts[t].name + "'");
+        fixed_[t] = canonical(*ts[t].spec, m);
+      }
+    required_.resize(ts.size());
+    for (const output_desc& o : g.outputs())
+      if (o.spec) {
+        check_spec_on_mesh(*o.spec, ts[o.tensor].shape.size(), m, "outputs: tensor '" + ts[o.tensor].name + "'");
+        required_[o.tensor] = canonical(*o.spec, m);
+      }
+    shape_id_.resize(ts.size());
+    for (std::size_t t = 0; t < ts.size(); ++t) shape_id_[t] = reshards_.shape_id(ts[t].shape);
+
+    // Choices of every node.
+    problem_.cost.resize(tensor_of_.size());
+    problem_.memory.resize(tensor_of_.size());
+    problem_.memory_limit = m.memory_bytes;
+    choice_spec_.resize(tensor_of_.size());
+    strategies_.resize(tensor_of_.size());
+    for (std::size_t v = 0; v < tensor_of_.size(); ++v) {
+      limit.check("listing sharding strategies");
+      const int t = tensor_of_[v];
+      const tensor_desc& td = ts[t];
+      if (td.producer < 0) {
+        std::vector<spec_value> specs = fixed_[t] ? std::vector<spec_value>{*fixed_[t]} : tensor_specs(td.shape, m);
+        for (const spec_value& s : specs) {
+          choice_spec_[v].push_back(reshards_.spec_id(s));
+          problem_.cost[v].push_back(0);
+          problem_.memory[v].push_back(static_cast<double>(local_bytes(td.shape, s, m, g.element_bytes)) *
+                                       (g.training && td.parameter ? 2 : 1));
+        }
+      } else {
+        const op_desc& o = g.ops()[td.producer];
+        for (op_strategy& s : strategies_of(g, o, m)) {
+          if (fixed_[t] && !(s.output == *fixed_[t])) continue;
+          choice_spec_[v].push_back(reshards_.spec_id(s.output));
+          problem_.cost[v].push_back(s.seconds);
+          problem_.memory[v].push_back(static_cast<double>(local_bytes(td.shape, s.output, m, g.element_bytes)));
+          strategies_[v].push_back(std::move(s));
+        }
+        if (strategies_[v].empty())
+          throw error("tensor '" + td.name + "': op '" + o.name + "' (" + o.type + ") has no strategy producing " +
+                      (fixed_[t] ? "its fixed spec '" + fixed_[t]->to_string() + "'" : std::string("it")) +
+                      " on this mesh");
+      }
+      if (required_[t])
+        for (std::size_t i = 0; i < choice_spec_[v].size(); ++i)
+          problem_.cost[v][i] += round_trip(t, choice_spec_[v][i], reshards_.spec_id(*required_[t]));
+    }
+    // Edges: one per (producer, consumer op) pair; a tensor used twice by one op adds both slots.
+    for (int o : g.order()) {
+      const op_desc& op = g.ops()[o];
+      const int v = node_of_[op.output];
+      for (std::size_t slot = 0; slot < op.inputs.size(); ++slot) {
+        limit.check("costing reshards between specs");
+        const int t = op.inputs[slot];
+        const int u = node_of_[t];
+        factor_graph::edge* e = nullptr;
+        for (auto& x : problem_.edges)
+          if (x.u == u && x.v == v) e = &x;
+        if (!e) {
+          problem_.edges.push_back({u, v, std::vector<double>(choice_spec_[u].size() * choice_spec_[v].size(), 0.0)});
+          e = &problem_.edges.back();
+        }
+        const std::size_t kv = choice_spec_[v].size();
+        for (std::size_t i = 0; i < choice_spec_[u].size(); ++i) {
+          limit.check("costing reshards between specs");
+          for (std::size_t j = 0; j < kv; ++j)
+            e->cost[i * kv + j] +=
+                round_trip(t, choice_spec_[u][i], reshards_.spec_id(strategies_[v][j].inputs[slot]));
+        }
+      }
+    }
+  }
+
+  const graph& source() const noexcept { return *graph_; }
+  const mesh_model& mesh() const noexcept { return mesh_; }
+  const factor_graph& problem() const noexcept { return problem_; }
+  reshard_model& reshards() noexcept { return reshards_; }
+
+  int node_of(int tensor) const { return node_of_[tensor]; }
+  int tensor_of(int node) const { return tensor_of_[node]; }
+  /// The spec tensor_of(v) gets under choice i of node v.
+  const spec_value& spec(int v, int i) const { return reshards_.spec(choice_spec_[v][i]); }
+  /// The strategies of an op node (empty for inputs and parameters), one per choice.
+  const std::vector<op_strategy>& strategies(int v) const { return strategies_[v]; }
+  const std::optional<spec_value>& fixed(int tensor) const { return fixed_[tensor]; }
+  const std::optional<spec_value>& required(int tensor) const { return required_[tensor]; }
+
+  /// Reshard tensor t from one interned spec to another, and the gradient's way back when training.
+  double round_trip(int t, int from, int to) {
+    double s = reshards_.seconds(shape_id_[t], from, to);
+    if (graph_->training && graph_->tensors()[t].requires_grad) s += reshards_.seconds(shape_id_[t], to, from);
+    return s;
+  }
+
+  /// Merging of followers (see the header comment).
+  reduction merging() const {
+    reduction r = reduction::identity(problem_);
+    const graph& g = *graph_;
+    for (int o : g.order()) {
+      const op_desc& op = g.ops()[o];
+      if (op.kind != op_kind::unary && op.kind != op_kind::softmax && op.kind != op_kind::layernorm) continue;
+      const tensor_desc& in = g.tensors()[op.inputs[0]];
+      if (in.producer < 0 || in.consumers.size() != 1) continue;
+      const int v = node_of_[op.output], p = node_of_[op.inputs[0]];
+      std::vector<int> m(choice_spec_[p].size(), -1);
+      for (std::size_t i = 0; i < m.size(); ++i)
+        for (std::size_t j = 0; j < strategies_[v].size(); ++j)
+          if (choice_spec_[v][j] == choice_spec_[p][i] && reshards_.spec(choice_spec_[p][i]) == strategies_[v][j].inputs[0])
+            m[i] = static_cast<int>(j);
+      // Compose with p's own tie, so every map points at a representative.
+      const int root = r.rep[p];
+      std::vector<int> composed(choice_spec_[root].size(), -1);
+      for (std::size_t i = 0; i < composed.size(); ++i) {
+        const int via = r.map[p][i];
+        composed[i] = via < 0 ? -1 : m[static_cast<std::size_t>(via)];
+      }
+      r.tie(v, root, composed);
+    }
+    return r;
+  }
+
+  /// Merging, then coalescing of repeated layers over the representatives (see the header).
+  reduction merging_and_coalescing() const {
+    reduction r = merging();
+    const graph& g = *graph_;
+    const std::vector<int>& order = g.order();
+    const std::size_t n = order.size();
+    std::vector<int> position(g.ops().size());
+    for (std::size_t i = 0; i < n; ++i) position[order[i]] = static_cast<int>(i);
+    // Signature of each op in order: type, attributes, shapes, where each input comes from.
+    std::vector<std::string> sig(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const op_desc& op = g.ops()[order[i]];
+      std::string s = op.type + '/' + std::to_string(op.axis) + '/' + std::to_string(op.keepdims);
+      for (int p : op.perm) s += ',' + std::to_string(p);
+      auto shape = [&](int t) {
+        std::string x = "[";
+        for (index_t d : g.tensors()[t].shape) x += std::to_string(d) + ',';
+        const auto& f = fixed_[t];
+        const auto& q = required_[t];
+        return x + ']' + (f ? f->to_string() : "") + '/' + (q ? q->to_string() : "");
+      };
+      s += shape(op.output);
+      for (int in : op.inputs) {
+        const tensor_desc& t = g.tensors()[in];
+        s += '|' + shape(in);
+        if (t.producer >= 0) s += "@-" + std::to_string(static_cast<int>(i) - position[t.producer]);
+        else s += t.parameter ? "@param" + std::to_string(t.consumers.size()) : "@input" + t.name;
+      }
+      sig[i] = std::move(s);
+    }
+    // The period covering the most ops with at least two repetitions.
+    std::size_t best_p = 0, best_start = 0, best_reps = 0;
+    for (std::size_t p = 1; p * 2 <= n; ++p) {
+      std::size_t run = 0;
+      for (std::size_t i = 0; i + p <= n; ++i) {
+        const bool same = i + p < n && sig[i] == sig[i + p];
+        if (same) {
+          ++run;
+          continue;
+        }
+        // sig[i - run .. i + p) repeats with period p: floor((run + p) / p) copies.
+        const std::size_t reps = (run + p) / p;
+        if (reps >= 2 && reps * p > best_reps * best_p) best_p = p, best_start = i - run, best_reps = reps;
+        run = 0;
+      }
+    }
+    if (best_reps < 2) return r;
+    for (std::size_t k = 1; k < best_reps; ++k)
+      for (std::size_t j = 0; j < best_p; ++j) {
+        const op_desc& a = g.ops()[order[best_start + j]];
+        const op_desc& b = g.ops()[order[best_start + k * best_p + j]];
+        tie_same(r, node_of_[a.output], node_of_[b.output]);
+        for (std::size_t s = 0; s < a.inputs.size(); ++s) {
+          const tensor_desc &ta = g.tensors()[a.inputs[s]], &tb = g.tensors()[b.inputs[s]];
+          if (ta.producer < 0 && tb.producer < 0 && ta.parameter && tb.parameter && ta.consumers.size() == 1 &&
+              tb.consumers.size() == 1)
+            tie_same(r, node_of_[a.inputs[s]], node_of_[b.inputs[s]]);
+        }
+      }
+    return r;
+  }
+
+ private:
+  void add_node(int t) {
+    node_of_[t] = static_cast<int>(tensor_of_.size());
+    tensor_of_.push_back(t);
+  }
+  // Ties representative y (and everything tied to it) to x's representative when their choices
+  // are the same specs with the same inputs, one for one.
+  void tie_same(reduction& r, int x, int y) const {
+    const int rx = r.rep[x], ry = r.rep[y];
+    if (rx == ry || ry != y || rx != x) return;  // only untied representatives of the same shape
+    if (choice_spec_[rx] != choice_spec_[ry]) return;
+    for (std::size_t i = 0; i < strategies_[rx].size(); ++i)
+      if (strategies_[rx][i].inputs != strategies_[ry][i].inputs) return;
+    for (std::size_t v = 0; v < r.rep.size(); ++v)
+      if (r.rep[v] == ry) r.tie(static_cast<int>(v), rx, r.map[v]);
+  }
+
+  const graph* graph_;
+  mesh_model mesh_;
+  reshard_model reshards_;
+  factor_graph problem_;
+  std::vector<int> node_of_, tensor_of_, shape_id_;
+  std::vector<std::vector<int>> choice_spec_;
+  std::vector<std::vector<op_strategy>> strategies_;
+  std::vector<std::optional<spec_value>> fixed_, required_;
+};
+
+}  // namespace meshcast::autoshard
