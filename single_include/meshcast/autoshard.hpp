@@ -1556,6 +1556,9 @@ struct deadline {
 
 namespace meshcast::autoshard {
 
+/// Most entries all edge cost tables of one problem may hold together (memory stays bounded).
+inline constexpr std::size_t max_table_entries = std::size_t{1} << 26;
+
 class cost_model {
  public:
   /// Builds every table; throws `time_limit_reached` once `limit` has passed.
@@ -1619,6 +1622,7 @@ class cost_model {
           problem_.cost[v][i] += round_trip(t, choice_spec_[v][i], reshards_.spec_id(*required_[t]));
     }
     // Edges: one per (producer, consumer op) pair; a tensor used twice by one op adds both slots.
+    std::size_t entries = 0;
     for (int o : g.order()) {
       const op_desc& op = g.ops()[o];
       const int v = node_of_[op.output];
@@ -1630,6 +1634,11 @@ class cost_model {
         for (auto& x : problem_.edges)
           if (x.u == u && x.v == v) e = &x;
         if (!e) {
+          entries += choice_spec_[u].size() * choice_spec_[v].size();
+          if (entries > max_table_entries)
+            throw error("the cost tables of this graph on this mesh would hold more than " +
+                        std::to_string(max_table_entries) + " entries (at op '" + op.name +
+                        "'); use a mesh with fewer axes");
           problem_.edges.push_back({u, v, std::vector<double>(choice_spec_[u].size() * choice_spec_[v].size(), 0.0)});
           e = &problem_.edges.back();
         }
@@ -2007,6 +2016,7 @@ inline bool improve(const factor_graph& p, std::vector<int>& choice, const deadl
       int pick = cur;
       for (int j = 0; j < p.choices(v); ++j) {
         if (j == cur) continue;
+        if (j % 16 == 15 && limit.passed()) return false;
         if (memory - p.memory[v][cur] + p.memory[v][j] > p.memory_limit * (1 + 1e-12)) continue;
         const double c = local_cost(p, inc, choice, v, j);
         if (c < best - 1e-15 * std::max(1.0, std::abs(best))) best = c, pick = j;
@@ -2189,6 +2199,7 @@ struct greedy {
       double best = infinite_cost;
       int pick = 0;
       for (int j = 0; j < p.choices(v); ++j) {
+        if (j % 16 == 15) sp.limit.check("placing ops greedily");
         double c = detail::local_cost(p, inc, choice, v, j);
         for (auto [e, is_u] : inc[v]) {
           const auto& x = p.edges[e];
@@ -2234,6 +2245,7 @@ struct greedy {
       double best = infinite_cost;
       int bv = -1, bj = -1;
       for (int v = 0; v < p.nodes(); ++v) {
+        if (v % 8 == 7) limit.check("fitting the memory limit");
         const double now = detail::local_cost(p, inc, choice, v, choice[v]);
         for (int j = 0; j < p.choices(v); ++j) {
           const double saved = p.memory[v][choice[v]] - p.memory[v][j];
@@ -2319,13 +2331,14 @@ struct ilp {
     r.nodes = p.nodes();
     // Start: the greedy answer (also the fallback).
     std::vector<int> start;
+    bool have_start = true;
     try {
       const reduction none = reduction::identity(p);
       start = greedy{}.solve(sharding_problem{p, none, limit}).choice;
     } catch (const time_limit_reached&) {
       throw;
     } catch (const error&) {
-      start.clear();  // greedy found nothing within the memory limit; CBC may
+      have_start = false;  // greedy found nothing within the memory limit; CBC may
     }
     const int n = p.nodes();
     std::vector<std::vector<double>> unary = p.cost;
@@ -2412,17 +2425,18 @@ struct ilp {
     Cbc_setLogLevel(model.get(), 0);
     // CBC 2.10.8's preprocessing can crash in its post-processing on some models: off.
     Cbc_setParameter(model.get(), "preprocess", "off");
+    Cbc_setParameter(model.get(), "timeMode", "elapsed");  // the limit is wall-clock time, not CPU time
     Cbc_setAllowableGap(model.get(), 1e-6);
     Cbc_setAllowableFractionGap(model.get(), 1e-9);
     const double left = limit.left_s();
     if (left <= 0) {
-      if (start.empty()) throw time_limit_reached("time limit reached before the integer program ran");
+      if (!have_start) throw time_limit_reached("time limit reached before the integer program ran");
       r.choice = start;
       r.note = "time limit reached before CBC ran: greedy answer";
       return r;
     }
     Cbc_setMaximumSeconds(model.get(), std::max(left, 0.01));
-    if (!start.empty() && p.fits(start) && p.objective(start) < infinite_cost) {
+    if (have_start && p.fits(start) && p.objective(start) < infinite_cost) {
       std::vector<double> initial(static_cast<std::size_t>(columns), 0.0);
       for (int v = 0; v < n; ++v) initial[s_first[v] + start[v]] = 1;
       for (std::size_t k = 0; k < live_edges.size(); ++k) {
@@ -2438,6 +2452,7 @@ struct ilp {
       throw error("no assignment fits in the memory limit of " + std::to_string(p.memory_limit) +
                   " bytes per device (proven by the integer program)");
     r.choice = start;
+    bool have = have_start;
     if (Cbc_numberSavedSolutions(model.get()) > 0 || Cbc_isProvenOptimal(model.get())) {
       const double* sol = Cbc_getColSolution(model.get());
       std::vector<int> found(static_cast<std::size_t>(n), -1);
@@ -2446,9 +2461,12 @@ struct ilp {
         for (int i = 0; i < p.choices(v); ++i)
           if (sol[s_first[v] + i] > best) best = sol[s_first[v] + i], found[v] = i;
       }
-      if (p.fits(found) && (start.empty() || p.objective(found) <= p.objective(start))) r.choice = std::move(found);
+      if (p.fits(found) && (!have_start || p.objective(found) <= p.objective(start))) {
+        r.choice = std::move(found);
+        have = true;
+      }
     }
-    if (r.choice.empty())
+    if (!have)
       throw time_limit_reached("the integer program found no assignment within the memory limit in time");
     r.proven_optimal = Cbc_isProvenOptimal(model.get()) != 0;
     if (r.proven_optimal) r.bound = std::max(0.0, Cbc_getBestPossibleObjValue(model.get()) / scale);

@@ -33,6 +33,9 @@
 
 namespace meshcast::autoshard {
 
+/// Most entries all edge cost tables of one problem may hold together (memory stays bounded).
+inline constexpr std::size_t max_table_entries = std::size_t{1} << 26;
+
 class cost_model {
  public:
   /// Builds every table; throws `time_limit_reached` once `limit` has passed.
@@ -96,6 +99,7 @@ class cost_model {
           problem_.cost[v][i] += round_trip(t, choice_spec_[v][i], reshards_.spec_id(*required_[t]));
     }
     // Edges: one per (producer, consumer op) pair; a tensor used twice by one op adds both slots.
+    std::size_t entries = 0;
     for (int o : g.order()) {
       const op_desc& op = g.ops()[o];
       const int v = node_of_[op.output];
@@ -107,6 +111,11 @@ class cost_model {
         for (auto& x : problem_.edges)
           if (x.u == u && x.v == v) e = &x;
         if (!e) {
+          entries += choice_spec_[u].size() * choice_spec_[v].size();
+          if (entries > max_table_entries)
+            throw error("the cost tables of this graph on this mesh would hold more than " +
+                        std::to_string(max_table_entries) + " entries (at op '" + op.name +
+                        "'); use a mesh with fewer axes");
           problem_.edges.push_back({u, v, std::vector<double>(choice_spec_[u].size() * choice_spec_[v].size(), 0.0)});
           e = &problem_.edges.back();
         }

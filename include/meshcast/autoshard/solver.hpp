@@ -77,6 +77,7 @@ inline bool improve(const factor_graph& p, std::vector<int>& choice, const deadl
       int pick = cur;
       for (int j = 0; j < p.choices(v); ++j) {
         if (j == cur) continue;
+        if (j % 16 == 15 && limit.passed()) return false;
         if (memory - p.memory[v][cur] + p.memory[v][j] > p.memory_limit * (1 + 1e-12)) continue;
         const double c = local_cost(p, inc, choice, v, j);
         if (c < best - 1e-15 * std::max(1.0, std::abs(best))) best = c, pick = j;

@@ -28,6 +28,7 @@ struct greedy {
       double best = infinite_cost;
       int pick = 0;
       for (int j = 0; j < p.choices(v); ++j) {
+        if (j % 16 == 15) sp.limit.check("placing ops greedily");
         double c = detail::local_cost(p, inc, choice, v, j);
         for (auto [e, is_u] : inc[v]) {
           const auto& x = p.edges[e];
@@ -73,6 +74,7 @@ struct greedy {
       double best = infinite_cost;
       int bv = -1, bj = -1;
       for (int v = 0; v < p.nodes(); ++v) {
+        if (v % 8 == 7) limit.check("fitting the memory limit");
         const double now = detail::local_cost(p, inc, choice, v, choice[v]);
         for (int j = 0; j < p.choices(v); ++j) {
           const double saved = p.memory[v][choice[v]] - p.memory[v][j];

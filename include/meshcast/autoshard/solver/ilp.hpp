@@ -64,13 +64,14 @@ struct ilp {
     r.nodes = p.nodes();
     // Start: the greedy answer (also the fallback).
     std::vector<int> start;
+    bool have_start = true;
     try {
       const reduction none = reduction::identity(p);
       start = greedy{}.solve(sharding_problem{p, none, limit}).choice;
     } catch (const time_limit_reached&) {
       throw;
     } catch (const error&) {
-      start.clear();  // greedy found nothing within the memory limit; CBC may
+      have_start = false;  // greedy found nothing within the memory limit; CBC may
     }
     const int n = p.nodes();
     std::vector<std::vector<double>> unary = p.cost;
@@ -157,17 +158,18 @@ struct ilp {
     Cbc_setLogLevel(model.get(), 0);
     // CBC 2.10.8's preprocessing can crash in its post-processing on some models: off.
     Cbc_setParameter(model.get(), "preprocess", "off");
+    Cbc_setParameter(model.get(), "timeMode", "elapsed");  // the limit is wall-clock time, not CPU time
     Cbc_setAllowableGap(model.get(), 1e-6);
     Cbc_setAllowableFractionGap(model.get(), 1e-9);
     const double left = limit.left_s();
     if (left <= 0) {
-      if (start.empty()) throw time_limit_reached("time limit reached before the integer program ran");
+      if (!have_start) throw time_limit_reached("time limit reached before the integer program ran");
       r.choice = start;
       r.note = "time limit reached before CBC ran: greedy answer";
       return r;
     }
     Cbc_setMaximumSeconds(model.get(), std::max(left, 0.01));
-    if (!start.empty() && p.fits(start) && p.objective(start) < infinite_cost) {
+    if (have_start && p.fits(start) && p.objective(start) < infinite_cost) {
       std::vector<double> initial(static_cast<std::size_t>(columns), 0.0);
       for (int v = 0; v < n; ++v) initial[s_first[v] + start[v]] = 1;
       for (std::size_t k = 0; k < live_edges.size(); ++k) {
@@ -183,6 +185,7 @@ struct ilp {
       throw error("no assignment fits in the memory limit of " + std::to_string(p.memory_limit) +
                   " bytes per device (proven by the integer program)");
     r.choice = start;
+    bool have = have_start;
     if (Cbc_numberSavedSolutions(model.get()) > 0 || Cbc_isProvenOptimal(model.get())) {
       const double* sol = Cbc_getColSolution(model.get());
       std::vector<int> found(static_cast<std::size_t>(n), -1);
@@ -191,9 +194,12 @@ struct ilp {
         for (int i = 0; i < p.choices(v); ++i)
           if (sol[s_first[v] + i] > best) best = sol[s_first[v] + i], found[v] = i;
       }
-      if (p.fits(found) && (start.empty() || p.objective(found) <= p.objective(start))) r.choice = std::move(found);
+      if (p.fits(found) && (!have_start || p.objective(found) <= p.objective(start))) {
+        r.choice = std::move(found);
+        have = true;
+      }
     }
-    if (r.choice.empty())
+    if (!have)
       throw time_limit_reached("the integer program found no assignment within the memory limit in time");
     r.proven_optimal = Cbc_isProvenOptimal(model.get()) != 0;
     if (r.proven_optimal) r.bound = std::max(0.0, Cbc_getBestPossibleObjValue(model.get()) / scale);
