@@ -11,7 +11,6 @@
 #include <vector>
 
 #include <meshcast/autoshard.hpp>
-#include <meshcast/mesh.hpp>
 
 #include "cli/json_writer.hpp"
 

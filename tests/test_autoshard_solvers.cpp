@@ -275,8 +275,18 @@ TEST_CASE("(f) 24-layer transformer, forward and training, solves in seconds") {
                                                    << p.stats.constraints << " constraints; " << p.solve_seconds
                                                    << " s; objective " << p.report.objective_s << " s (greedy "
                                                    << q.report.objective_s << " s)");
+#ifdef __OPTIMIZE__
       CHECK(p.solve_seconds < 60);
+#else
+      CHECK(p.solve_seconds < 300);  // unoptimised (sanitizer) builds
+#endif
       CHECK(p.report.objective_s <= q.report.objective_s * (1 + 1e-9));
+      if (sizes.size() == 2) {  // 1.2 million columns untied: merged and coalesced to one layer's worth
+        CHECK(p.stats.tied);
+        CHECK(p.stats.nodes < 60);
+      } else {
+        CHECK(p.proven_optimal);
+      }
     }
 }
 #endif

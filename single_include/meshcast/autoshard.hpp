@@ -1682,7 +1682,7 @@ class cost_model {
       const op_desc& op = g.ops()[o];
       if (op.kind != op_kind::unary && op.kind != op_kind::softmax && op.kind != op_kind::layernorm) continue;
       const tensor_desc& in = g.tensors()[op.inputs[0]];
-      if (in.producer < 0 || in.consumers.size() != 1) continue;
+      if (in.producer < 0 || in.consumers.size() != 1 || fixed_[op.output]) continue;
       const int v = node_of_[op.output], p = node_of_[op.inputs[0]];
       std::vector<int> m(choice_spec_[p].size(), -1);
       for (std::size_t i = 0; i < m.size(); ++i)
@@ -1696,6 +1696,7 @@ class cost_model {
         const int via = r.map[p][i];
         composed[i] = via < 0 ? -1 : m[static_cast<std::size_t>(via)];
       }
+      if (std::none_of(composed.begin(), composed.end(), [](int c) { return c >= 0; })) continue;
       r.tie(v, root, composed);
     }
     return r;
@@ -2449,8 +2450,8 @@ struct ilp {
     }
     Cbc_solve(model.get());
     if (Cbc_isProvenInfeasible(model.get()))
-      throw error("no assignment fits in the memory limit of " + std::to_string(p.memory_limit) +
-                  " bytes per device (proven by the integer program)");
+      throw error("no assignment satisfies the fixed specs and the memory limit of " +
+                  std::to_string(p.memory_limit) + " bytes per device (proven by the integer program)");
     r.choice = start;
     bool have = have_start;
     if (Cbc_numberSavedSolutions(model.get()) > 0 || Cbc_isProvenOptimal(model.get())) {

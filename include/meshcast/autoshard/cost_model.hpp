@@ -159,7 +159,7 @@ class cost_model {
       const op_desc& op = g.ops()[o];
       if (op.kind != op_kind::unary && op.kind != op_kind::softmax && op.kind != op_kind::layernorm) continue;
       const tensor_desc& in = g.tensors()[op.inputs[0]];
-      if (in.producer < 0 || in.consumers.size() != 1) continue;
+      if (in.producer < 0 || in.consumers.size() != 1 || fixed_[op.output]) continue;
       const int v = node_of_[op.output], p = node_of_[op.inputs[0]];
       std::vector<int> m(choice_spec_[p].size(), -1);
       for (std::size_t i = 0; i < m.size(); ++i)
@@ -173,6 +173,7 @@ class cost_model {
         const int via = r.map[p][i];
         composed[i] = via < 0 ? -1 : m[static_cast<std::size_t>(via)];
       }
+      if (std::none_of(composed.begin(), composed.end(), [](int c) { return c >= 0; })) continue;
       r.tie(v, root, composed);
     }
     return r;

@@ -182,8 +182,8 @@ struct ilp {
     }
     Cbc_solve(model.get());
     if (Cbc_isProvenInfeasible(model.get()))
-      throw error("no assignment fits in the memory limit of " + std::to_string(p.memory_limit) +
-                  " bytes per device (proven by the integer program)");
+      throw error("no assignment satisfies the fixed specs and the memory limit of " +
+                  std::to_string(p.memory_limit) + " bytes per device (proven by the integer program)");
     r.choice = start;
     bool have = have_start;
     if (Cbc_numberSavedSolutions(model.get()) > 0 || Cbc_isProvenOptimal(model.get())) {
