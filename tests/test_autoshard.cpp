@@ -214,6 +214,16 @@ TEST_CASE("(a) 2-layer MLP, model-parallel regime: Megatron's plan, objective eq
   const double formula = (mm * 2 + double(B * F) * 2 + mm * 3) / n / flops + ar(n, double(B * D * 4), bw, lat);
   CHECK(p.report.objective_s == doctest::Approx(formula).epsilon(1e-12));
   if (std::string(default_solver::name) != "greedy") CHECK(p.proven_optimal);
+  // Executing it: fc1 (no reshard), act, fc2, then fc2's all-reduce; backward in reverse.
+  const auto steps = execution_order(g, p.report);
+  REQUIRE(steps.size() == 7);
+  CHECK(steps[0].what == plan_step::kind::compute);
+  CHECK(g.ops()[steps[0].op].name == "fc1");
+  CHECK(steps[3].what == plan_step::kind::collective);
+  CHECK(g.ops()[steps[3].op].name == "fc2");
+  CHECK(steps[4].backward);
+  CHECK(g.ops()[steps[4].op].name == "fc2");
+  CHECK(g.ops()[steps[6].op].name == "fc1");
 
   // Inference: replicated weights would cost nothing to place, so data parallelism wins unless
   // they do not fit; with a memory limit below the replicated weights, Megatron's plan again.

@@ -505,7 +505,8 @@ inline void graph::finalize() {
 // checked; undeclared op outputs get the inferred shape). "outputs" maps a tensor to the spec it
 // must be delivered in, or to null for any spec (a list of names is accepted too). Op attributes:
 // "axis" (softmax, layernorm, reduce_sum), "keepdims" (reduce_sum), "perm" (transpose),
-// "shape" (reshape). Members not named here are ignored.
+// "shape" (reshape); "dim", "keepdim" and "axes" are accepted for the first three. Members not
+// named here are ignored.
 //
 // A spec assignment is {"specs": {"x": "R,R", "w1": "R,S0", ...}} with one entry per tensor.
 
@@ -555,10 +556,16 @@ inline graph graph_from_json(const json::value& doc) {
     for (const json::value& in : o.at("inputs", named).as_array(named + ".inputs"))
       a.inputs.push_back(in.as_string(named + ".inputs[]"));
     a.output = o.at("output", named).as_string(named + ".output");
-    if (const json::value* v = o.find("axis"))
+    // "dim", "keepdim" and "axes" are accepted for "axis", "keepdims" and "perm" (PyTorch's and
+    // NumPy's names).
+    auto either = [&](const char* name, const char* alias) {
+      const json::value* v = o.find(name);
+      return v ? v : o.find(alias);
+    };
+    if (const json::value* v = either("axis", "dim"))
       a.axis = static_cast<int>(v->as_int(named + ".axis", -max_rank, max_rank));
-    if (const json::value* v = o.find("keepdims")) a.keepdims = v->as_bool(named + ".keepdims");
-    if (const json::value* v = o.find("perm"))
+    if (const json::value* v = either("keepdims", "keepdim")) a.keepdims = v->as_bool(named + ".keepdims");
+    if (const json::value* v = either("perm", "axes"))
       for (const json::value& p : v->as_array(named + ".perm"))
         a.perm.push_back(static_cast<int>(p.as_int(named + ".perm[]", 0, max_rank - 1)));
     if (const json::value* v = o.find("shape")) a.shape = detail::json_shape(*v, named + ".shape");
@@ -2508,11 +2515,11 @@ inline constexpr const char* sharding_solver_names =
 // reports its answer through `evaluate`, so that the objective is the cost model's value of the
 // specs returned (what `evaluate` gives for them too).
 //
-// The plan is ordered for execution: for each op in `graph::order()`, the reshards of its inputs
-// (report.reshards with consumer == op, forward), its strategy (which mesh axes split which
-// iteration dims: every device computes its local block), and its collectives (report.collectives
-// with that op, forward); then the deliveries of graph outputs; then, when training, the backward
-// entries in reverse order.
+// The plan is ordered for execution (`execution_order`): for each op in `graph::order()`, the
+// reshards of its inputs (report.reshards with consumer == op, forward), its strategy (which mesh
+// axes split which iteration dims: every device computes its local block), and its collectives
+// (report.collectives with that op, forward); then the deliveries of graph outputs; then, when
+// training, the backward entries in reverse order.
 
 #include <chrono>
 #include <string>
@@ -2537,6 +2544,52 @@ struct sharding_plan {
   int tied_nodes = 0;
   std::size_t meshcast_reshards = 0;  ///< distinct reshards costed by meshcast's planner
 };
+
+/// One step of running a plan, in `execution_order`.
+struct plan_step {
+  enum class kind { reshard, compute, collective };
+  kind what = kind::compute;
+  bool backward = false;
+  int op = -1;             ///< the op computed, reduced, or fed by the reshard (-1: a graph output's delivery)
+  std::size_t index = 0;   ///< into report.reshards or report.collectives
+};
+
+/// The plan as a sequence of steps: forward, for each op in `graph::order()`, the reshards of its
+/// inputs, its local compute, its collectives; the deliveries of graph outputs; then, when
+/// training, the outputs' gradients back and, for each op in reverse order, the gather of its
+/// output gradient, its backward compute, the reduction of its input gradients and their
+/// reshards back to the inputs' specs.
+inline std::vector<plan_step> execution_order(const graph& g, const assignment_report& r) {
+  std::vector<plan_step> steps;
+  auto reshards_for = [&](int op, bool backward) {
+    for (std::size_t i = 0; i < r.reshards.size(); ++i)
+      if (r.reshards[i].consumer == op && r.reshards[i].backward == backward)
+        steps.push_back({plan_step::kind::reshard, backward, op, i});
+  };
+  auto collectives_for = [&](int op, bool backward, bool gathers) {
+    for (std::size_t i = 0; i < r.collectives.size(); ++i)
+      if (r.collectives[i].op == op && r.collectives[i].backward == backward &&
+          (r.collectives[i].step.kind == collective::all_gather) == gathers)
+        steps.push_back({plan_step::kind::collective, backward, op, i});
+  };
+  for (int o : g.order()) {
+    reshards_for(o, false);
+    steps.push_back({plan_step::kind::compute, false, o, 0});
+    collectives_for(o, false, false);
+    collectives_for(o, false, true);
+  }
+  reshards_for(-1, false);
+  if (g.training) {
+    reshards_for(-1, true);
+    for (auto it = g.order().rbegin(); it != g.order().rend(); ++it) {
+      collectives_for(*it, true, true);
+      steps.push_back({plan_step::kind::compute, true, *it, 0});
+      collectives_for(*it, true, false);
+      reshards_for(*it, true);
+    }
+  }
+  return steps;
+}
 
 /// The plan of an assignment already known (the specs of every tensor, canonical).
 inline sharding_plan plan_of(cost_model& cm, const std::vector<spec_value>& specs) {

@@ -226,6 +226,12 @@ softmax = write("softmax.json", {"tensors": {"x": {"shape": [8, 16]}},
                                  "ops": [{"name": "sm", "type": "softmax", "inputs": ["x"], "output": "p", "axis": 1}]})
 r = run([softmax, "--mesh", "4", "--evaluate", write("sm_specs.json", {"specs": {"x": "R,R", "p": "R,S0"}})])
 check(r.returncode == 2 and "'p'" in r.stderr and "softmax" in r.stderr, f"softmax split on its axis: {r.stderr!r}")
+softmax_dim = write("softmax_dim.json", {"tensors": {"x": {"shape": [8, 16]}},
+                                         "ops": [{"name": "sm", "type": "softmax", "inputs": ["x"], "output": "p",
+                                                  "dim": 0}]})
+for spec, code in (("R,S0", 0), ("S0,R", 2)):  # "dim" names the axis as "axis" does
+    r = run([softmax_dim, "--mesh", "4", "--evaluate", write("smd.json", {"specs": {"x": "R,R", "p": spec}})])
+    check(r.returncode == code, f"softmax with \"dim\": 0, output {spec}: exit {r.returncode} {r.stderr!r}")
 
 bad_inputs = [
     ([g], "--mesh"),

@@ -10,7 +10,8 @@
 // checked; undeclared op outputs get the inferred shape). "outputs" maps a tensor to the spec it
 // must be delivered in, or to null for any spec (a list of names is accepted too). Op attributes:
 // "axis" (softmax, layernorm, reduce_sum), "keepdims" (reduce_sum), "perm" (transpose),
-// "shape" (reshape). Members not named here are ignored.
+// "shape" (reshape); "dim", "keepdim" and "axes" are accepted for the first three. Members not
+// named here are ignored.
 //
 // A spec assignment is {"specs": {"x": "R,R", "w1": "R,S0", ...}} with one entry per tensor.
 #pragma once
@@ -62,10 +63,16 @@ inline graph graph_from_json(const json::value& doc) {
     for (const json::value& in : o.at("inputs", named).as_array(named + ".inputs"))
       a.inputs.push_back(in.as_string(named + ".inputs[]"));
     a.output = o.at("output", named).as_string(named + ".output");
-    if (const json::value* v = o.find("axis"))
+    // "dim", "keepdim" and "axes" are accepted for "axis", "keepdims" and "perm" (PyTorch's and
+    // NumPy's names).
+    auto either = [&](const char* name, const char* alias) {
+      const json::value* v = o.find(name);
+      return v ? v : o.find(alias);
+    };
+    if (const json::value* v = either("axis", "dim"))
       a.axis = static_cast<int>(v->as_int(named + ".axis", -max_rank, max_rank));
-    if (const json::value* v = o.find("keepdims")) a.keepdims = v->as_bool(named + ".keepdims");
-    if (const json::value* v = o.find("perm"))
+    if (const json::value* v = either("keepdims", "keepdim")) a.keepdims = v->as_bool(named + ".keepdims");
+    if (const json::value* v = either("perm", "axes"))
       for (const json::value& p : v->as_array(named + ".perm"))
         a.perm.push_back(static_cast<int>(p.as_int(named + ".perm[]", 0, max_rank - 1)));
     if (const json::value* v = o.find("shape")) a.shape = detail::json_shape(*v, named + ".shape");

@@ -2,11 +2,11 @@
 // reports its answer through `evaluate`, so that the objective is the cost model's value of the
 // specs returned (what `evaluate` gives for them too).
 //
-// The plan is ordered for execution: for each op in `graph::order()`, the reshards of its inputs
-// (report.reshards with consumer == op, forward), its strategy (which mesh axes split which
-// iteration dims: every device computes its local block), and its collectives (report.collectives
-// with that op, forward); then the deliveries of graph outputs; then, when training, the backward
-// entries in reverse order.
+// The plan is ordered for execution (`execution_order`): for each op in `graph::order()`, the
+// reshards of its inputs (report.reshards with consumer == op, forward), its strategy (which mesh
+// axes split which iteration dims: every device computes its local block), and its collectives
+// (report.collectives with that op, forward); then the deliveries of graph outputs; then, when
+// training, the backward entries in reverse order.
 #pragma once
 
 #include <chrono>
@@ -35,6 +35,52 @@ struct sharding_plan {
   int tied_nodes = 0;
   std::size_t meshcast_reshards = 0;  ///< distinct reshards costed by meshcast's planner
 };
+
+/// One step of running a plan, in `execution_order`.
+struct plan_step {
+  enum class kind { reshard, compute, collective };
+  kind what = kind::compute;
+  bool backward = false;
+  int op = -1;             ///< the op computed, reduced, or fed by the reshard (-1: a graph output's delivery)
+  std::size_t index = 0;   ///< into report.reshards or report.collectives
+};
+
+/// The plan as a sequence of steps: forward, for each op in `graph::order()`, the reshards of its
+/// inputs, its local compute, its collectives; the deliveries of graph outputs; then, when
+/// training, the outputs' gradients back and, for each op in reverse order, the gather of its
+/// output gradient, its backward compute, the reduction of its input gradients and their
+/// reshards back to the inputs' specs.
+inline std::vector<plan_step> execution_order(const graph& g, const assignment_report& r) {
+  std::vector<plan_step> steps;
+  auto reshards_for = [&](int op, bool backward) {
+    for (std::size_t i = 0; i < r.reshards.size(); ++i)
+      if (r.reshards[i].consumer == op && r.reshards[i].backward == backward)
+        steps.push_back({plan_step::kind::reshard, backward, op, i});
+  };
+  auto collectives_for = [&](int op, bool backward, bool gathers) {
+    for (std::size_t i = 0; i < r.collectives.size(); ++i)
+      if (r.collectives[i].op == op && r.collectives[i].backward == backward &&
+          (r.collectives[i].step.kind == collective::all_gather) == gathers)
+        steps.push_back({plan_step::kind::collective, backward, op, i});
+  };
+  for (int o : g.order()) {
+    reshards_for(o, false);
+    steps.push_back({plan_step::kind::compute, false, o, 0});
+    collectives_for(o, false, false);
+    collectives_for(o, false, true);
+  }
+  reshards_for(-1, false);
+  if (g.training) {
+    reshards_for(-1, true);
+    for (auto it = g.order().rbegin(); it != g.order().rend(); ++it) {
+      collectives_for(*it, true, true);
+      steps.push_back({plan_step::kind::compute, true, *it, 0});
+      collectives_for(*it, true, false);
+      reshards_for(*it, true);
+    }
+  }
+  return steps;
+}
 
 /// The plan of an assignment already known (the specs of every tensor, canonical).
 inline sharding_plan plan_of(cost_model& cm, const std::vector<spec_value>& specs) {
