@@ -477,11 +477,12 @@ inline void graph::finalize() {
     tensors_[ops_[i].output].requires_grad = g;
   }
 
+  std::vector<char> is_output(tensors_.size(), 0);
   for (const output_args& o : outputs_args_) {
     const int t = find_tensor(o.tensor);
     if (t < 0) throw error("outputs: tensor '" + o.tensor + "' does not exist");
-    for (const output_desc& prev : outputs_)
-      if (prev.tensor == t) throw error("outputs: tensor '" + o.tensor + "' is listed twice");
+    if (is_output[t]) throw error("outputs: tensor '" + o.tensor + "' is listed twice");
+    is_output[t] = 1;
     output_desc d;
     d.tensor = t;
     if (o.spec) d.spec = detail::parse_spec_for(*o.spec, tensors_[t].shape.size(), "outputs: tensor '" + o.tensor + "'");
@@ -1558,6 +1559,7 @@ struct deadline {
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 
@@ -1633,13 +1635,14 @@ class cost_model {
     for (int o : g.order()) {
       const op_desc& op = g.ops()[o];
       const int v = node_of_[op.output];
+      const std::size_t first_edge = problem_.edges.size();  // this op's edges follow
       for (std::size_t slot = 0; slot < op.inputs.size(); ++slot) {
         limit.check("costing reshards between specs");
         const int t = op.inputs[slot];
         const int u = node_of_[t];
         factor_graph::edge* e = nullptr;
-        for (auto& x : problem_.edges)
-          if (x.u == u && x.v == v) e = &x;
+        for (std::size_t x = first_edge; x < problem_.edges.size(); ++x)
+          if (problem_.edges[x].u == u) e = &problem_.edges[x];
         if (!e) {
           entries += choice_spec_[u].size() * choice_spec_[v].size();
           if (entries > max_table_entries)
@@ -1710,15 +1713,19 @@ class cost_model {
   }
 
   /// Merging, then coalescing of repeated layers over the representatives (see the header).
-  reduction merging_and_coalescing() const {
+  /// Layers of up to `max_period` ops are found; throws `time_limit_reached` past the deadline.
+  reduction merging_and_coalescing(const deadline& limit = deadline::after(1e9),
+                                   std::size_t max_period = 4096) const {
     reduction r = merging();
     const graph& g = *graph_;
     const std::vector<int>& order = g.order();
     const std::size_t n = order.size();
     std::vector<int> position(g.ops().size());
     for (std::size_t i = 0; i < n; ++i) position[order[i]] = static_cast<int>(i);
-    // Signature of each op in order: type, attributes, shapes, where each input comes from.
-    std::vector<std::string> sig(n);
+    // Signature of each op in order: type, attributes, shapes, where each input comes from;
+    // interned to integers.
+    std::vector<int> sig(n);
+    std::unordered_map<std::string, int> interned;
     for (std::size_t i = 0; i < n; ++i) {
       const op_desc& op = g.ops()[order[i]];
       std::string s = op.type + '/' + std::to_string(op.axis) + '/' + std::to_string(op.keepdims);
@@ -1737,11 +1744,12 @@ class cost_model {
         if (t.producer >= 0) s += "@-" + std::to_string(static_cast<int>(i) - position[t.producer]);
         else s += t.parameter ? "@param" + std::to_string(t.consumers.size()) : "@input" + t.name;
       }
-      sig[i] = std::move(s);
+      sig[i] = interned.emplace(std::move(s), static_cast<int>(interned.size())).first->second;
     }
     // The period covering the most ops with at least two repetitions.
     std::size_t best_p = 0, best_start = 0, best_reps = 0;
-    for (std::size_t p = 1; p * 2 <= n; ++p) {
+    for (std::size_t p = 1; p * 2 <= n && p <= max_period; ++p) {
+      if (p % 64 == 0) limit.check("looking for repeated layers");
       std::size_t run = 0;
       for (std::size_t i = 0; i + p <= n; ++i) {
         const bool same = i + p < n && sig[i] == sig[i + p];
@@ -1756,16 +1764,29 @@ class cost_model {
       }
     }
     if (best_reps < 2) return r;
+    std::vector<std::vector<int>> members(r.rep.size());  // of each representative
+    for (std::size_t v = 0; v < r.rep.size(); ++v) members[r.rep[v]].push_back(static_cast<int>(v));
+    auto tie_same = [&](int x, int y) {
+      // Ties representative y (and all tied to it) to representative x when their choices are the
+      // same specs with the same inputs, one for one.
+      if (x == y || r.rep[y] != y || r.rep[x] != x) return;
+      if (choice_spec_[x] != choice_spec_[y]) return;
+      for (std::size_t i = 0; i < strategies_[x].size(); ++i)
+        if (strategies_[x][i].inputs != strategies_[y][i].inputs) return;
+      for (int v : members[y]) r.tie(v, x, r.map[v]);
+      members[x].insert(members[x].end(), members[y].begin(), members[y].end());
+      members[y].clear();
+    };
     for (std::size_t k = 1; k < best_reps; ++k)
       for (std::size_t j = 0; j < best_p; ++j) {
         const op_desc& a = g.ops()[order[best_start + j]];
         const op_desc& b = g.ops()[order[best_start + k * best_p + j]];
-        tie_same(r, node_of_[a.output], node_of_[b.output]);
+        tie_same(node_of_[a.output], node_of_[b.output]);
         for (std::size_t s = 0; s < a.inputs.size(); ++s) {
           const tensor_desc &ta = g.tensors()[a.inputs[s]], &tb = g.tensors()[b.inputs[s]];
           if (ta.producer < 0 && tb.producer < 0 && ta.parameter && tb.parameter && ta.consumers.size() == 1 &&
               tb.consumers.size() == 1)
-            tie_same(r, node_of_[a.inputs[s]], node_of_[b.inputs[s]]);
+            tie_same(node_of_[a.inputs[s]], node_of_[b.inputs[s]]);
         }
       }
     return r;
@@ -1776,18 +1797,6 @@ class cost_model {
     node_of_[t] = static_cast<int>(tensor_of_.size());
     tensor_of_.push_back(t);
   }
-  // Ties representative y (and everything tied to it) to x's representative when their choices
-  // are the same specs with the same inputs, one for one.
-  void tie_same(reduction& r, int x, int y) const {
-    const int rx = r.rep[x], ry = r.rep[y];
-    if (rx == ry || ry != y || rx != x) return;  // only untied representatives of the same shape
-    if (choice_spec_[rx] != choice_spec_[ry]) return;
-    for (std::size_t i = 0; i < strategies_[rx].size(); ++i)
-      if (strategies_[rx][i].inputs != strategies_[ry][i].inputs) return;
-    for (std::size_t v = 0; v < r.rep.size(); ++v)
-      if (r.rep[v] == ry) r.tie(static_cast<int>(v), rx, r.map[v]);
-  }
-
   const graph* graph_;
   mesh_model mesh_;
   reshard_model reshards_;
@@ -2560,16 +2569,22 @@ struct plan_step {
 /// output gradient, its backward compute, the reduction of its input gradients and their
 /// reshards back to the inputs' specs.
 inline std::vector<plan_step> execution_order(const graph& g, const assignment_report& r) {
+  // Entries bucketed by op (index op + 1, so that graph-output deliveries, op -1, come first).
+  const std::size_t buckets = g.ops().size() + 1;
+  std::vector<std::vector<std::size_t>> reshards[2], collectives[2];
+  for (auto* b : {&reshards[0], &reshards[1], &collectives[0], &collectives[1]}) b->resize(buckets);
+  for (std::size_t i = 0; i < r.reshards.size(); ++i)
+    reshards[r.reshards[i].backward][static_cast<std::size_t>(r.reshards[i].consumer + 1)].push_back(i);
+  for (std::size_t i = 0; i < r.collectives.size(); ++i)
+    collectives[r.collectives[i].backward][static_cast<std::size_t>(r.collectives[i].op + 1)].push_back(i);
   std::vector<plan_step> steps;
   auto reshards_for = [&](int op, bool backward) {
-    for (std::size_t i = 0; i < r.reshards.size(); ++i)
-      if (r.reshards[i].consumer == op && r.reshards[i].backward == backward)
-        steps.push_back({plan_step::kind::reshard, backward, op, i});
+    for (std::size_t i : reshards[backward][static_cast<std::size_t>(op + 1)])
+      steps.push_back({plan_step::kind::reshard, backward, op, i});
   };
   auto collectives_for = [&](int op, bool backward, bool gathers) {
-    for (std::size_t i = 0; i < r.collectives.size(); ++i)
-      if (r.collectives[i].op == op && r.collectives[i].backward == backward &&
-          (r.collectives[i].step.kind == collective::all_gather) == gathers)
+    for (std::size_t i : collectives[backward][static_cast<std::size_t>(op + 1)])
+      if ((r.collectives[i].step.kind == collective::all_gather) == gathers)
         steps.push_back({plan_step::kind::collective, backward, op, i});
   };
   for (int o : g.order()) {
@@ -2610,7 +2625,7 @@ sharding_plan auto_shard(const graph& g, const mesh_model& m, const S& s, const 
   const deadline limit = deadline::after(o.time_limit_s);
   cost_model cm(g, m, limit);
   const double tables = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-  const reduction tied = cm.merging_and_coalescing();
+  const reduction tied = cm.merging_and_coalescing(limit);
   const sharding_problem sp{cm.problem(), tied, limit};
   if (const char* why = s.supports(sp)) throw error("solver '" + std::string(S::name) + "': " + why);
   solve_result r = s.solve(sp);

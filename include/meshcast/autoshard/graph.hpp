@@ -433,11 +433,12 @@ inline void graph::finalize() {
     tensors_[ops_[i].output].requires_grad = g;
   }
 
+  std::vector<char> is_output(tensors_.size(), 0);
   for (const output_args& o : outputs_args_) {
     const int t = find_tensor(o.tensor);
     if (t < 0) throw error("outputs: tensor '" + o.tensor + "' does not exist");
-    for (const output_desc& prev : outputs_)
-      if (prev.tensor == t) throw error("outputs: tensor '" + o.tensor + "' is listed twice");
+    if (is_output[t]) throw error("outputs: tensor '" + o.tensor + "' is listed twice");
+    is_output[t] = 1;
     output_desc d;
     d.tensor = t;
     if (o.spec) d.spec = detail::parse_spec_for(*o.spec, tensors_[t].shape.size(), "outputs: tensor '" + o.tensor + "'");

@@ -51,16 +51,22 @@ struct plan_step {
 /// output gradient, its backward compute, the reduction of its input gradients and their
 /// reshards back to the inputs' specs.
 inline std::vector<plan_step> execution_order(const graph& g, const assignment_report& r) {
+  // Entries bucketed by op (index op + 1, so that graph-output deliveries, op -1, come first).
+  const std::size_t buckets = g.ops().size() + 1;
+  std::vector<std::vector<std::size_t>> reshards[2], collectives[2];
+  for (auto* b : {&reshards[0], &reshards[1], &collectives[0], &collectives[1]}) b->resize(buckets);
+  for (std::size_t i = 0; i < r.reshards.size(); ++i)
+    reshards[r.reshards[i].backward][static_cast<std::size_t>(r.reshards[i].consumer + 1)].push_back(i);
+  for (std::size_t i = 0; i < r.collectives.size(); ++i)
+    collectives[r.collectives[i].backward][static_cast<std::size_t>(r.collectives[i].op + 1)].push_back(i);
   std::vector<plan_step> steps;
   auto reshards_for = [&](int op, bool backward) {
-    for (std::size_t i = 0; i < r.reshards.size(); ++i)
-      if (r.reshards[i].consumer == op && r.reshards[i].backward == backward)
-        steps.push_back({plan_step::kind::reshard, backward, op, i});
+    for (std::size_t i : reshards[backward][static_cast<std::size_t>(op + 1)])
+      steps.push_back({plan_step::kind::reshard, backward, op, i});
   };
   auto collectives_for = [&](int op, bool backward, bool gathers) {
-    for (std::size_t i = 0; i < r.collectives.size(); ++i)
-      if (r.collectives[i].op == op && r.collectives[i].backward == backward &&
-          (r.collectives[i].step.kind == collective::all_gather) == gathers)
+    for (std::size_t i : collectives[backward][static_cast<std::size_t>(op + 1)])
+      if ((r.collectives[i].step.kind == collective::all_gather) == gathers)
         steps.push_back({plan_step::kind::collective, backward, op, i});
   };
   for (int o : g.order()) {
@@ -101,7 +107,7 @@ sharding_plan auto_shard(const graph& g, const mesh_model& m, const S& s, const 
   const deadline limit = deadline::after(o.time_limit_s);
   cost_model cm(g, m, limit);
   const double tables = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-  const reduction tied = cm.merging_and_coalescing();
+  const reduction tied = cm.merging_and_coalescing(limit);
   const sharding_problem sp{cm.problem(), tied, limit};
   if (const char* why = s.supports(sp)) throw error("solver '" + std::string(S::name) + "': " + why);
   solve_result r = s.solve(sp);
