@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Writes single_include/: meshcast/meshcast.hpp is the umbrella header with every meshcast header
 it includes pasted in once, in include order; the headers outside the umbrella (those that need a
-third-party library: MPI, NCCL/CUDA, CBC; the JSON reader; the pipeline umbrella
-meshcast/pipeline.hpp) get single files of their own that include the umbrella. Standard library only.
+third-party library: MPI, NCCL/CUDA, CBC; the JSON reader; the pipeline and automatic-sharding
+umbrellas) get single files of their own that include the umbrella. Standard library only.
 
 Usage: scripts/amalgamate.py [--check]   (--check: exit 1 if a file on disk differs)
 """

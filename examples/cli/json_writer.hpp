@@ -79,6 +79,23 @@ class json_writer {
     return *this;
   }
   json_writer& value(const char* s) { return value(std::string(s)); }
+  /// A double with every digit it has (round-trips exactly).
+  json_writer& precise(double v) {
+    comma();
+    if (!std::isfinite(v)) {
+      out_ += "null";
+      return *this;
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    out_ += buf;
+    return *this;
+  }
+  json_writer& boolean(bool b) {
+    comma();
+    out_ += b ? "true" : "false";
+    return *this;
+  }
   template <class Range>
   json_writer& int_array(const Range& r) {
     begin_array();

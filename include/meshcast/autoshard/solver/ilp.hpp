@@ -1,0 +1,211 @@
+// ilp: the integer program of Alpa's intra-operator pass, solved by COIN-OR CBC (C interface).
+//
+// Binary s[v][i]: node v takes choice i (one per node: sum_i s[v][i] = 1). Continuous e[uv][i][j]
+// for every edge, with rows sum_j e[uv][i][j] = s[u][i] and columns sum_i e[uv][i][j] = s[v][j],
+// so that e = s[u] s[v]^T on integer points. Memory: sum mem[v][i] s[v][i] <= limit. Minimise
+// sum cost[v][i] s[v][i] + sum cost[uv][i][j] e[uv][i][j]. Impossible choices and pairs get
+// upper bound 0; nodes with a single choice are folded into their neighbours. The objective is
+// scaled to microseconds for CBC's tolerances. The greedy answer is the MIP start and the
+// fallback when CBC finds nothing in time.
+//
+// Large problems (more than `full_columns_limit` columns) are solved in their tied form:
+// followers merged into their producers and repeated layers coalesced (cost_model.hpp); the tied
+// answer is then improved node by node on the full problem. proven_optimal is claimed only when
+// CBC proved the full problem optimal.
+//
+// Needs CBC (Debian: coinor-libcbc-dev; link with `pkg-config --libs cbc`).
+#pragma once
+
+#if !__has_include(<coin/Cbc_C_Interface.h>)
+#error "meshcast/autoshard/solver/ilp.hpp needs COIN-OR CBC's C interface (Debian package coinor-libcbc-dev)."
+#endif
+
+#include <coin/Cbc_C_Interface.h>
+
+#include <algorithm>
+#include <memory>
+#include <numeric>
+
+#include "../solver.hpp"
+#include "greedy.hpp"
+
+namespace meshcast::autoshard {
+
+struct ilp {
+  static constexpr std::string_view name = "ilp";
+  enum class tying { automatic, never, always };
+  tying tie = tying::automatic;
+  std::size_t full_columns_limit = 60000;
+
+  const char* supports(const sharding_problem&) const { return nullptr; }
+
+  solve_result solve(const sharding_problem& sp) const {
+    const bool use_tied = tie == tying::always || (tie == tying::automatic && sp.tied.lossy &&
+                                                   sp.full.ilp_columns() > full_columns_limit);
+    if (!use_tied) {
+      solve_result r = run(sp.full, sp.limit);
+      return r;
+    }
+    const reduced_problem rp = reduce(sp.full, sp.tied);
+    solve_result r = run(rp.graph, sp.limit);
+    r.choice = expand(sp.tied, rp, r.choice);
+    r.tied = true;
+    r.proven_optimal = false;
+    r.bound = 0;
+    detail::improve(sp.full, r.choice, sp.limit);
+    return r;
+  }
+
+  /// Solves one problem exactly (up to the deadline).
+  static solve_result run(const factor_graph& p, const deadline& limit) {
+    limit.check("building the integer program");
+    const double scale = 1e6;  // seconds -> microseconds
+    solve_result r;
+    r.nodes = p.nodes();
+    // Start: the greedy answer (also the fallback).
+    std::vector<int> start;
+    bool have_start = true;
+    try {
+      const reduction none = reduction::identity(p);
+      start = greedy{}.solve(sharding_problem{p, none, limit}).choice;
+    } catch (const time_limit_reached&) {
+      throw;
+    } catch (const error&) {
+      have_start = false;  // greedy found nothing within the memory limit; CBC may
+    }
+    const int n = p.nodes();
+    std::vector<std::vector<double>> unary = p.cost;
+    std::vector<int> live_edges;
+    for (std::size_t e = 0; e < p.edges.size(); ++e) {
+      const auto& x = p.edges[e];
+      const bool fu = p.choices(x.u) == 1, fv = p.choices(x.v) == 1;
+      if (fu && fv) unary[x.u][0] += p.edge_cost(x, 0, 0);
+      else if (fu) for (int j = 0; j < p.choices(x.v); ++j) unary[x.v][j] += p.edge_cost(x, 0, j);
+      else if (fv) for (int i = 0; i < p.choices(x.u); ++i) unary[x.u][i] += p.edge_cost(x, i, 0);
+      else live_edges.push_back(static_cast<int>(e));
+    }
+    std::vector<double> lb, ub, obj;
+    auto column = [&](double lo, double hi, double c) {
+      lb.push_back(lo), ub.push_back(hi), obj.push_back(c);
+      return static_cast<int>(lb.size()) - 1;
+    };
+    std::vector<int> s_first(static_cast<std::size_t>(n));
+    for (int v = 0; v < n; ++v) {
+      s_first[v] = static_cast<int>(lb.size());
+      for (int i = 0; i < p.choices(v); ++i) {
+        const bool possible = unary[v][i] < infinite_cost;
+        column(0, possible ? 1 : 0, possible ? unary[v][i] * scale : 0);
+      }
+    }
+    const int binaries = static_cast<int>(lb.size());
+    std::vector<int> e_first;
+    for (int e : live_edges) {
+      const auto& x = p.edges[e];
+      e_first.push_back(static_cast<int>(lb.size()));
+      for (double c : x.cost) {
+        const bool possible = c < infinite_cost;
+        column(0, possible ? 1 : 0, possible ? c * scale : 0);
+      }
+    }
+    // Rows as (column, value) lists, turned into compressed columns.
+    std::vector<std::vector<std::pair<int, double>>> rows;
+    std::vector<double> row_lo, row_hi;
+    for (int v = 0; v < n; ++v) {
+      std::vector<std::pair<int, double>> one;
+      for (int i = 0; i < p.choices(v); ++i) one.push_back({s_first[v] + i, 1});
+      rows.push_back(std::move(one)), row_lo.push_back(1), row_hi.push_back(1);
+    }
+    for (std::size_t k = 0; k < live_edges.size(); ++k) {
+      limit.check("building the integer program");
+      const auto& x = p.edges[live_edges[k]];
+      const int ku = p.choices(x.u), kv = p.choices(x.v);
+      for (int i = 0; i < ku; ++i) {
+        std::vector<std::pair<int, double>> row{{s_first[x.u] + i, -1}};
+        for (int j = 0; j < kv; ++j) row.push_back({e_first[k] + i * kv + j, 1});
+        rows.push_back(std::move(row)), row_lo.push_back(0), row_hi.push_back(0);
+      }
+      for (int j = 0; j < kv; ++j) {
+        std::vector<std::pair<int, double>> row{{s_first[x.v] + j, -1}};
+        for (int i = 0; i < ku; ++i) row.push_back({e_first[k] + i * kv + j, 1});
+        rows.push_back(std::move(row)), row_lo.push_back(0), row_hi.push_back(0);
+      }
+    }
+    if (p.memory_limit < infinite_cost) {
+      std::vector<std::pair<int, double>> row;
+      for (int v = 0; v < n; ++v)
+        for (int i = 0; i < p.choices(v); ++i) row.push_back({s_first[v] + i, p.memory[v][i]});
+      rows.push_back(std::move(row)), row_lo.push_back(-1e30), row_hi.push_back(p.memory_limit);
+    }
+    const int columns = static_cast<int>(lb.size());
+    std::vector<std::vector<std::pair<int, double>>> by_column(static_cast<std::size_t>(columns));
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      for (auto [c, v] : rows[i]) by_column[c].push_back({static_cast<int>(i), v});
+    std::vector<CoinBigIndex> starts{0};
+    std::vector<int> index;
+    std::vector<double> value;
+    for (const auto& col : by_column) {
+      for (auto [row, v] : col) index.push_back(row), value.push_back(v);
+      starts.push_back(static_cast<CoinBigIndex>(index.size()));
+    }
+    r.variables = static_cast<std::size_t>(columns);
+    r.constraints = rows.size();
+    r.nonzeros = index.size();
+
+    std::unique_ptr<Cbc_Model, void (*)(Cbc_Model*)> model(Cbc_newModel(), Cbc_deleteModel);
+    Cbc_loadProblem(model.get(), columns, static_cast<int>(rows.size()), starts.data(), index.data(), value.data(),
+                    lb.data(), ub.data(), obj.data(), row_lo.data(), row_hi.data());
+    for (int c = 0; c < binaries; ++c) Cbc_setInteger(model.get(), c);
+    Cbc_setLogLevel(model.get(), 0);
+    // CBC 2.10.8's preprocessing can crash in its post-processing on some models: off.
+    Cbc_setParameter(model.get(), "preprocess", "off");
+    Cbc_setParameter(model.get(), "timeMode", "elapsed");  // the limit is wall-clock time, not CPU time
+    Cbc_setAllowableGap(model.get(), 1e-6);
+    Cbc_setAllowableFractionGap(model.get(), 1e-9);
+    const double left = limit.left_s();
+    if (left <= 0) {
+      if (!have_start) throw time_limit_reached("time limit reached before the integer program ran");
+      r.choice = start;
+      r.note = "time limit reached before CBC ran: greedy answer";
+      return r;
+    }
+    Cbc_setMaximumSeconds(model.get(), std::max(left, 0.01));
+    if (have_start && p.fits(start) && p.objective(start) < infinite_cost) {
+      std::vector<double> initial(static_cast<std::size_t>(columns), 0.0);
+      for (int v = 0; v < n; ++v) initial[s_first[v] + start[v]] = 1;
+      for (std::size_t k = 0; k < live_edges.size(); ++k) {
+        const auto& x = p.edges[live_edges[k]];
+        initial[e_first[k] + start[x.u] * p.choices(x.v) + start[x.v]] = 1;
+      }
+      std::vector<int> all(static_cast<std::size_t>(columns));
+      std::iota(all.begin(), all.end(), 0);
+      Cbc_setMIPStartI(model.get(), columns, all.data(), initial.data());
+    }
+    Cbc_solve(model.get());
+    if (Cbc_isProvenInfeasible(model.get()))
+      throw error("no assignment satisfies the fixed specs and the memory limit of " +
+                  std::to_string(p.memory_limit) + " bytes per device (proven by the integer program)");
+    r.choice = start;
+    bool have = have_start;
+    if (Cbc_numberSavedSolutions(model.get()) > 0 || Cbc_isProvenOptimal(model.get())) {
+      const double* sol = Cbc_getColSolution(model.get());
+      std::vector<int> found(static_cast<std::size_t>(n), -1);
+      for (int v = 0; v < n; ++v) {
+        double best = -1;
+        for (int i = 0; i < p.choices(v); ++i)
+          if (sol[s_first[v] + i] > best) best = sol[s_first[v] + i], found[v] = i;
+      }
+      if (p.fits(found) && (!have_start || p.objective(found) <= p.objective(start))) {
+        r.choice = std::move(found);
+        have = true;
+      }
+    }
+    if (!have)
+      throw time_limit_reached("the integer program found no assignment within the memory limit in time");
+    r.proven_optimal = Cbc_isProvenOptimal(model.get()) != 0;
+    if (r.proven_optimal) r.bound = std::max(0.0, Cbc_getBestPossibleObjValue(model.get()) / scale);
+    if (!r.proven_optimal) r.note = "CBC stopped at the time limit";
+    return r;
+  }
+};
+
+}  // namespace meshcast::autoshard

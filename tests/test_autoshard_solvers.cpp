@@ -1,0 +1,292 @@
+// Automatic sharding's solvers against brute force over every assignment of specs to tensors
+// (each costed by `evaluate`), on small random graphs; time limits; the 24-layer transformer.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <functional>
+#include <random>
+#include <string>
+
+#include <meshcast/autoshard.hpp>
+
+#include "autoshard/graphs.hpp"
+
+using namespace meshcast::autoshard;
+namespace t = meshcast::autoshard::test;
+using meshcast::index_t;
+using meshcast::spec_value;
+
+namespace {
+
+// Every spec of a tensor on the mesh, written independently of the library's enumeration: each
+// mesh axis of size > 1 goes to one dim (at any place in that dim's list) or to none, and a dim
+// holds at most as many shards as elements.
+std::vector<std::string> all_specs(const std::vector<index_t>& shape, const std::vector<index_t>& mesh) {
+  std::vector<std::vector<std::vector<int>>> cur{std::vector<std::vector<int>>(shape.size())};
+  for (int a = 0; a < static_cast<int>(mesh.size()); ++a) {
+    if (mesh[a] == 1) continue;
+    std::vector<std::vector<std::vector<int>>> next;
+    for (const auto& l : cur) {
+      next.push_back(l);
+      for (std::size_t d = 0; d < l.size(); ++d) {
+        index_t k = mesh[a];
+        for (int b : l[d]) k *= mesh[b];
+        if (k > shape[d]) continue;
+        for (std::size_t pos = 0; pos <= l[d].size(); ++pos) {
+          auto n = l;
+          n[d].insert(n[d].begin() + static_cast<std::ptrdiff_t>(pos), a);
+          next.push_back(n);
+        }
+      }
+    }
+    cur = next;
+  }
+  std::vector<std::string> out;
+  for (const auto& l : cur) {
+    std::string s;
+    for (std::size_t d = 0; d < l.size(); ++d) {
+      if (d) s += ',';
+      if (l[d].empty()) s += 'R';
+      else {
+        s += 'S';
+        for (int a : l[d]) s += static_cast<char>('0' + a);
+      }
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+// The cheapest valid assignment by enumerating them all (odometer, no recursion).
+double brute_force(const graph& g, const mesh_model& m, std::size_t* valid = nullptr) {
+  cost_model cm(g, m);
+  const auto& ts = g.tensors();
+  std::vector<std::vector<std::string>> choices;
+  for (const auto& td : ts) {
+    if (td.spec) choices.push_back({td.spec->to_string()});
+    else choices.push_back(all_specs(td.shape, m.sizes));
+  }
+  std::vector<std::size_t> at(ts.size(), 0);
+  std::vector<std::string> texts(ts.size());
+  double best = infinite_cost;
+  std::size_t count = 0;
+  while (true) {
+    for (std::size_t i = 0; i < ts.size(); ++i) texts[i] = choices[i][at[i]];
+    try {
+      best = std::min(best, evaluate(cm, texts).objective_s);
+      ++count;
+    } catch (const meshcast::error&) {
+      // an op that cannot produce its output in that spec, or over the memory limit
+    }
+    std::size_t i = 0;
+    while (i < at.size() && ++at[i] == choices[i].size()) at[i++] = 0;
+    if (i == at.size()) break;
+  }
+  if (valid) *valid = count;
+  return best;
+}
+
+// A random small graph: a few ops of every kind over small shapes.
+graph random_graph(std::mt19937_64& rng, int ops, index_t max_dim) {
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  auto dim = [&] { return index_t{4} << pick(max_dim > 4 ? 2 : 1); };
+  graph g;
+  g.training = pick(2) == 1;
+  struct known {
+    std::string name;
+    std::vector<index_t> shape;
+  };
+  std::vector<known> ts, activations;
+  int fresh = 0;
+  auto tensor = [&](std::vector<index_t> shape, bool parameter, const char* fixed = nullptr) {
+    std::string name = (parameter ? "w" : "t") + std::to_string(fresh++);
+    g.add_tensor(name, shape, parameter, fixed ? std::optional<std::string>(fixed) : std::nullopt);
+    ts.push_back({name, shape});
+    if (!parameter) activations.push_back({name, shape});
+    return name;
+  };
+  tensor({dim(), dim()}, false, pick(2) ? "R,R" : nullptr);
+  for (int k = 0; k < ops; ++k) {
+    const known in = activations[static_cast<std::size_t>(pick(static_cast<int>(activations.size())))];
+    const std::string out = "o" + std::to_string(k);
+    std::vector<index_t> shape = in.shape;
+    op_args a;
+    switch (pick(8)) {
+      case 0:
+      case 1: {  // matmul with a new parameter
+        const index_t n = dim();
+        const std::string w = tensor({shape.back(), n}, true);
+        t::add(g, "op" + std::to_string(k), "matmul", {in.name, w}, out);
+        shape.back() = n;
+        break;
+      }
+      case 2:
+        t::add(g, "op" + std::to_string(k), pick(2) ? "relu" : "exp", {in.name}, out);
+        break;
+      case 3: {  // add: a tensor of the same shape if there is one, else a broadcast parameter
+        std::string other;
+        for (const known& x : ts)
+          if (x.shape == in.shape && x.name != in.name) other = x.name;
+        if (other.empty() || pick(2)) other = tensor({shape.back()}, true);
+        t::add(g, "op" + std::to_string(k), "add", {in.name, other}, out);
+        break;
+      }
+      case 4:
+        a.axis = pick(static_cast<int>(shape.size()));
+        t::add(g, "op" + std::to_string(k), pick(2) ? "softmax" : "layernorm", {in.name}, out, a);
+        break;
+      case 5:
+        t::add(g, "op" + std::to_string(k), "transpose", {in.name}, out);
+        std::swap(shape[shape.size() - 1], shape[shape.size() - 2]);
+        break;
+      case 6:
+        a.axis = pick(static_cast<int>(shape.size()));
+        a.keepdims = true;
+        t::add(g, "op" + std::to_string(k), "reduce_sum", {in.name}, out, a);
+        shape[static_cast<std::size_t>(*a.axis)] = 1;
+        break;
+      default:  // reshape: split the first dim in two, or merge the first two
+        if (shape.size() == 2 && shape[0] >= 4) shape = {2, shape[0] / 2, shape[1]};
+        else if (shape.size() == 3) shape = {shape[0] * shape[1], shape[2]};
+        a.shape = shape;
+        t::add(g, "op" + std::to_string(k), "reshape", {in.name}, out, a);
+        break;
+    }
+    ts.push_back({out, shape});
+    activations.push_back({out, shape});
+  }
+  if (pick(2)) {
+    std::string r(ts.back().shape.size() * 2 - 1, ',');
+    for (std::size_t i = 0; i < r.size(); i += 2) r[i] = 'R';
+    g.add_output(ts.back().name, r);
+  } else {
+    g.add_output(ts.back().name);
+  }
+  g.finalize();
+  return g;
+}
+
+template <class S>
+sharding_plan run(const graph& g, const mesh_model& m, S s = {}) {
+  return auto_shard(g, m, s, {.time_limit_s = 60});
+}
+
+}  // namespace
+
+TEST_CASE("(e) the ILP and the DP equal brute force over all assignments on small random graphs") {
+  std::mt19937_64 rng(20240611);
+  int compared = 0, trees = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const int kind = trial % 3;
+    const std::vector<index_t> sizes = kind == 0 ? std::vector<index_t>{2} : kind == 1 ? std::vector<index_t>{4}
+                                                                                       : std::vector<index_t>{2, 2};
+    graph g = random_graph(rng, kind == 2 ? 2 : 3 + static_cast<int>(rng() % 2), kind == 2 ? 4 : 8);
+    mesh_model m;
+    m.sizes = sizes;
+    for (std::size_t a = 0; a < sizes.size(); ++a) {
+      m.bandwidth.push_back((a + 1) * 1e9);
+      m.latency.push_back(1e-6 * static_cast<double>(a + 1));
+    }
+    m.device_flops = 1e9;  // tiny shapes: slow devices keep compute and communication comparable
+    if (trial % 5 == 4) m.memory_bytes = 1200;
+    std::size_t valid = 0;
+    const double best = brute_force(g, m, &valid);
+    if (valid == 0) continue;
+    CAPTURE(trial);
+    CAPTURE(best);
+    ++compared;
+#if MESHCAST_HAS_CBC
+    sharding_plan p = run<ilp>(g, m);
+    CHECK(p.report.objective_s == doctest::Approx(best).epsilon(1e-9));
+    CHECK(p.proven_optimal);
+    ilp tied;
+    tied.tie = ilp::tying::always;
+    CHECK(run(g, m, tied).report.objective_s >= best * (1 - 1e-9));
+#endif
+    cost_model cm(g, m);
+    const reduction none = reduction::identity(cm.problem());
+    if (dp{}.supports(sharding_problem{cm.problem(), none, deadline::after(60)}) == nullptr &&
+        m.memory_bytes == infinite_cost) {
+      ++trees;
+      sharding_plan q = run<dp>(g, m);
+      CHECK(q.report.objective_s == doctest::Approx(best).epsilon(1e-9));
+      CHECK(q.proven_optimal);
+    }
+    try {
+      CHECK(run<greedy>(g, m).report.objective_s >= best * (1 - 1e-9));
+    } catch (const meshcast::error&) {
+      // greedy may miss a memory-feasible answer
+    }
+  }
+  MESSAGE(compared << " random graphs compared with brute force, " << trees << " of them trees for the DP");
+  CHECK(compared >= 40);
+  CHECK(trees >= 10);
+}
+
+TEST_CASE("dp refuses graphs with cycles, unless the cycle passes through a fixed tensor") {
+  t::transformer_dims d{.batch = 2, .seq = 16, .model = 64, .heads = 4, .ffn = 128};
+  graph g = t::transformer(1, d, false);  // x is fixed: its residual use does not close a cycle
+  mesh_model m = mesh_model::uniform({4}, 1e10, 1e-6);
+  cost_model cm(g, m);
+  const reduction none = reduction::identity(cm.problem());
+  // The residual r1 is used by ln2 and res2: a cycle through a free tensor.
+  CHECK(dp{}.supports(sharding_problem{cm.problem(), none, deadline::after(60)}) != nullptr);
+  CHECK_THROWS_AS(run<dp>(g, m), meshcast::error);
+  CHECK(dp{}.supports(sharding_problem{cost_model(t::mlp(32, 64, 64, true), m).problem(), none, deadline::after(60)}) ==
+        nullptr);
+}
+
+TEST_CASE("time limits: a tiny limit stops the cost tables and the solvers quickly") {
+  t::transformer_dims d{.batch = 8, .seq = 512, .model = 1024, .heads = 16, .ffn = 4096};
+  graph g = t::transformer(24, d, true);
+  mesh_model m = mesh_model::uniform({2, 4}, 1e10, 1e-6);
+  for (double limit : {0.001, 0.05}) {
+    const auto begin = std::chrono::steady_clock::now();
+    try {
+#if MESHCAST_HAS_CBC
+      auto_shard(g, m, ilp{}, {.time_limit_s = limit});
+#else
+      auto_shard(g, m, greedy{}, {.time_limit_s = limit});
+#endif
+    } catch (const time_limit_reached& e) {
+      MESSAGE(std::string(e.what()));
+    }
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    CHECK(took < limit + 0.5);
+  }
+}
+
+#if MESHCAST_HAS_CBC
+TEST_CASE("(f) 24-layer transformer, forward and training, solves in seconds") {
+  t::transformer_dims d{.batch = 8, .seq = 512, .model = 1024, .heads = 16, .ffn = 4096};
+  for (bool training : {false, true})
+    for (const std::vector<index_t>& sizes : {std::vector<index_t>{8}, std::vector<index_t>{2, 4}}) {
+      graph g = t::transformer(24, d, training);
+      mesh_model m;
+      m.sizes = sizes;
+      m.bandwidth.assign(sizes.size(), 100e9 / 8);
+      m.latency.assign(sizes.size(), 5e-6);
+      if (sizes.size() == 2) m.bandwidth[1] = 800e9 / 8;
+      sharding_plan p = auto_shard(g, m, ilp{}, {.time_limit_s = 120});
+      sharding_plan q = auto_shard(g, m, greedy{}, {.time_limit_s = 120});
+      MESSAGE(std::string(training ? "training" : "forward") << " on " << sizes.size() << "-D mesh: " << g.ops().size()
+                                                   << " ops, ILP " << std::string(p.stats.tied ? "tied" : "untied") << " "
+                                                   << p.stats.nodes << " nodes, " << p.stats.variables << " variables, "
+                                                   << p.stats.constraints << " constraints; " << p.solve_seconds
+                                                   << " s; objective " << p.report.objective_s << " s (greedy "
+                                                   << q.report.objective_s << " s)");
+#ifdef __OPTIMIZE__
+      CHECK(p.solve_seconds < 60);
+#else
+      CHECK(p.solve_seconds < 300);  // unoptimised (sanitizer) builds
+#endif
+      CHECK(p.report.objective_s <= q.report.objective_s * (1 + 1e-9));
+      if (sizes.size() == 2) {  // 1.2 million columns untied: merged and coalesced to one layer's worth
+        CHECK(p.stats.tied);
+        CHECK(p.stats.nodes < 60);
+      } else {
+        CHECK(p.proven_optimal);
+      }
+    }
+}
+#endif
