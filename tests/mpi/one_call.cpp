@@ -1,0 +1,150 @@
+// The one-call API (<meshcast/mpi.hpp>): meshcast::reshard and meshcast::resharder on static,
+// mixed and dynamic layouts, in place and across meshes, every element checked; and every misuse
+// (communicator size, shard sizes, element size, ranks that disagree) a meshcast::error on every
+// rank. Run with an even number of ranks (2, 4, 6).
+#include <mpi.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <meshcast/mpi.hpp>
+
+using namespace meshcast;
+
+namespace {
+int failures = 0, rank = 0, size = 0;
+
+void expect(bool ok, const std::string& what) {
+  if (!ok) {
+    std::fprintf(stderr, "rank %d: %s\n", rank, what.c_str());
+    ++failures;
+  }
+}
+
+// The shard of `l` on device `device` filled with each element's global row-major index.
+template <class T>
+std::vector<T> shard(const layout_value& l, const std::vector<index_t>& ids, index_t device) {
+  box t;
+  t.rank = l.shape.rank;
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] == device) t = l.tile(static_cast<index_t>(i));
+  std::vector<T> v;
+  if (t.empty() || t.volume() == 0) return v;
+  std::vector<index_t> idx(static_cast<std::size_t>(t.rank));
+  for (int d = 0; d < t.rank; ++d) idx[static_cast<std::size_t>(d)] = t[d].lo;
+  while (true) {
+    index_t linear = 0;
+    for (int d = 0; d < t.rank; ++d) linear = linear * l.shape[d] + idx[static_cast<std::size_t>(d)];
+    v.push_back(static_cast<T>(linear));
+    int d = t.rank - 1;
+    while (d >= 0 && ++idx[static_cast<std::size_t>(d)] == t[d].hi) idx[static_cast<std::size_t>(d)] = t[d].lo, --d;
+    if (d < 0) break;
+  }
+  return v;
+}
+
+std::vector<index_t> iota(index_t from, index_t n) {
+  std::vector<index_t> v;
+  for (index_t i = 0; i < n; ++i) v.push_back(from + i);
+  return v;
+}
+
+template <class T, class Src, class Dst>
+void check_reshard(const Src& src, const Dst& dst, reshard_options o, const std::string& name) {
+  const layout_value s = src.value(), d = dst.value();
+  const index_t n = s.device_count();
+  const auto dst_ids = o.devices.how == device_map::kind::same ? iota(0, n) : iota(n, d.device_count());
+  const auto in = shard<T>(s, iota(0, n), rank);
+  std::vector<T> out(shard<T>(d, dst_ids, rank).size(), T(-1));
+  try {
+    reshard(MPI_COMM_WORLD, src, dst, std::span<const T>(in), std::span<T>(out), o);
+    expect(out == shard<T>(d, dst_ids, rank), name + ": wrong elements");
+  } catch (const error& e) {
+    expect(false, name + ": " + e.what());
+  }
+}
+
+template <class F>
+void expect_error_everywhere(F&& f, const std::string& needle, const std::string& name) {
+  std::string message;
+  try {
+    f();
+  } catch (const error& e) {
+    message = e.what();
+  }
+  expect(!message.empty(), name + ": no error");
+  expect(message.find(needle) != std::string::npos, name + ": message '" + message + "' lacks '" + needle + "'");
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const index_t half = size / 2;
+  const reshard_options in_place{.devices = device_map::same(), .timeout_s = 30};
+  const reshard_options across{.timeout_s = 30};
+  // In place on all ranks: static shapes, mixed mesh, dynamic layouts; float, double, int64.
+  check_reshard<float>(layout(mesh<dyn>{size}, spec<S<0>, R>{}, shape<37, 11>{}), layout(mesh<dyn>{size}, spec<R, S<0>>{}, shape<37, 11>{}),
+                       in_place, "in place, mixed");
+  check_reshard<double>(dynamic_layout(dynamic_mesh{half, 2}, dynamic_spec("S0,S1"), dynamic_shape{13, 7}),
+                        dynamic_layout(dynamic_mesh{half, 2}, dynamic_spec("S1,S0"), dynamic_shape{13, 7}), in_place,
+                        "in place, dynamic 2-d");
+  // Across two meshes of half the ranks each (disjoint devices, the default).
+  check_reshard<std::int64_t>(dynamic_layout(dynamic_mesh{half}, dynamic_spec("R,S0"), dynamic_shape{9, 10}),
+                              dynamic_layout(dynamic_mesh{half}, dynamic_spec("S0,R"), dynamic_shape{9, 10}), across,
+                              "across meshes");
+  for (execution m : {execution::ordered, execution::concurrent}) {
+    reshard_options o = in_place;
+    o.mode = m;
+    check_reshard<float>(dynamic_layout(dynamic_mesh{size}, dynamic_spec("R"), dynamic_shape{100}),
+                         dynamic_layout(dynamic_mesh{size}, dynamic_spec("S0"), dynamic_shape{100}), o,
+                         std::string("replicated to sharded, ") + std::string(to_string(m)));
+  }
+  // A resharder kept for several steps.
+  {
+    dynamic_layout a(dynamic_mesh{size}, dynamic_spec("S0,R"), dynamic_shape{20, 4}),
+        b(dynamic_mesh{size}, dynamic_spec("R,S0"), dynamic_shape{20, 4});
+    resharder<> r(MPI_COMM_WORLD, a, b, sizeof(float), in_place);
+    const auto in = shard<float>(a.value(), iota(0, size), rank);
+    std::vector<float> out(r.destination_elements());
+    for (int step = 0; step < 3; ++step) {
+      r(in, out);
+      expect(out == shard<float>(b.value(), iota(0, size), rank), "resharder: wrong elements");
+    }
+    expect(r.schedule().transfers.size() > 0 || size == 1, "resharder: empty schedule");
+  }
+  // Misuse: the layouts need more devices than the communicator has.
+  dynamic_layout a(dynamic_mesh{size}, dynamic_spec("S0"), dynamic_shape{16}), b(dynamic_mesh{size}, dynamic_spec("R"), dynamic_shape{16});
+  std::vector<float> in = shard<float>(a.value(), iota(0, size), rank), out(16);
+  expect_error_everywhere([&] { reshard(MPI_COMM_WORLD, a, b, in, out, across); }, "ranks", "communicator size");
+  // Misuse: one rank's destination shard is too small: every rank fails.
+  std::vector<float> small(rank == 0 ? 3 : 16);
+  expect_error_everywhere([&] { reshard(MPI_COMM_WORLD, a, b, in, small, in_place); }, "elements", "shard size");
+  // Misuse: element size differs from the set-up one.
+  expect_error_everywhere(
+      [&] {
+        resharder<> r(MPI_COMM_WORLD, a, b, sizeof(double), in_place);
+        r(in, out);
+      },
+      "byte elements", "element size");
+  // Misuse: the ranks disagree (rank 0 another element type).
+  expect_error_everywhere(
+      [&] {
+        if (rank == 0) {
+          std::vector<double> in2(in.begin(), in.end()), out2(16);
+          reshard(MPI_COMM_WORLD, a, b, in2, out2, in_place);
+        } else {
+          reshard(MPI_COMM_WORLD, a, b, in, out, in_place);
+        }
+      },
+      "different", "ranks that disagree");
+  // Everyone is still in step: a last correct reshard.
+  check_reshard<float>(a, b, in_place, "after the misuses");
+  const bool all = all_ok(MPI_COMM_WORLD, failures == 0, 30, "collecting results");
+  if (rank == 0) std::printf("one-call reshard, %d ranks: %s\n", size, all ? "all checks passed" : "FAILED");
+  MPI_Finalize();
+  return all ? 0 : 1;
+}
