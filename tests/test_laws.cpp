@@ -1,0 +1,157 @@
+// Laws over whole domains: static, mixed and dynamic forms of one layout plan alike; the wire
+// form of a schedule round-trips; packing merges runs exactly as element-by-element enumeration
+// would, and unpack(pack(x)) == x.
+#include <doctest/doctest.h>
+
+#include <random>
+#include <vector>
+
+#include <meshcast/meshcast.hpp>
+
+#include "support/random_layouts.hpp"
+
+using namespace meshcast;
+
+namespace {
+bool same_plan(const plan& a, const plan& b) {
+  if (a.tasks.size() != b.tasks.size() || a.device_count != b.device_count || a.dst_devices != b.dst_devices) return false;
+  for (std::size_t i = 0; i < a.tasks.size(); ++i) {
+    const send_task &x = a.tasks[i], &y = b.tasks[i];
+    if (!(x.region == y.region) || x.bytes != y.bytes) return false;
+    auto sa = a.senders(i), sb = b.senders(i), ra = a.receivers(i), rb = b.receivers(i);
+    if (!std::equal(sa.begin(), sa.end(), sb.begin(), sb.end()) || !std::equal(ra.begin(), ra.end(), rb.begin(), rb.end()))
+      return false;
+  }
+  return true;
+}
+
+// One layout in three forms: all static, mixed (first mesh axis and first dim dynamic), dynamic.
+template <index_t M0, index_t M1, class Spec, index_t N0, index_t N1>
+struct forms {
+  static constexpr layout<mesh<M0, M1>, Spec, shape<N0, N1>> fixed{};
+  static auto mixed() { return layout(mesh<dyn, M1>{M0}, Spec{}, shape<dyn, N1>{N0}); }
+  static auto dynamic() {
+    return dynamic_layout(dynamic_mesh{M0, M1}, dynamic_spec(Spec::value()), dynamic_shape{N0, N1});
+  }
+};
+using f1 = forms<2, 4, spec<S<0>, R>, 13, 7>;
+using f2 = forms<2, 4, spec<R, S<1, 0>>, 13, 7>;
+using f3 = forms<3, 2, spec<S<1>, S<0>>, 13, 7>;
+using f4 = forms<1, 3, spec<R, R>, 13, 7>;
+}  // namespace
+
+TEST_CASE_TEMPLATE("laws: static, mixed and dynamic forms of a layout give identical plans", Src, f1, f2, f3, f4) {
+  auto check_against = [&](auto dst_forms) {
+    using D = decltype(dst_forms);
+    for (const plan_options& o : {plan_options{}, plan_options{.element_bytes = 8}}) {
+      const plan reference = make_plan(Src::dynamic(), D::dynamic(), o);
+      CHECK(same_plan(make_plan(Src::fixed, D::fixed, o), reference));
+      CHECK(same_plan(make_plan(Src::fixed, D::mixed(), o), reference));
+      CHECK(same_plan(make_plan(Src::mixed(), D::fixed, o), reference));
+      CHECK(same_plan(make_plan(Src::mixed(), D::dynamic(), o), reference));
+      CHECK(same_plan(make_plan(Src::dynamic(), D::fixed, o), reference));
+    }
+  };
+  check_against(f1{});
+  check_against(f2{});
+  check_against(f3{});
+  check_against(f4{});
+}
+
+TEST_CASE("laws: a schedule's wire form round-trips, and a damaged one is an error") {
+  meshcast::testing::random_layout_source gen{std::mt19937_64(11)};
+  int checked = 0;
+  for (int c = 0; c < 40; ++c) {
+    const int rank = gen.uniform(1, 3);
+    dynamic_shape sh = gen.random_shape(rank);
+    dynamic_mesh sm = gen.random_mesh(), dm = gen.random_mesh();
+    plan p = make_plan(dynamic_layout(sm, dynamic_spec(gen.random_spec(sm.rank(), rank)), sh),
+                       dynamic_layout(dm, dynamic_spec(gen.random_spec(dm.rank(), rank)), sh));
+    network net = network::alpa_testbed(default_hosts(p.device_count, sm.size(), gen.uniform(1, 3)));
+    for (execution mode : {execution::ordered, execution::concurrent}) {
+      schedule s = c % 3 == 0   ? solve(make_instance(p, net, broadcast{}, {.mode = mode}), greedy{})
+                   : c % 3 == 1 ? solve(make_instance(p, net, send_recv_allgather{}, {.split_replicas = true, .mode = mode}), open_shop{})
+                                : solve(make_instance(p, net, send_recv{}, {.mode = mode}), naive{});
+      const auto words = to_wire(s);
+      CHECK(from_wire(words) == s);
+      CHECK(fingerprint(p, from_wire(words)) == fingerprint(p, s));
+      // Every truncation, and a garbled count, is refused with meshcast::error.
+      for (std::size_t cut = 0; cut < words.size(); cut += 1 + words.size() / 16) {
+        std::vector<std::int64_t> shorter(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(cut));
+        CHECK_THROWS_AS(from_wire(shorter), error);
+      }
+      std::vector<std::int64_t> garbled = words;
+      garbled[8] = std::numeric_limits<std::int64_t>::max();  // the solver name's length
+      CHECK_THROWS_AS(from_wire(garbled), error);
+      ++checked;
+    }
+  }
+  CHECK(checked == 80);
+}
+
+TEST_CASE("laws: run merging equals element-by-element enumeration; unpack(pack(x)) == x; copy_region copies exactly") {
+  std::mt19937_64 rng(5);
+  auto pick = [&](index_t lo, index_t hi) { return std::uniform_int_distribution<index_t>(lo, hi)(rng); };
+  for (int c = 0; c < 400; ++c) {
+    const int rank = static_cast<int>(pick(1, 4));
+    const std::size_t eb = static_cast<std::size_t>(pick(1, 3)) * 2;
+    box tile, region, other;
+    tile.rank = region.rank = other.rank = rank;
+    for (int d = 0; d < rank; ++d) {
+      tile[d] = {pick(0, 5), 0};
+      tile[d].hi = tile[d].lo + pick(1, 6);
+      region[d].lo = pick(tile[d].lo, tile[d].hi - 1);
+      region[d].hi = pick(region[d].lo + 1, tile[d].hi);
+      if (pick(0, 2) == 0) region[d] = tile[d];  // dims spanned whole let runs merge
+      other[d] = {region[d].lo - pick(0, 2), region[d].hi + pick(0, 2)};
+    }
+    // The element-by-element offsets of the region inside the tile, row-major.
+    std::vector<std::size_t> expect;
+    std::vector<index_t> idx(static_cast<std::size_t>(rank));
+    for (int d = 0; d < rank; ++d) idx[static_cast<std::size_t>(d)] = region[d].lo;
+    while (true) {
+      std::size_t off = 0;
+      for (int d = 0; d < rank; ++d) off = off * static_cast<std::size_t>(tile[d].size()) + static_cast<std::size_t>(idx[static_cast<std::size_t>(d)] - tile[d].lo);
+      expect.push_back(off * eb);
+      int d = rank - 1;
+      while (d >= 0 && ++idx[static_cast<std::size_t>(d)] == region[d].hi) idx[static_cast<std::size_t>(d)] = region[d].lo, --d;
+      if (d < 0) break;
+    }
+    std::vector<std::size_t> runs, blocks;
+    detail::for_each_run(tile, region, eb, [&](std::size_t offset, std::size_t run) {
+      for (std::size_t b = 0; b < run; b += eb) runs.push_back(offset + b);
+    });
+    detail::for_each_block(tile, region, eb, [&](std::size_t offset, std::size_t width, std::size_t height, std::size_t pitch) {
+      for (std::size_t r = 0; r < height; ++r)
+        for (std::size_t b = 0; b < width; b += eb) blocks.push_back(offset + r * pitch + b);
+    });
+    CHECK(runs == expect);
+    CHECK(blocks == expect);
+    // unpack(pack(x)) restores the region and leaves the rest of the tile alone.
+    std::vector<std::byte> x(tile_bytes(tile, eb)), packed(tile_bytes(region, eb)), y(x.size(), std::byte{0x33});
+    for (auto& b : x) b = static_cast<std::byte>(rng());
+    pack(tile, x, region, eb, packed);
+    unpack(packed, tile, y, region, eb);
+    for (std::size_t k = 0; k < expect.size(); ++k)
+      CHECK(std::equal(x.begin() + static_cast<std::ptrdiff_t>(expect[k]), x.begin() + static_cast<std::ptrdiff_t>(expect[k] + eb),
+                       y.begin() + static_cast<std::ptrdiff_t>(expect[k])));
+    std::size_t untouched = 0;
+    for (auto b : y) untouched += b == std::byte{0x33};
+    CHECK(untouched >= y.size() - expect.size() * eb);
+    // copy_region into a tile of another extent equals copying element by element.
+    std::vector<std::byte> z(tile_bytes(other, eb), std::byte{0});
+    copy_region(tile, x, other, z, region, eb);
+    std::vector<std::byte> z2(z.size(), std::byte{0});
+    std::size_t k = 0;
+    for (int d = 0; d < rank; ++d) idx[static_cast<std::size_t>(d)] = region[d].lo;
+    while (true) {
+      std::size_t off = 0;
+      for (int d = 0; d < rank; ++d) off = off * static_cast<std::size_t>(other[d].size()) + static_cast<std::size_t>(idx[static_cast<std::size_t>(d)] - other[d].lo);
+      std::copy_n(x.begin() + static_cast<std::ptrdiff_t>(expect[k++]), eb, z2.begin() + static_cast<std::ptrdiff_t>(off * eb));
+      int d = rank - 1;
+      while (d >= 0 && ++idx[static_cast<std::size_t>(d)] == region[d].hi) idx[static_cast<std::size_t>(d)] = region[d].lo, --d;
+      if (d < 0) break;
+    }
+    CHECK(z == z2);
+  }
+}
