@@ -13,7 +13,7 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 INCLUDE = ROOT / "include"
 UMBRELLA = "meshcast/meshcast.hpp"
-OPTIONAL = ["meshcast/solver/ilp.hpp", "meshcast/backend/mpi.hpp", "meshcast/backend/mpi_bounded.hpp", "meshcast/backend/nccl.hpp", "meshcast/memory/cuda.hpp", "meshcast/mpi.hpp",
+OPTIONAL = ["meshcast/solver/ilp.hpp", "meshcast/backend/mpi.hpp", "meshcast/backend/mpi_bounded.hpp", "meshcast/backend/nccl.hpp", "meshcast/memory/cuda.hpp", "meshcast/mpi.hpp", "meshcast/nccl.hpp",
             "meshcast/backend/nccl_mpi_bootstrap.hpp", "meshcast/detail/json.hpp", "meshcast/pipeline.hpp",
             "meshcast/autoshard.hpp"]
 LOCAL = re.compile(r'^\s*#\s*include\s+"([^"]+)"')

@@ -1170,9 +1170,30 @@ constexpr plan make_plan(const layout_value& src, const layout_value& dst, const
   return p;
 }
 
+namespace detail {
+// Whether two layout types' shapes can be equal: ranks and every extent known at compile time on
+// both sides must agree (what only the run time knows is checked then).
+template <class Src, class Dst>
+constexpr bool static_shapes_agree() {
+  if constexpr (requires { typename Src::shape_type; typename Dst::shape_type; }) {
+    using A = typename Src::shape_type;
+    using B = typename Dst::shape_type;
+    if constexpr (has_static_rank<A> && has_static_rank<B>) {
+      if (A::rank() != B::rank()) return false;
+      for (int i = 0; i < A::rank(); ++i)
+        if (A::static_extent(i) != dyn && B::static_extent(i) != dyn && A::static_extent(i) != B::static_extent(i))
+          return false;
+    }
+  }
+  return true;
+}
+}  // namespace detail
+
 /// Computes the send tasks between two layouts (static, mixed or dynamic).
 template <layout_like Src, layout_like Dst>
 constexpr plan make_plan(const Src& src, const Dst& dst, const plan_options& options = {}) {
+  static_assert(detail::static_shapes_agree<Src, Dst>(),
+                "The source and destination layouts have different static shapes: resharding keeps the tensor's shape.");
   return make_plan(src.value(), dst.value(), options);
 }
 
@@ -4526,7 +4547,10 @@ class executor {
     times_.clear();
     if (record_) times_.resize(steps_.size());
     tokens_sent_.clear();
-    if (mode_ == execution::ordered) run_ordered();
+    if (mode_ == execution::ordered) {
+      if constexpr (passes_port_tokens<Backend>()) run_ordered();
+      else run_ordered_in_rounds();
+    }
     else run_concurrent();
     for (auto& r : tokens_sent_) b_.wait(r);
     b_.flush();
@@ -4558,6 +4582,7 @@ class executor {
     std::size_t next_send = none, next_receive = none;  // the steps after it on those lanes
     std::size_t token_slot = 0;                          // its first token byte
     std::vector<request> token_reqs;
+    double model_start = 0;  // when the ordered model starts it (rounds for stream backends)
     request req{};
     std::vector<request> reqs;         // ordered mode: its sends
     bool posted = false, done = false;
@@ -4596,6 +4621,7 @@ class executor {
       if (!sending && !receiving) continue;
       step x{};
       x.transfer = i;
+      x.model_start = s.model.empty() ? static_cast<double>(i) : s.model[i].start;
       x.what = t.kind;
       x.region = t.region;
       x.bytes = tile_bytes(t.region, eb_);
@@ -4784,6 +4810,40 @@ class executor {
   // The two lanes advance independently: each starts its next step as soon as it may, so a
   // device receives while a send of its waits for a token, and no step waits behind a step of
   // the other lane that comes earlier in the schedule.
+  // Ordered mode on a backend whose sends hold its stream until matched (NCCL): a device's
+  // transfers that the model starts at one time form one group (a round: its sends and receives
+  // progress together, so a device sends while it receives), rounds in the model's time order.
+  // Both ends of a transfer put it in the round of its start time, so the rounds of all devices
+  // line up and none waits for a later one.
+  void run_ordered_in_rounds() {
+    for (step& x : steps_) x.done = x.posted = false;
+    std::vector<std::size_t> order(steps_.size());
+    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return steps_[a].model_start < steps_[b].model_start; });
+    for (std::size_t i = 0; i < order.size();) {
+      std::size_t j = i;
+      const double at = steps_[order[i]].model_start;
+      while (j < order.size() && steps_[order[j]].model_start <= at + 1e-12 * (1 + at)) ++j;
+      b_.begin_round();
+      for (std::size_t k = i; k < j; ++k) {
+        step& x = steps_[order[k]];
+        mark(x, &step_time::wait);
+        mark(x, &step_time::start);
+        x.reqs.clear();
+        post_step(x);
+        x.posted = true;
+      }
+      b_.end_round();
+      for (std::size_t k = i; k < j; ++k) {
+        step& x = steps_[order[k]];
+        await([&] { return completed(x); });
+        finish(x);
+      }
+      i = j;
+    }
+  }
+
   void run_ordered() {
     for (step& x : steps_) x.done = x.posted = false;
     in_flight_.clear();

@@ -175,6 +175,8 @@ class resharder {
   resharder(MPI_Comm comm, const Src& src, const Dst& dst, std::size_t element_bytes, reshard_options options = {},
             Solver solver = {}, Strategy strategy = {})
       : comm_(comm), options_(options), element_bytes_(element_bytes) {
+    static_assert(detail::static_shapes_agree<Src, Dst>(),
+                  "The source and destination layouts have different static shapes: resharding keeps the tensor's shape.");
     int rank = 0, size = 0;
     MPI_Comm_rank(comm_, &rank);
     MPI_Comm_size(comm_, &size);

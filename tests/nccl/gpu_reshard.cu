@@ -8,6 +8,7 @@
 
 #include <meshcast/backend/nccl_mpi_bootstrap.hpp>
 #include <meshcast/mpi.hpp>
+#include <meshcast/nccl.hpp>
 
 #include "cli/fill.hpp"
 
@@ -62,6 +63,22 @@ int main(int argc, char** argv) {
       ok = ok && reshard<send_recv>(p, world, stream, rank, mode) && reshard<send_recv_allgather>(p, world, stream, rank, mode) &&
            reshard<broadcast>(p, world, stream, rank, mode);
     int bad = ok ? 0 : 1, any = 0;
+    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    failures += any;
+  }
+  {  // The one call over NCCL (no MPI inside): in place, S0,R -> R,S0.
+    dynamic_layout a(dynamic_mesh{size}, dynamic_spec("S0,R"), dynamic_shape{97, 31}), b(dynamic_mesh{size}, dynamic_spec("R,S0"), dynamic_shape{97, 31});
+    const box ta = a.tile(rank), tb = b.tile(rank);
+    std::vector<std::byte> host_src(static_cast<std::size_t>(ta.volume()) * 4), host_dst(static_cast<std::size_t>(tb.volume()) * 4);
+    if (!host_src.empty()) cli::fill(ta, a.value().shape, 4, host_src);
+    cuda_memory::buffer src(host_src.size()), dst(host_dst.size());
+    cudaMemcpy(src.data(), host_src.data(), host_src.size(), cudaMemcpyHostToDevice);
+    std::span<const float> in(reinterpret_cast<const float*>(src.data()), host_src.size() / 4);
+    std::span<float> out(reinterpret_cast<float*>(dst.data()), host_dst.size() / 4);
+    reshard(world, stream, a, b, in, out, reshard_options{.devices = device_map::same()});
+    cudaMemcpy(host_dst.data(), dst.data(), host_dst.size(), cudaMemcpyDeviceToHost);
+    const int bad = host_dst.empty() || cli::count_wrong(tb, a.value().shape, 4, host_dst) == 0 ? 0 : 1;
+    int any = 0;
     MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     failures += any;
   }

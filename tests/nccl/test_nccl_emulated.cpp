@@ -12,6 +12,7 @@
 
 #include <meshcast/backend/nccl.hpp>
 #include <meshcast/meshcast.hpp>
+#include <meshcast/nccl.hpp>
 
 #include "cli/fill.hpp"
 #include "thread_bootstrap.hpp"
@@ -139,4 +140,43 @@ TEST_CASE("a schedule that ranks issue in different orders deadlocks without gro
   });
   CHECK(errors[0].find("deadlock") != std::string::npos);
   CHECK(errors[1].find("deadlock") != std::string::npos);
+}
+
+TEST_CASE("one call over NCCL: meshcast::reshard(comm, stream, ...) and its misuse, on every rank") {
+  const int n = 4;
+  dynamic_layout src(dynamic_mesh{n}, dynamic_spec("S0,R"), dynamic_shape{10, 6}), dst(dynamic_mesh{n}, dynamic_spec("R,S0"), dynamic_shape{10, 6});
+  std::vector<std::string> problems(n), misuse(n);
+  run_ranks(n, [&](int rank, ncclComm_t comm) {
+    cudaStream_t stream;
+    cudaStreamCreate(&stream);
+    const box a = src.tile(rank), b = dst.tile(rank);
+    std::vector<std::int32_t> in(static_cast<std::size_t>(a.volume())), out(static_cast<std::size_t>(b.volume()), -1);
+    std::size_t k = 0;
+    for (index_t i = a[0].lo; i < a[0].hi; ++i)
+      for (index_t j = a[1].lo; j < a[1].hi; ++j) in[k++] = static_cast<std::int32_t>(i * 6 + j);
+    try {
+      for (execution mode : {execution::ordered, execution::concurrent}) {
+        reshard(comm, stream, src, dst, std::span<const std::int32_t>(in), std::span<std::int32_t>(out),
+                reshard_options{.devices = device_map::same(), .mode = mode});
+        k = 0;
+        for (index_t i = b[0].lo; i < b[0].hi; ++i)
+          for (index_t j = b[1].lo; j < b[1].hi; ++j)
+            if (out[k++] != static_cast<std::int32_t>(i * 6 + j)) problems[static_cast<std::size_t>(rank)] = "wrong element";
+      }
+    } catch (const std::exception& e) {
+      problems[static_cast<std::size_t>(rank)] = e.what();
+    }
+    try {  // rank 2's destination shard is too short: every rank fails
+      std::vector<std::int32_t> short_out(rank == 2 ? 1 : out.size());
+      reshard(comm, stream, src, dst, in, short_out, reshard_options{.devices = device_map::same()});
+    } catch (const error& e) {
+      misuse[static_cast<std::size_t>(rank)] = e.what();
+    }
+    cudaStreamDestroy(stream);
+  });
+  for (int r = 0; r < n; ++r) {
+    CAPTURE(r);
+    CHECK(problems[static_cast<std::size_t>(r)] == "");
+    CHECK(misuse[static_cast<std::size_t>(r)].find("elements") != std::string::npos);
+  }
 }

@@ -135,7 +135,10 @@ class executor {
     times_.clear();
     if (record_) times_.resize(steps_.size());
     tokens_sent_.clear();
-    if (mode_ == execution::ordered) run_ordered();
+    if (mode_ == execution::ordered) {
+      if constexpr (passes_port_tokens<Backend>()) run_ordered();
+      else run_ordered_in_rounds();
+    }
     else run_concurrent();
     for (auto& r : tokens_sent_) b_.wait(r);
     b_.flush();
@@ -167,6 +170,7 @@ class executor {
     std::size_t next_send = none, next_receive = none;  // the steps after it on those lanes
     std::size_t token_slot = 0;                          // its first token byte
     std::vector<request> token_reqs;
+    double model_start = 0;  // when the ordered model starts it (rounds for stream backends)
     request req{};
     std::vector<request> reqs;         // ordered mode: its sends
     bool posted = false, done = false;
@@ -205,6 +209,7 @@ class executor {
       if (!sending && !receiving) continue;
       step x{};
       x.transfer = i;
+      x.model_start = s.model.empty() ? static_cast<double>(i) : s.model[i].start;
       x.what = t.kind;
       x.region = t.region;
       x.bytes = tile_bytes(t.region, eb_);
@@ -393,6 +398,40 @@ class executor {
   // The two lanes advance independently: each starts its next step as soon as it may, so a
   // device receives while a send of its waits for a token, and no step waits behind a step of
   // the other lane that comes earlier in the schedule.
+  // Ordered mode on a backend whose sends hold its stream until matched (NCCL): a device's
+  // transfers that the model starts at one time form one group (a round: its sends and receives
+  // progress together, so a device sends while it receives), rounds in the model's time order.
+  // Both ends of a transfer put it in the round of its start time, so the rounds of all devices
+  // line up and none waits for a later one.
+  void run_ordered_in_rounds() {
+    for (step& x : steps_) x.done = x.posted = false;
+    std::vector<std::size_t> order(steps_.size());
+    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return steps_[a].model_start < steps_[b].model_start; });
+    for (std::size_t i = 0; i < order.size();) {
+      std::size_t j = i;
+      const double at = steps_[order[i]].model_start;
+      while (j < order.size() && steps_[order[j]].model_start <= at + 1e-12 * (1 + at)) ++j;
+      b_.begin_round();
+      for (std::size_t k = i; k < j; ++k) {
+        step& x = steps_[order[k]];
+        mark(x, &step_time::wait);
+        mark(x, &step_time::start);
+        x.reqs.clear();
+        post_step(x);
+        x.posted = true;
+      }
+      b_.end_round();
+      for (std::size_t k = i; k < j; ++k) {
+        step& x = steps_[order[k]];
+        await([&] { return completed(x); });
+        finish(x);
+      }
+      i = j;
+    }
+  }
+
   void run_ordered() {
     for (step& x : steps_) x.done = x.posted = false;
     in_flight_.clear();
