@@ -9,7 +9,7 @@
 #include <charconv>
 #include <vector>
 
-#include <meshcast/error.hpp>
+#include <meshcast/meshcast.hpp>  // error, detail::printable (also in single_include/)
 
 namespace meshcast::cli {
 

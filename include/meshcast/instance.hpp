@@ -3,6 +3,8 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -26,15 +28,20 @@ struct option {
 /// A task, or a slice of one under replica splitting, with its alternatives.
 struct unit {
   index_t task = 0;
+  std::int32_t tensor = 0;  ///< the plan (tensor of a batch) the task belongs to
   box region;
   index_t bytes = 0;
   std::vector<option> options;
   bool has_choice() const noexcept { return options.size() > 1; }
 };
 
-/// Owns (shares) the plan and network it was made from, so it can never outlive them.
+/// Owns (shares) the plans and network it was made from, so it can never outlive them. A batch
+/// of tensors is one instance: their units share the network, so a solver balances the NICs
+/// across all of them.
 struct instance {
-  std::shared_ptr<const plan> source;
+  std::shared_ptr<const plan> source;  ///< the first plan (the only one for a single tensor)
+  std::vector<std::shared_ptr<const plan>> plans;  ///< every tensor's plan; units name theirs
+  const plan& plan_of(const unit& u) const noexcept { return *plans[static_cast<std::size_t>(u.tensor)]; }
   std::shared_ptr<const network> net;
   resource_space resources;
   std::string strategy;
@@ -93,6 +100,7 @@ inline void add_unit(instance& in, unit&& u) {
   for (std::size_t k = 0; k < u.options.size(); ++k)
     for (std::size_t j = 0; j < u.options[k].ops.size(); ++j) {
       op& o = u.options[k].ops[j];
+      o.tensor = u.tensor;
       o.unit = id;
       o.option = static_cast<int>(k);
       o.part = static_cast<int>(j);
@@ -101,30 +109,37 @@ inline void add_unit(instance& in, unit&& u) {
 }
 }  // namespace detail
 
-/// Builds the instance of `p` on `net` under strategy `st` (see instance_options).
+/// Builds the instance of a batch of plans (one per tensor, all on the devices of `net`) under
+/// strategy `st` (see instance_options).
 template <strategy S>
-instance make_instance(std::shared_ptr<const plan> plan_ptr, std::shared_ptr<const network> net_ptr, const S& st,
+instance make_instance(std::vector<std::shared_ptr<const plan>> plans, std::shared_ptr<const network> net_ptr, const S& st,
                        instance_options options = {}) {
   const bool split_replicas = options.split_replicas;
-  if (!plan_ptr || !net_ptr) throw error("make_instance needs a plan and a network");
-  const plan& p = *plan_ptr;
+  if (plans.empty() || !net_ptr) throw error("make_instance needs at least one plan and a network");
+  if (plans.size() > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max())) throw error("too many tensors in one batch");
   const network& net = *net_ptr;
-  if (net.device_count() < p.device_count)
-    throw error("the network describes " + std::to_string(net.device_count()) + " devices but the plan uses " +
-                std::to_string(p.device_count));
   instance in;
-  in.source = std::move(plan_ptr);
+  for (const auto& p : plans) {
+    if (!p) throw error("make_instance needs a plan for every tensor");
+    if (net.device_count() < p->device_count)
+      throw error("the network describes " + std::to_string(net.device_count()) + " devices but a plan uses " +
+                  std::to_string(p->device_count));
+  }
+  in.source = plans.front();
+  in.plans = std::move(plans);
   in.net = std::move(net_ptr);
   in.resources = {net.port_count(), net.device_count()};
   in.strategy = std::string(S::name);
   in.point_to_point = S::point_to_point;
   in.split_replicas = split_replicas;
   in.mode = options.mode;
+  for (std::size_t tensor = 0; tensor < in.plans.size(); ++tensor) {
+  const plan& p = *in.plans[tensor];
   for (std::size_t i = 0; i < p.tasks.size(); ++i) {
     const send_task& t = p.tasks[i];
     const auto task = static_cast<index_t>(i);
     auto senders = p.senders(t);
-    unit fixed{task, t.region, t.bytes, {option{}}};
+    unit fixed{task, static_cast<std::int32_t>(tensor), t.region, t.bytes, {option{}}};
     std::vector<index_t> remote =
         deliver_locally(net, in.resources, task, t.region, t.bytes, senders, p.receivers(t), fixed.options[0].ops);
     if (!fixed.options[0].ops.empty()) detail::add_unit(in, std::move(fixed));
@@ -137,7 +152,7 @@ instance make_instance(std::shared_ptr<const plan> plan_ptr, std::shared_ptr<con
       const box& slice = slices[k];
       std::vector<index_t> choices =
           sender_choices(net, senders, task * static_cast<index_t>(slices.size()) + static_cast<index_t>(k));
-      unit u{task, slice, slice.volume() * p.element_bytes, {}};
+      unit u{task, static_cast<std::int32_t>(tensor), slice, slice.volume() * p.element_bytes, {}};
       for (index_t s : choices) {
         option o{s, {}};
         st.remote_ops(net, in.resources, task, slice, u.bytes, s, remote, o.ops);
@@ -146,13 +161,28 @@ instance make_instance(std::shared_ptr<const plan> plan_ptr, std::shared_ptr<con
       detail::add_unit(in, std::move(u));
     }
   }
+  }
   return in;
+}
+
+/// The instance of one plan.
+template <strategy S>
+instance make_instance(std::shared_ptr<const plan> plan_ptr, std::shared_ptr<const network> net_ptr, const S& st,
+                       instance_options options = {}) {
+  return make_instance(std::vector<std::shared_ptr<const plan>>{std::move(plan_ptr)}, std::move(net_ptr), st, options);
 }
 
 /// The same, sharing copies of `p` and `net` (the instance then depends on nothing the caller keeps).
 template <strategy S>
 instance make_instance(const plan& p, const network& net, const S& st, instance_options options = {}) {
   return make_instance(std::make_shared<const plan>(p), std::make_shared<const network>(net), st, options);
+}
+/// The instance of a batch, sharing copies of the plans and the network.
+template <strategy S>
+instance make_instance(const std::vector<plan>& plans, const network& net, const S& st, instance_options options = {}) {
+  std::vector<std::shared_ptr<const plan>> shared;
+  for (const plan& p : plans) shared.push_back(std::make_shared<const plan>(p));
+  return make_instance(std::move(shared), std::make_shared<const network>(net), st, options);
 }
 /// Shorthand: only replica splitting given (ordered execution).
 template <strategy S>

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <map>
+#include <span>
 #include <vector>
 
 #include "detail/max_flow.hpp"
@@ -80,7 +81,7 @@ inline egress_split egress_bound(const instance& in, bool all_replicas = false, 
     flex[u].bytes = std::max(0.0, residual);
     // Any replica moves the same bytes out of its port: what must reach the other hosts does not
     // depend on who sends it, since receivers beside a replica are served locally.
-    if (all_replicas) flex[u].ports = sender_ports(net, in.source->senders(static_cast<std::size_t>(un.task)));
+    if (all_replicas) flex[u].ports = sender_ports(net, in.plan_of(un).senders(static_cast<std::size_t>(un.task)));
   }
   // Units offering the same set of ports are one node of the flow graph.
   std::map<std::vector<int>, std::vector<std::size_t>> groups;
@@ -214,13 +215,16 @@ inline lower_bound_parts lower_bound(const instance& in) {
 /// (the least T for which a flow from regions to holder hosts fits T times their egress
 /// bandwidth: the Hall bound over sets of sender hosts). At the NICs' line rates (no transport
 /// carries more than that), plus one latency.
-inline double physical_bound(const plan& p, const network& net) {
+inline double physical_bound(std::span<const plan* const> plans, const network& net) {
   const index_t hosts = net.host_count();
   std::vector<double> need(static_cast<std::size_t>(hosts), 0.0);
   std::map<std::vector<index_t>, double> leave;  // sender host set -> bytes that must leave it
   std::vector<index_t> seen(static_cast<std::size_t>(hosts), -1), holds(static_cast<std::size_t>(hosts), -1);
+  index_t tag = -1;
+  for (const plan* pp : plans) {
+  const plan& p = *pp;
   for (std::size_t i = 0; i < p.tasks.size(); ++i) {
-    const auto tag = static_cast<index_t>(i);
+    ++tag;
     std::vector<index_t> holders;
     for (index_t s : p.senders(i))
       if (holds[net.host_of(s)] != tag) holds[net.host_of(s)] = tag, holders.push_back(net.host_of(s));
@@ -236,6 +240,7 @@ inline double physical_bound(const plan& p, const network& net) {
       std::sort(holders.begin(), holders.end());
       leave[holders] += static_cast<double>(p.tasks[i].bytes);
     }
+  }
   }
   double bound = 0;
   for (index_t h = 0; h < hosts; ++h) bound = std::max(bound, need[static_cast<std::size_t>(h)] / net.host_line_ingress_bps(h));
@@ -268,6 +273,16 @@ inline double physical_bound(const plan& p, const network& net) {
   }
   bound = std::max(bound, lo);
   return bound > 0 ? bound + net.latency_s() : 0;
+}
+inline double physical_bound(const plan& p, const network& net) {
+  const plan* one[] = {&p};
+  return physical_bound(one, net);
+}
+/// The physical bound of everything an instance moves (all tensors of a batch).
+inline double physical_bound(const instance& in) {
+  std::vector<const plan*> plans;
+  for (const auto& p : in.plans) plans.push_back(p.get());
+  return physical_bound(plans, *in.net);
 }
 
 /// An integral sender assignment from the egress bound's flow: every sender port gets a quota of

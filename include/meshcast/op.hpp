@@ -39,7 +39,8 @@ constexpr std::string_view to_string(transfer_kind k) noexcept {
 /// One transfer of a schedule: `sender` moves `region` (`bytes`) to every device in `receivers`.
 struct transfer {
   transfer_kind kind = transfer_kind::point_to_point;
-  index_t task = 0;  ///< plan task the region belongs to
+  std::int32_t tensor = 0;  ///< which tensor of a batch (0 for a single one)
+  index_t task = 0;         ///< that tensor's plan task the region belongs to
   box region;
   index_t bytes = 0;
   index_t sender = 0;

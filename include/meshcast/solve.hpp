@@ -51,7 +51,7 @@ schedule solve(const instance& in, const S& s, const solver_options& options = {
   out.proven_optimal = r.proven_optimal;
   out.lower_bound_s = lower_bound(in).value();
   out.solver_bound_s = std::max(r.bound_s, out.lower_bound_s);
-  out.physical_bound_s = physical_bound(*in.source, *in.net);
+  out.physical_bound_s = physical_bound(in);
   simulate(out, *in.net, in.resources);
   return out;
 }

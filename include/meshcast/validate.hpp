@@ -92,10 +92,10 @@ inline void validate_solution(const instance& in, const std::vector<op>& ops, st
   std::vector<std::size_t> by_slot(ops.size()), fill(count.begin(), count.end() - 1);
   for (std::size_t i = 0; i < ops.size(); ++i)
     by_slot[fill[base[static_cast<std::size_t>(ops[i].unit)] + static_cast<std::size_t>(ops[i].part)]++] = i;
-  const index_t element_bytes = in.source ? in.source->element_bytes : 1;
   std::vector<box> pieces;
   for (std::size_t u = 0; u < n_units; ++u) {
     const auto& model_ops = in.units[u].options[static_cast<std::size_t>(chosen[u])].ops;
+    const index_t element_bytes = in.plan_of(in.units[u]).element_bytes;
     for (std::size_t j = 0; j < model_ops.size(); ++j) {
       const op& model = model_ops[j];
       const std::size_t s = base[u] + j;
@@ -105,7 +105,8 @@ inline void validate_solution(const instance& in, const std::vector<op>& ops, st
       for (std::size_t k = count[s]; k < count[s + 1]; ++k) {
         const op& o = ops[by_slot[k]];
         const op& own = in.units[u].options[static_cast<std::size_t>(o.option)].ops[static_cast<std::size_t>(o.part)];
-        if (o.sender != own.sender || o.receivers != own.receivers || o.task != own.task)
+        if (o.sender != own.sender || o.receivers != own.receivers || o.task != own.task || o.tensor != own.tensor ||
+            o.kind != own.kind)
           fail(where + " changes its sender or receivers");
         if (o.region.rank != model.region.rank || !model.region.contains(o.region) || o.region.empty())
           fail(where + " has a piece outside its region");

@@ -1371,7 +1371,8 @@ constexpr std::string_view to_string(transfer_kind k) noexcept {
 /// One transfer of a schedule: `sender` moves `region` (`bytes`) to every device in `receivers`.
 struct transfer {
   transfer_kind kind = transfer_kind::point_to_point;
-  index_t task = 0;  ///< plan task the region belongs to
+  std::int32_t tensor = 0;  ///< which tensor of a batch (0 for a single one)
+  index_t task = 0;         ///< that tensor's plan task the region belongs to
   box region;
   index_t bytes = 0;
   index_t sender = 0;
@@ -1841,6 +1842,8 @@ decltype(auto) visit_strategy(std::string_view name, F&& f) {
 // option per possible sender. Solvers choose an option per unit and an order for all the ops.
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -1859,15 +1862,20 @@ struct option {
 /// A task, or a slice of one under replica splitting, with its alternatives.
 struct unit {
   index_t task = 0;
+  std::int32_t tensor = 0;  ///< the plan (tensor of a batch) the task belongs to
   box region;
   index_t bytes = 0;
   std::vector<option> options;
   bool has_choice() const noexcept { return options.size() > 1; }
 };
 
-/// Owns (shares) the plan and network it was made from, so it can never outlive them.
+/// Owns (shares) the plans and network it was made from, so it can never outlive them. A batch
+/// of tensors is one instance: their units share the network, so a solver balances the NICs
+/// across all of them.
 struct instance {
-  std::shared_ptr<const plan> source;
+  std::shared_ptr<const plan> source;  ///< the first plan (the only one for a single tensor)
+  std::vector<std::shared_ptr<const plan>> plans;  ///< every tensor's plan; units name theirs
+  const plan& plan_of(const unit& u) const noexcept { return *plans[static_cast<std::size_t>(u.tensor)]; }
   std::shared_ptr<const network> net;
   resource_space resources;
   std::string strategy;
@@ -1926,6 +1934,7 @@ inline void add_unit(instance& in, unit&& u) {
   for (std::size_t k = 0; k < u.options.size(); ++k)
     for (std::size_t j = 0; j < u.options[k].ops.size(); ++j) {
       op& o = u.options[k].ops[j];
+      o.tensor = u.tensor;
       o.unit = id;
       o.option = static_cast<int>(k);
       o.part = static_cast<int>(j);
@@ -1934,30 +1943,37 @@ inline void add_unit(instance& in, unit&& u) {
 }
 }  // namespace detail
 
-/// Builds the instance of `p` on `net` under strategy `st` (see instance_options).
+/// Builds the instance of a batch of plans (one per tensor, all on the devices of `net`) under
+/// strategy `st` (see instance_options).
 template <strategy S>
-instance make_instance(std::shared_ptr<const plan> plan_ptr, std::shared_ptr<const network> net_ptr, const S& st,
+instance make_instance(std::vector<std::shared_ptr<const plan>> plans, std::shared_ptr<const network> net_ptr, const S& st,
                        instance_options options = {}) {
   const bool split_replicas = options.split_replicas;
-  if (!plan_ptr || !net_ptr) throw error("make_instance needs a plan and a network");
-  const plan& p = *plan_ptr;
+  if (plans.empty() || !net_ptr) throw error("make_instance needs at least one plan and a network");
+  if (plans.size() > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max())) throw error("too many tensors in one batch");
   const network& net = *net_ptr;
-  if (net.device_count() < p.device_count)
-    throw error("the network describes " + std::to_string(net.device_count()) + " devices but the plan uses " +
-                std::to_string(p.device_count));
   instance in;
-  in.source = std::move(plan_ptr);
+  for (const auto& p : plans) {
+    if (!p) throw error("make_instance needs a plan for every tensor");
+    if (net.device_count() < p->device_count)
+      throw error("the network describes " + std::to_string(net.device_count()) + " devices but a plan uses " +
+                  std::to_string(p->device_count));
+  }
+  in.source = plans.front();
+  in.plans = std::move(plans);
   in.net = std::move(net_ptr);
   in.resources = {net.port_count(), net.device_count()};
   in.strategy = std::string(S::name);
   in.point_to_point = S::point_to_point;
   in.split_replicas = split_replicas;
   in.mode = options.mode;
+  for (std::size_t tensor = 0; tensor < in.plans.size(); ++tensor) {
+  const plan& p = *in.plans[tensor];
   for (std::size_t i = 0; i < p.tasks.size(); ++i) {
     const send_task& t = p.tasks[i];
     const auto task = static_cast<index_t>(i);
     auto senders = p.senders(t);
-    unit fixed{task, t.region, t.bytes, {option{}}};
+    unit fixed{task, static_cast<std::int32_t>(tensor), t.region, t.bytes, {option{}}};
     std::vector<index_t> remote =
         deliver_locally(net, in.resources, task, t.region, t.bytes, senders, p.receivers(t), fixed.options[0].ops);
     if (!fixed.options[0].ops.empty()) detail::add_unit(in, std::move(fixed));
@@ -1970,7 +1986,7 @@ instance make_instance(std::shared_ptr<const plan> plan_ptr, std::shared_ptr<con
       const box& slice = slices[k];
       std::vector<index_t> choices =
           sender_choices(net, senders, task * static_cast<index_t>(slices.size()) + static_cast<index_t>(k));
-      unit u{task, slice, slice.volume() * p.element_bytes, {}};
+      unit u{task, static_cast<std::int32_t>(tensor), slice, slice.volume() * p.element_bytes, {}};
       for (index_t s : choices) {
         option o{s, {}};
         st.remote_ops(net, in.resources, task, slice, u.bytes, s, remote, o.ops);
@@ -1979,13 +1995,28 @@ instance make_instance(std::shared_ptr<const plan> plan_ptr, std::shared_ptr<con
       detail::add_unit(in, std::move(u));
     }
   }
+  }
   return in;
+}
+
+/// The instance of one plan.
+template <strategy S>
+instance make_instance(std::shared_ptr<const plan> plan_ptr, std::shared_ptr<const network> net_ptr, const S& st,
+                       instance_options options = {}) {
+  return make_instance(std::vector<std::shared_ptr<const plan>>{std::move(plan_ptr)}, std::move(net_ptr), st, options);
 }
 
 /// The same, sharing copies of `p` and `net` (the instance then depends on nothing the caller keeps).
 template <strategy S>
 instance make_instance(const plan& p, const network& net, const S& st, instance_options options = {}) {
   return make_instance(std::make_shared<const plan>(p), std::make_shared<const network>(net), st, options);
+}
+/// The instance of a batch, sharing copies of the plans and the network.
+template <strategy S>
+instance make_instance(const std::vector<plan>& plans, const network& net, const S& st, instance_options options = {}) {
+  std::vector<std::shared_ptr<const plan>> shared;
+  for (const plan& p : plans) shared.push_back(std::make_shared<const plan>(p));
+  return make_instance(std::move(shared), std::make_shared<const network>(net), st, options);
 }
 /// Shorthand: only replica splitting given (ordered execution).
 template <strategy S>
@@ -2040,6 +2071,7 @@ struct schedule {
 
 #include <algorithm>
 #include <map>
+#include <span>
 #include <vector>
 
 // ---- begin meshcast/detail/max_flow.hpp ----
@@ -2177,7 +2209,7 @@ inline egress_split egress_bound(const instance& in, bool all_replicas = false, 
     flex[u].bytes = std::max(0.0, residual);
     // Any replica moves the same bytes out of its port: what must reach the other hosts does not
     // depend on who sends it, since receivers beside a replica are served locally.
-    if (all_replicas) flex[u].ports = sender_ports(net, in.source->senders(static_cast<std::size_t>(un.task)));
+    if (all_replicas) flex[u].ports = sender_ports(net, in.plan_of(un).senders(static_cast<std::size_t>(un.task)));
   }
   // Units offering the same set of ports are one node of the flow graph.
   std::map<std::vector<int>, std::vector<std::size_t>> groups;
@@ -2311,13 +2343,16 @@ inline lower_bound_parts lower_bound(const instance& in) {
 /// (the least T for which a flow from regions to holder hosts fits T times their egress
 /// bandwidth: the Hall bound over sets of sender hosts). At the NICs' line rates (no transport
 /// carries more than that), plus one latency.
-inline double physical_bound(const plan& p, const network& net) {
+inline double physical_bound(std::span<const plan* const> plans, const network& net) {
   const index_t hosts = net.host_count();
   std::vector<double> need(static_cast<std::size_t>(hosts), 0.0);
   std::map<std::vector<index_t>, double> leave;  // sender host set -> bytes that must leave it
   std::vector<index_t> seen(static_cast<std::size_t>(hosts), -1), holds(static_cast<std::size_t>(hosts), -1);
+  index_t tag = -1;
+  for (const plan* pp : plans) {
+  const plan& p = *pp;
   for (std::size_t i = 0; i < p.tasks.size(); ++i) {
-    const auto tag = static_cast<index_t>(i);
+    ++tag;
     std::vector<index_t> holders;
     for (index_t s : p.senders(i))
       if (holds[net.host_of(s)] != tag) holds[net.host_of(s)] = tag, holders.push_back(net.host_of(s));
@@ -2333,6 +2368,7 @@ inline double physical_bound(const plan& p, const network& net) {
       std::sort(holders.begin(), holders.end());
       leave[holders] += static_cast<double>(p.tasks[i].bytes);
     }
+  }
   }
   double bound = 0;
   for (index_t h = 0; h < hosts; ++h) bound = std::max(bound, need[static_cast<std::size_t>(h)] / net.host_line_ingress_bps(h));
@@ -2365,6 +2401,16 @@ inline double physical_bound(const plan& p, const network& net) {
   }
   bound = std::max(bound, lo);
   return bound > 0 ? bound + net.latency_s() : 0;
+}
+inline double physical_bound(const plan& p, const network& net) {
+  const plan* one[] = {&p};
+  return physical_bound(one, net);
+}
+/// The physical bound of everything an instance moves (all tensors of a batch).
+inline double physical_bound(const instance& in) {
+  std::vector<const plan*> plans;
+  for (const auto& p : in.plans) plans.push_back(p.get());
+  return physical_bound(plans, *in.net);
 }
 
 /// An integral sender assignment from the egress bound's flow: every sender port gets a quota of
@@ -3900,10 +3946,10 @@ inline void validate_solution(const instance& in, const std::vector<op>& ops, st
   std::vector<std::size_t> by_slot(ops.size()), fill(count.begin(), count.end() - 1);
   for (std::size_t i = 0; i < ops.size(); ++i)
     by_slot[fill[base[static_cast<std::size_t>(ops[i].unit)] + static_cast<std::size_t>(ops[i].part)]++] = i;
-  const index_t element_bytes = in.source ? in.source->element_bytes : 1;
   std::vector<box> pieces;
   for (std::size_t u = 0; u < n_units; ++u) {
     const auto& model_ops = in.units[u].options[static_cast<std::size_t>(chosen[u])].ops;
+    const index_t element_bytes = in.plan_of(in.units[u]).element_bytes;
     for (std::size_t j = 0; j < model_ops.size(); ++j) {
       const op& model = model_ops[j];
       const std::size_t s = base[u] + j;
@@ -3913,7 +3959,8 @@ inline void validate_solution(const instance& in, const std::vector<op>& ops, st
       for (std::size_t k = count[s]; k < count[s + 1]; ++k) {
         const op& o = ops[by_slot[k]];
         const op& own = in.units[u].options[static_cast<std::size_t>(o.option)].ops[static_cast<std::size_t>(o.part)];
-        if (o.sender != own.sender || o.receivers != own.receivers || o.task != own.task)
+        if (o.sender != own.sender || o.receivers != own.receivers || o.task != own.task || o.tensor != own.tensor ||
+            o.kind != own.kind)
           fail(where + " changes its sender or receivers");
         if (o.region.rank != model.region.rank || !model.region.contains(o.region) || o.region.empty())
           fail(where + " has a piece outside its region");
@@ -3971,7 +4018,7 @@ schedule solve(const instance& in, const S& s, const solver_options& options = {
   out.proven_optimal = r.proven_optimal;
   out.lower_bound_s = lower_bound(in).value();
   out.solver_bound_s = std::max(r.bound_s, out.lower_bound_s);
-  out.physical_bound_s = physical_bound(*in.source, *in.net);
+  out.physical_bound_s = physical_bound(in);
   simulate(out, *in.net, in.resources);
   return out;
 }
@@ -4245,6 +4292,8 @@ inline void copy_region(const box& from_tile, std::span<const std::byte> from, c
 // A fingerprint over plan and schedule lets all ranks check that they run the same thing.
 
 #include <bit>
+#include <limits>
+#include <span>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -4254,7 +4303,7 @@ inline void copy_region(const box& from_tile, std::span<const std::byte> from, c
 namespace meshcast {
 
 namespace detail {
-inline constexpr std::int64_t wire_magic = 0x6d63617374310001;  // "mcast1", version 1
+inline constexpr std::int64_t wire_magic = 0x6d63617374310002;  // "mcast1", version 2
 
 class wire_writer {
  public:
@@ -4339,6 +4388,7 @@ inline std::vector<std::int64_t> to_wire(const schedule& s) {
   w.word(static_cast<std::int64_t>(s.transfers.size()));
   for (const transfer& t : s.transfers) {
     w.word(static_cast<std::int64_t>(t.kind));
+    w.word(t.tensor);
     w.word(t.task);
     w.region(t.region);
     w.word(t.bytes);
@@ -4374,6 +4424,9 @@ inline schedule from_wire(const std::vector<std::int64_t>& words) {
     const std::int64_t kind = r.word();
     if (kind < 0 || kind > static_cast<std::int64_t>(transfer_kind::chain)) throw error("a schedule message has a bad transfer kind");
     t.kind = static_cast<transfer_kind>(kind);
+    const std::int64_t tensor = r.word();
+    if (tensor < 0 || tensor > std::numeric_limits<std::int32_t>::max()) throw error("a schedule message has a bad tensor");
+    t.tensor = static_cast<std::int32_t>(tensor);
     t.task = r.word();
     t.region = r.region();
     t.bytes = r.word();
@@ -4393,12 +4446,13 @@ inline schedule from_wire(const std::vector<std::int64_t>& words) {
   return s;
 }
 
-/// FNV-1a over the plan's layouts, element size, devices and the schedule's wire form.
-inline std::uint64_t fingerprint(const plan& p, const schedule& s) {
+/// FNV-1a over the plans' layouts, element sizes, devices and the schedule's wire form.
+inline std::uint64_t fingerprint(std::span<const plan> plans, const schedule& s) {
   std::uint64_t h = 1469598103934665603ULL;
   auto mix = [&](std::int64_t v) {
     for (int i = 0; i < 8; ++i) h = (h ^ static_cast<std::uint8_t>(v >> (8 * i))) * 1099511628211ULL;
   };
+  for (const plan& p : plans) {
   for (const layout_value* l : {&p.src, &p.dst}) {
     for (int d = 0; d < l->mesh.rank; ++d) mix(l->mesh[d]);
     for (int d = 0; d < l->shape.rank; ++d) mix(l->shape[d]);
@@ -4409,9 +4463,11 @@ inline std::uint64_t fingerprint(const plan& p, const schedule& s) {
   }
   mix(p.element_bytes);
   for (index_t d : p.dst_devices) mix(d);
+  }
   for (std::int64_t v : to_wire(s)) mix(v);
   return h;
 }
+inline std::uint64_t fingerprint(const plan& p, const schedule& s) { return fingerprint(std::span<const plan>(&p, 1), s); }
 
 }  // namespace meshcast
 // ---- end meshcast/exec/wire.hpp ----
@@ -4464,16 +4520,25 @@ constexpr bool passes_port_tokens() {
   else return true;
 }
 
-/// Throws when `s` does not fit `p`: devices, regions and byte counts, kinds and dependencies.
-/// A schedule from elsewhere (another rank, a file) is checked, not trusted.
-inline void check_schedule_fits(const plan& p, const schedule& s) {
-  const box whole = p.src.whole();
+/// Devices the plans of a batch use together.
+inline index_t device_count(std::span<const plan> plans) noexcept {
+  index_t n = 0;
+  for (const plan& p : plans) n = std::max(n, p.device_count);
+  return n;
+}
+
+/// Throws when `s` does not fit `plans` (one per tensor): devices, regions and byte counts,
+/// kinds and dependencies. A schedule from elsewhere (another rank, a file) is checked, not trusted.
+inline void check_schedule_fits(std::span<const plan> plans, const schedule& s) {
   auto bad = [](std::size_t i, const std::string& why) {
     throw error("transfer " + std::to_string(i) + " of the schedule " + why + "; was it made for another plan?");
   };
   if (!s.model.empty() && s.model.size() != s.transfers.size()) throw error("the schedule's model does not match its transfers");
   for (std::size_t i = 0; i < s.transfers.size(); ++i) {
     const transfer& t = s.transfers[i];
+    if (t.tensor < 0 || static_cast<std::size_t>(t.tensor) >= plans.size()) bad(i, "names a tensor the batch does not have");
+    const plan& p = plans[static_cast<std::size_t>(t.tensor)];
+    const box whole = p.src.whole();
     if (t.sender < 0 || t.sender >= p.device_count) bad(i, "names a sender that is not a device of the plan");
     if (t.receivers.empty()) bad(i, "has no receiver");
     for (index_t r : t.receivers)
@@ -4493,6 +4558,7 @@ inline void check_schedule_fits(const plan& p, const schedule& s) {
       bad(i, "has a model whose resources and holders differ in number");
   }
 }
+inline void check_schedule_fits(const plan& p, const schedule& s) { check_schedule_fits(std::span<const plan>(&p, 1), s); }
 
 template <backend Backend>
 class executor {
@@ -4501,20 +4567,29 @@ class executor {
   /// (a handle: communicator, stream), so it never refers to a temporary. Throws
   /// `meshcast::error` when the communicator has fewer ranks than the plan has devices or the
   /// schedule does not fit the plan.
-  executor(Backend b, const plan& p, const schedule& s) : b_(std::move(b)), mode_(s.mode) {
+  executor(Backend b, const plan& p, const schedule& s) : executor(std::move(b), std::span<const plan>(&p, 1), s) {}
+
+  /// A batch: `plans[k]` is the plan of tensor k; the schedule's transfers name their tensor.
+  executor(Backend b, std::span<const plan> plans, const schedule& s) : b_(std::move(b)), mode_(s.mode) {
     me_ = b_.device();
-    if (b_.size() < p.device_count)
-      throw error("the plan uses " + std::to_string(p.device_count) + " devices but the communicator has " +
+    if (plans.empty()) throw error("an executor needs at least one plan");
+    const index_t devices = device_count(plans);
+    if (b_.size() < devices)
+      throw error("the plan uses " + std::to_string(devices) + " devices but the communicator has " +
                   std::to_string(b_.size()) + " ranks; run one rank per device");
-    check_schedule_fits(p, s);
-    eb_ = static_cast<std::size_t>(p.element_bytes);
-    src_tile_ = p.source_tile(me_);
-    dst_tile_ = p.destination_tile(me_);
-    const bool is_src = std::find(p.src_devices.begin(), p.src_devices.end(), me_) != p.src_devices.end();
-    const bool is_dst = std::find(p.dst_devices.begin(), p.dst_devices.end(), me_) != p.dst_devices.end();
-    source_bytes_ = is_src ? tile_bytes(src_tile_, eb_) : 0;
-    destination_bytes_ = is_dst ? tile_bytes(dst_tile_, eb_) : 0;
-    if (!is_src) src_tile_ = box{src_tile_.rank, {}};  // holds nothing
+    check_schedule_fits(plans, s);
+    for (const plan& p : plans) {
+      tensor_state t;
+      t.eb = static_cast<std::size_t>(p.element_bytes);
+      t.src_tile = p.source_tile(me_);
+      t.dst_tile = p.destination_tile(me_);
+      const bool is_src = std::find(p.src_devices.begin(), p.src_devices.end(), me_) != p.src_devices.end();
+      const bool is_dst = std::find(p.dst_devices.begin(), p.dst_devices.end(), me_) != p.dst_devices.end();
+      t.source_bytes = is_src ? tile_bytes(t.src_tile, t.eb) : 0;
+      t.destination_bytes = is_dst ? tile_bytes(t.dst_tile, t.eb) : 0;
+      if (!is_src) t.src_tile = box{t.src_tile.rank, {}};  // holds nothing
+      tensors_.push_back(t);
+    }
     make_groups(s);
     plan_steps(s);
     if (mode_ == execution::ordered) plan_lanes(s);
@@ -4530,19 +4605,33 @@ class executor {
   void record_times(bool on) { record_ = on; }
   const std::vector<step_time>& times() const noexcept { return times_; }
 
-  /// Bytes this rank's source and destination shards must have (row-major over their tiles).
-  std::size_t source_bytes() const noexcept { return source_bytes_; }
-  std::size_t destination_bytes() const noexcept { return destination_bytes_; }
+  /// Bytes this rank's source and destination shards of tensor `k` must have (row-major over
+  /// their tiles).
+  std::size_t source_bytes(std::size_t k = 0) const noexcept { return tensors_[k].source_bytes; }
+  std::size_t destination_bytes(std::size_t k = 0) const noexcept { return tensors_[k].destination_bytes; }
+  std::size_t tensors() const noexcept { return tensors_.size(); }
   execution mode() const noexcept { return mode_; }
 
   /// Reshards: reads `source` (never written), fills `destination`. May be called repeatedly.
   void run(std::span<const std::byte> source, std::span<std::byte> destination) {
-    if (source.size() < source_bytes() || destination.size() < destination_bytes())
-      throw error("device " + std::to_string(me_) + ": shard buffers of " + std::to_string(source.size()) + " and " +
-                  std::to_string(destination.size()) + " bytes are smaller than its tiles (" +
-                  std::to_string(source_bytes()) + " and " + std::to_string(destination_bytes()) + " bytes)");
-    src_ = source.data();
-    dst_ = destination.data();
+    run(std::span<const std::span<const std::byte>>(&source, 1), std::span<const std::span<std::byte>>(&destination, 1));
+  }
+  /// Reshards a batch: `sources[k]` and `destinations[k]` are this rank's shards of tensor k.
+  void run(std::span<const std::span<const std::byte>> sources, std::span<const std::span<std::byte>> destinations) {
+    if (sources.size() != tensors_.size() || destinations.size() != tensors_.size())
+      throw error("device " + std::to_string(me_) + ": " + std::to_string(sources.size()) + " source and " +
+                  std::to_string(destinations.size()) + " destination shards for a batch of " +
+                  std::to_string(tensors_.size()) + " tensors");
+    for (std::size_t k = 0; k < tensors_.size(); ++k) {
+      tensor_state& t = tensors_[k];
+      if (sources[k].size() < t.source_bytes || destinations[k].size() < t.destination_bytes)
+        throw error("device " + std::to_string(me_) + ": shard buffers of " + std::to_string(sources[k].size()) + " and " +
+                    std::to_string(destinations[k].size()) + " bytes are smaller than its tiles (" +
+                    std::to_string(t.source_bytes) + " and " + std::to_string(t.destination_bytes) + " bytes)" +
+                    (tensors_.size() > 1 ? " of tensor " + std::to_string(k) : std::string()));
+      t.src = sources[k].data();
+      t.dst = destinations[k].data();
+    }
     began_ = std::chrono::steady_clock::now();
     times_.clear();
     if (record_) times_.resize(steps_.size());
@@ -4565,6 +4654,7 @@ class executor {
   struct step {
     enum kind_t { copy, send, receive, collective } how;
     std::size_t transfer = 0;
+    std::size_t tensor = 0;
     transfer_kind what = transfer_kind::point_to_point;
     box region;
     std::size_t bytes = 0;
@@ -4624,23 +4714,25 @@ class executor {
       x.model_start = s.model.empty() ? static_cast<double>(i) : s.model[i].start;
       x.what = t.kind;
       x.region = t.region;
-      x.bytes = tile_bytes(t.region, eb_);
+      x.tensor = static_cast<std::size_t>(t.tensor);
+      const tensor_state& ts = tensors_[x.tensor];
+      x.bytes = tile_bytes(t.region, ts.eb);
       x.tag = static_cast<int>(i % transfer_tags);
       const std::string who = "device " + std::to_string(me_);
       if (t.kind == transfer_kind::local_copy) {
-        if (!src_tile_.contains(t.region)) throw error(who + " copies a region it does not hold");
+        if (!ts.src_tile.contains(t.region)) throw error(who + " copies a region it does not hold");
         x.how = step::copy;
       } else if (t.kind == transfer_kind::group_broadcast || t.kind == transfer_kind::chain) {
         x.how = step::collective;
         x.group = group_of_.at(i);
         x.root = sending;
-        if (sending && !src_tile_.contains(t.region)) throw error(who + " broadcasts a region it does not hold");
+        if (sending && !ts.src_tile.contains(t.region)) throw error(who + " broadcasts a region it does not hold");
         x.buffer = new_buffer(x.bytes);
       } else if (sending) {
         x.how = step::send;
         x.peers = t.receivers;
         if (t.kind == transfer_kind::point_to_point) {
-          if (!src_tile_.contains(t.region)) throw error(who + " sends a region it does not hold");
+          if (!ts.src_tile.contains(t.region)) throw error(who + " sends a region it does not hold");
         } else {  // forward: what arrived by the transfers it waits for
           x.from_source = false;
           for (std::int32_t w : t.waits_for) {
@@ -4649,7 +4741,7 @@ class executor {
             x.needs.push_back(it->second);
           }
           if (x.needs.size() == 1 && steps_[x.needs[0]].region == t.region) x.from_buffer = steps_[x.needs[0]].buffer;
-          else if (!dst_tile_.contains(t.region)) throw error(who + " forwards a region outside its destination tile");
+          else if (!ts.dst_tile.contains(t.region)) throw error(who + " forwards a region outside its destination tile");
         }
         if (x.from_buffer == none) x.buffer = new_buffer(x.bytes);
       } else {
@@ -4748,8 +4840,9 @@ class executor {
   void finish(step& x) {
     x.done = true;
     mark(x, &step_time::end);
-    if ((x.how == step::receive || (x.how == step::collective && !x.root)) && destination_bytes_ > 0)
-      unpack(b_.memory(), buffer(x.buffer), dst_tile_, dst_, x.region, eb_);
+    const tensor_state& t = tensors_[x.tensor];
+    if ((x.how == step::receive || (x.how == step::collective && !x.root)) && t.destination_bytes > 0)
+      unpack(b_.memory(), buffer(x.buffer), t.dst_tile, t.dst, x.region, t.eb);
     if (x.tokens_out.empty()) return;
     b_.begin_round();
     for (const auto& [to, tag] : x.tokens_out) tokens_sent_.push_back(b_.send(token(), 1, to, tag));
@@ -4893,15 +4986,16 @@ class executor {
   // Posts a step's transfer (a send packs first; a forward sends what arrived).
   void post_step(step& x) {
     auto& mem = b_.memory();
+    const tensor_state& t = tensors_[x.tensor];
     switch (x.how) {
       case step::copy:
-        copy_region(mem, src_tile_, src_, dst_tile_, dst_, x.region, eb_);
+        copy_region(mem, t.src_tile, t.src, t.dst_tile, t.dst, x.region, t.eb);
         break;
       case step::send: {
         const std::byte* message = x.from_buffer != none ? buffer(x.from_buffer) : buffer(x.buffer);
         if (x.from_buffer == none) {
-          if (x.from_source) pack(mem, src_tile_, src_, x.region, eb_, buffer(x.buffer));
-          else pack(mem, dst_tile_, dst_, x.region, eb_, buffer(x.buffer));
+          if (x.from_source) pack(mem, t.src_tile, t.src, x.region, t.eb, buffer(x.buffer));
+          else pack(mem, t.dst_tile, t.dst, x.region, t.eb, buffer(x.buffer));
         }
         for (index_t peer : x.peers) x.reqs.push_back(b_.send(message, x.bytes, peer, x.tag));
         break;
@@ -4910,7 +5004,7 @@ class executor {
         x.req = b_.recv(buffer(x.buffer), x.bytes, x.peers[0], x.tag);
         break;
       case step::collective: {
-        if (x.root) pack(mem, src_tile_, src_, x.region, eb_, buffer(x.buffer));
+        if (x.root) pack(mem, t.src_tile, t.src, x.region, t.eb, buffer(x.buffer));
         auto& g = *groups_[x.group];
         x.req = x.what == transfer_kind::chain ? b_.chain(buffer(x.buffer), x.bytes, g, x.tag)
                                                : b_.broadcast(buffer(x.buffer), x.bytes, g.members.front(), g);
@@ -4957,11 +5051,14 @@ class executor {
   std::chrono::steady_clock::time_point began_;
   std::vector<step_time> times_;
   index_t me_ = -1;
-  std::size_t eb_ = 1;
-  box src_tile_{}, dst_tile_{};
-  std::size_t source_bytes_ = 0, destination_bytes_ = 0;
-  const std::byte* src_ = nullptr;
-  std::byte* dst_ = nullptr;
+  struct tensor_state {  // one per tensor of the batch: this rank's tiles and the run's buffers
+    std::size_t eb = 1;
+    box src_tile{}, dst_tile{};
+    std::size_t source_bytes = 0, destination_bytes = 0;
+    const std::byte* src = nullptr;
+    std::byte* dst = nullptr;
+  };
+  std::vector<tensor_state> tensors_;
   std::vector<step> steps_;
   std::map<std::size_t, std::size_t> step_of_;  // transfer -> my step
   std::vector<typename Backend::memory_type::buffer> buffers_;

@@ -104,7 +104,7 @@ namespace meshcast {
 /// Hands `root`'s schedule to every rank of `comm` (so that ranks never run solvers that may
 /// differ, e.g. time-limited searches), then checks that all ranks agree on plan and schedule.
 /// Every step gives up with `timeout_error` after `timeout_s` seconds.
-inline void share_schedule(MPI_Comm comm, const plan& p, schedule& s, int root = 0, double timeout_s = 60) {
+inline void share_schedule(MPI_Comm comm, std::span<const plan> plans, schedule& s, int root = 0, double timeout_s = 60) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   std::vector<std::int64_t> wire = rank == root ? to_wire(s) : std::vector<std::int64_t>{};
@@ -116,11 +116,14 @@ inline void share_schedule(MPI_Comm comm, const plan& p, schedule& s, int root =
   bounded_broadcast(comm, wire.data(), static_cast<int>(n * static_cast<long long>(sizeof(std::int64_t))), root, timeout_s,
                     "receiving the schedule");
   if (rank != root) s = from_wire(wire);
-  const std::uint64_t mine = fingerprint(p, s);
+  const std::uint64_t mine = fingerprint(plans, s);
   std::uint64_t theirs = mine;
   bounded_broadcast(comm, &theirs, sizeof theirs, root, timeout_s, "comparing schedules");
   if (!all_ok(comm, mine == theirs, timeout_s, "comparing schedules"))
     throw error("ranks disagree on the plan: were they given the same layouts and sizes?");
+}
+inline void share_schedule(MPI_Comm comm, const plan& p, schedule& s, int root = 0, double timeout_s = 60) {
+  share_schedule(comm, std::span<const plan>(&p, 1), s, root, timeout_s);
 }
 
 /// Throws on every rank of `comm` when any rank has a non-empty `problem`: each rank throws the
@@ -163,76 +166,143 @@ inline std::vector<index_t> discover_hosts(MPI_Comm comm) {
   return host_of;
 }
 
-/// Reshards one tensor again and again between two layouts over an MPI communicator, rank r
-/// being device r. Built collectively (every rank of `comm` constructs it with the same
-/// arguments): it plans, has rank 0 solve the schedule (`Solver` under `Strategy`, optimising the
-/// model of `options.mode`), shares it, and keeps the executor and its buffers. Then each call
-/// moves this rank's shard. Every misuse is a meshcast::error on every rank.
+/// One tensor of a batch: its layouts (value form) and element size.
+struct tensor_layouts {
+  layout_value src, dst;
+  std::size_t element_bytes = 4;
+};
+
+/// Reshards a batch of tensors again and again over an MPI communicator, rank r being device r:
+/// their transfers are planned and solved as one schedule, so the NICs are balanced across all of
+/// them (as Alpa balances the tensors of a stage boundary). Built collectively (every rank of
+/// `comm` with the same arguments): it plans, has rank 0 solve the schedule (`Solver` under
+/// `Strategy`, optimising the model of `options.mode`), shares it, and keeps the executor and
+/// its buffers. Then each call moves this rank's shards. Every misuse is a meshcast::error on
+/// every rank.
 template <solver Solver = greedy, strategy Strategy = send_recv_allgather>
-class resharder {
+class batch_resharder {
  public:
-  template <layout_like Src, layout_like Dst>
-  resharder(MPI_Comm comm, const Src& src, const Dst& dst, std::size_t element_bytes, reshard_options options = {},
-            Solver solver = {}, Strategy strategy = {})
-      : comm_(comm), options_(options), element_bytes_(element_bytes) {
-    static_assert(detail::static_shapes_agree<Src, Dst>(),
-                  "The source and destination layouts have different static shapes: resharding keeps the tensor's shape.");
+  batch_resharder(MPI_Comm comm, std::vector<tensor_layouts> tensors, reshard_options options = {}, Solver solver = {},
+                  Strategy strategy = {})
+      : comm_(comm), options_(options), tensors_(std::move(tensors)) {
     int rank = 0, size = 0;
     MPI_Comm_rank(comm_, &rank);
     MPI_Comm_size(comm_, &size);
     rank_ = rank;
     std::string problem;
-    std::vector<index_t> hosts;
     try {
       detail::checked_seconds(options_.timeout_s, "reshard_options::timeout_s");
-      const layout_value s = src.value(), d = dst.value();
-      plan_ = make_plan(s, d, {.element_bytes = detail::checked_cast<index_t>(element_bytes, "the element size"),
-                               .devices = options_.devices});
-      if (plan_.device_count != size)
-        throw error("the layouts place the tensor on " + std::to_string(plan_.device_count) +
-                    " devices but the communicator has " + std::to_string(size) +
-                    " ranks (rank r is device r; for resharding in place, pass reshard_options{.devices = "
-                    "meshcast::device_map::same()})");
+      if (tensors_.empty()) throw error("a batch needs at least one tensor");
+      for (const tensor_layouts& t : tensors_) {
+        plans_.push_back(make_plan(t.src, t.dst,
+                                   {.element_bytes = detail::checked_cast<index_t>(t.element_bytes, "the element size"),
+                                    .devices = options_.devices}));
+        if (plans_.back().device_count != size)
+          throw error("the layouts place " + std::string(tensors_.size() > 1 ? "tensor " + std::to_string(plans_.size() - 1) : "the tensor") +
+                      " on " + std::to_string(plans_.back().device_count) + " devices but the communicator has " +
+                      std::to_string(size) +
+                      " ranks (rank r is device r; for resharding in place, pass reshard_options{.devices = "
+                      "meshcast::device_map::same()})");
+      }
     } catch (const std::exception& e) {
       problem = e.what();
     }
     agree_or_throw(comm_, problem, options_.timeout_s);
-    // Every rank must have been given the same layouts, element size and options.
-    const std::uint64_t key = detail::agreement_key(plan_.src, plan_.dst, element_bytes_, options_,
-                                                    std::string(Solver::name) + "/" + std::string(Strategy::name));
+    // Every rank must have been given the same layouts, element sizes and options.
+    std::uint64_t key = 0;
+    for (const tensor_layouts& t : tensors_)
+      key = key * 1099511628211ULL ^ detail::agreement_key(t.src, t.dst, t.element_bytes, options_,
+                                                            std::string(Solver::name) + "/" + std::string(Strategy::name));
     const auto low = bounded_allreduce(comm_, key, MPI_MIN, options_.timeout_s, "comparing the ranks' arguments");
     const auto high = bounded_allreduce(comm_, key, MPI_MAX, options_.timeout_s, "comparing the ranks' arguments");
     if (low != high)
       throw error("the ranks of the communicator were given different layouts, element sizes or options for one "
                   "reshard; every rank must pass the same ones");
     try {
-      hosts = options_.devices_per_host > 0
-                  ? default_hosts(plan_.device_count, static_cast<index_t>(plan_.src_devices.size()), options_.devices_per_host)
-                  : discover_hosts(comm_);
+      const std::vector<index_t> hosts =
+          options_.devices_per_host > 0
+              ? default_hosts(plans_[0].device_count, static_cast<index_t>(plans_[0].src_devices.size()), options_.devices_per_host)
+              : discover_hosts(comm_);
       net_ = network_from(options_, hosts);
       if (rank == 0) {
-        instance in = make_instance(plan_, net_, strategy, {.split_replicas = options_.split_replicas, .mode = options_.mode});
+        instance in = make_instance(plans_, net_, strategy, {.split_replicas = options_.split_replicas, .mode = options_.mode});
         schedule_ = solve(in, solver, {.time_limit_s = options_.time_limit_s, .seed = options_.seed});
       }
     } catch (const std::exception& e) {
       problem = e.what();
     }
     agree_or_throw(comm_, problem, options_.timeout_s);
-    share_schedule(comm_, plan_, schedule_, 0, options_.timeout_s);
+    share_schedule(comm_, plans_, schedule_, 0, options_.timeout_s);
     try {
-      executor_.emplace(mpi_backend(comm_, options_.timeout_s), plan_, schedule_);
+      executor_.emplace(mpi_backend(comm_, options_.timeout_s), plans_, schedule_);
     } catch (const std::exception& e) {
       problem = e.what();
     }
     agree_or_throw(comm_, problem, options_.timeout_s);
   }
 
-  /// Elements this rank's source and destination shards hold (0 where it has none).
-  std::size_t source_elements() const noexcept { return executor_->source_bytes() / element_bytes_; }
-  std::size_t destination_elements() const noexcept { return executor_->destination_bytes() / element_bytes_; }
-  const meshcast::plan& plan() const noexcept { return plan_; }
+  std::size_t size() const noexcept { return tensors_.size(); }
+  /// Elements this rank's source and destination shards of tensor `k` hold (0 where it has none).
+  std::size_t source_elements(std::size_t k = 0) const noexcept { return executor_->source_bytes(k) / tensors_[k].element_bytes; }
+  std::size_t destination_elements(std::size_t k = 0) const noexcept {
+    return executor_->destination_bytes(k) / tensors_[k].element_bytes;
+  }
+  const std::vector<meshcast::plan>& plans() const noexcept { return plans_; }
   const meshcast::schedule& schedule() const noexcept { return schedule_; }
   const meshcast::network& network() const noexcept { return net_; }
+
+  /// Reshards once: `in[k]` and `out[k]` are this rank's shards of tensor k, as bytes. Collective.
+  void operator()(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out) {
+    run(in, out, {});
+  }
+  /// The same, with a problem this rank found on its own (every rank then fails with it).
+  void run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out, std::string problem) {
+    if (!problem.empty()) problem = "device " + std::to_string(rank_) + ": " + problem;
+    else if (in.size() != tensors_.size() || out.size() != tensors_.size())
+      problem = "device " + std::to_string(rank_) + ": " + std::to_string(in.size()) + " source and " +
+                std::to_string(out.size()) + " destination shards for a batch of " + std::to_string(tensors_.size());
+    for (std::size_t k = 0; k < tensors_.size() && problem.empty(); ++k)
+      if (in[k].size() != executor_->source_bytes(k) || out[k].size() != executor_->destination_bytes(k))
+        problem = "device " + std::to_string(rank_) + ": its shards" +
+                  (tensors_.size() > 1 ? " of tensor " + std::to_string(k) : std::string()) + " have " +
+                  std::to_string(in[k].size() / tensors_[k].element_bytes) + " and " +
+                  std::to_string(out[k].size() / tensors_[k].element_bytes) +
+                  " elements, but its source and destination tiles hold " + std::to_string(source_elements(k)) + " and " +
+                  std::to_string(destination_elements(k));
+    agree_or_throw(comm_, problem, options_.timeout_s);
+    executor_->run(in, out);
+  }
+
+ private:
+  MPI_Comm comm_;
+  reshard_options options_;
+  std::vector<tensor_layouts> tensors_;
+  index_t rank_ = 0;
+  std::vector<meshcast::plan> plans_;
+  meshcast::network net_;
+  meshcast::schedule schedule_;
+  std::optional<executor<mpi_backend>> executor_;
+};
+
+/// Reshards one tensor again and again between two layouts (a batch of one, with typed shards).
+template <solver Solver = greedy, strategy Strategy = send_recv_allgather>
+class resharder {
+ public:
+  template <layout_like Src, layout_like Dst>
+  resharder(MPI_Comm comm, const Src& src, const Dst& dst, std::size_t element_bytes, reshard_options options = {},
+            Solver solver = {}, Strategy strategy = {})
+      : batch_(comm, {tensor_layouts{src.value(), dst.value(), element_bytes}}, options, solver, strategy),
+        element_bytes_(element_bytes) {
+    static_assert(detail::static_shapes_agree<Src, Dst>(),
+                  "The source and destination layouts have different static shapes: resharding keeps the tensor's shape.");
+  }
+
+  /// Elements this rank's source and destination shards hold (0 where it has none).
+  std::size_t source_elements() const noexcept { return batch_.source_elements(0); }
+  std::size_t destination_elements() const noexcept { return batch_.destination_elements(0); }
+  const meshcast::plan& plan() const noexcept { return batch_.plans()[0]; }
+  const meshcast::schedule& schedule() const noexcept { return batch_.schedule(); }
+  const meshcast::network& network() const noexcept { return batch_.network(); }
 
   /// Reshards once: `in` is this rank's source shard (read only), `out` its destination shard;
   /// both contiguous ranges of elements of the size given at construction. Collective.
@@ -242,30 +312,18 @@ class resharder {
     using U = std::remove_cvref_t<std::ranges::range_value_t<Out>>;
     static_assert(std::is_same_v<T, U>, "The source and destination shards must hold the same element type.");
     static_assert(std::is_trivially_copyable_v<T>, "Shards are moved as bytes: their element type must be trivially copyable.");
-    std::string problem;
-    const std::size_t in_n = std::ranges::size(in), out_n = std::ranges::size(out);
+    std::string problem;  // every rank learns of it, as of any misuse
     if (sizeof(T) != element_bytes_)
-      problem = "device " + std::to_string(rank_) + ": the shards hold " + std::to_string(sizeof(T)) +
-                "-byte elements but the reshard was set up for " + std::to_string(element_bytes_) + "-byte ones";
-    else if (in_n != source_elements() || out_n != destination_elements())
-      problem = "device " + std::to_string(rank_) + ": its shards have " + std::to_string(in_n) + " and " +
-                std::to_string(out_n) + " elements, but its source and destination tiles hold " +
-                std::to_string(source_elements()) + " and " + std::to_string(destination_elements());
-    agree_or_throw(comm_, problem, options_.timeout_s);
-    const auto* from = reinterpret_cast<const std::byte*>(std::ranges::data(in));
-    auto* to = reinterpret_cast<std::byte*>(std::ranges::data(out));
-    executor_->run({from, in_n * sizeof(T)}, {to, out_n * sizeof(T)});
+      problem = "the shards hold " + std::to_string(sizeof(T)) + "-byte elements but the reshard was set up for " +
+                std::to_string(element_bytes_) + "-byte ones";
+    const std::span<const std::byte> from(reinterpret_cast<const std::byte*>(std::ranges::data(in)), std::ranges::size(in) * sizeof(T));
+    const std::span<std::byte> to(reinterpret_cast<std::byte*>(std::ranges::data(out)), std::ranges::size(out) * sizeof(T));
+    batch_.run(std::span<const std::span<const std::byte>>(&from, 1), std::span<const std::span<std::byte>>(&to, 1), problem);
   }
 
  private:
-  MPI_Comm comm_;
-  reshard_options options_;
+  batch_resharder<Solver, Strategy> batch_;
   std::size_t element_bytes_;
-  index_t rank_ = 0;
-  meshcast::plan plan_;
-  meshcast::network net_;
-  meshcast::schedule schedule_;
-  std::optional<executor<mpi_backend>> executor_;
 };
 
 /// Reshards `in` (this rank's shard of `src`) into `out` (its shard of `dst`) over `comm`, rank r
@@ -278,6 +336,40 @@ void reshard(MPI_Comm comm, const Src& src, const Dst& dst, In&& in, Out&& out, 
   using T = std::remove_cvref_t<std::ranges::range_value_t<In>>;
   resharder<Solver, Strategy> r(comm, src, dst, sizeof(T), options);
   r(std::forward<In>(in), std::forward<Out>(out));
+}
+
+/// The tensors of a batch for the one call: layouts and this rank's shards (typed ranges, kept
+/// as bytes; they must outlive the call).
+class batch {
+ public:
+  template <layout_like Src, layout_like Dst, std::ranges::contiguous_range In, std::ranges::contiguous_range Out>
+  batch& add(const Src& src, const Dst& dst, In&& in, Out&& out) {
+    static_assert(detail::static_shapes_agree<Src, Dst>(),
+                  "The source and destination layouts have different static shapes: resharding keeps the tensor's shape.");
+    using T = std::remove_cvref_t<std::ranges::range_value_t<In>>;
+    static_assert(std::is_same_v<T, std::remove_cvref_t<std::ranges::range_value_t<Out>>>,
+                  "The source and destination shards must hold the same element type.");
+    static_assert(std::is_trivially_copyable_v<T>, "Shards are moved as bytes: their element type must be trivially copyable.");
+    layouts_.push_back({src.value(), dst.value(), sizeof(T)});
+    in_.emplace_back(reinterpret_cast<const std::byte*>(std::ranges::data(in)), std::ranges::size(in) * sizeof(T));
+    out_.emplace_back(reinterpret_cast<std::byte*>(std::ranges::data(out)), std::ranges::size(out) * sizeof(T));
+    return *this;
+  }
+  const std::vector<tensor_layouts>& layouts() const noexcept { return layouts_; }
+  std::span<const std::span<const std::byte>> in() const noexcept { return in_; }
+  std::span<const std::span<std::byte>> out() const noexcept { return out_; }
+
+ private:
+  std::vector<tensor_layouts> layouts_;
+  std::vector<std::span<const std::byte>> in_;
+  std::vector<std::span<std::byte>> out_;
+};
+
+/// Reshards every tensor of `b` in one schedule over `comm`: one collective call.
+template <solver Solver = greedy, strategy Strategy = send_recv_allgather>
+void reshard(MPI_Comm comm, const batch& b, reshard_options options = {}) {
+  batch_resharder<Solver, Strategy> r(comm, b.layouts(), options);
+  r(b.in(), b.out());
 }
 
 }  // namespace meshcast

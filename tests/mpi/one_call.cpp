@@ -116,6 +116,34 @@ int main(int argc, char** argv) {
     }
     expect(r.schedule().transfers.size() > 0 || size == 1, "resharder: empty schedule");
   }
+  // A batch of three tensors of different layouts and element types, in one schedule.
+  {
+    dynamic_layout a1(dynamic_mesh{size}, dynamic_spec("S0,R"), dynamic_shape{17, 5}), b1(dynamic_mesh{size}, dynamic_spec("R,S0"), dynamic_shape{17, 5});
+    dynamic_layout a2(dynamic_mesh{half, 2}, dynamic_spec("R,S01"), dynamic_shape{3, 40}), b2(dynamic_mesh{half, 2}, dynamic_spec("S1,S0"), dynamic_shape{3, 40});
+    dynamic_layout a3(dynamic_mesh{size}, dynamic_spec("R"), dynamic_shape{9}), b3(dynamic_mesh{size}, dynamic_spec("S0"), dynamic_shape{9});
+    const auto ids = iota(0, size);
+    const auto in1 = shard<float>(a1.value(), ids, rank);
+    const auto in2 = shard<double>(a2.value(), ids, rank);
+    const auto in3 = shard<std::int64_t>(a3.value(), ids, rank);
+    std::vector<float> out1(shard<float>(b1.value(), ids, rank).size());
+    std::vector<double> out2(shard<double>(b2.value(), ids, rank).size());
+    std::vector<std::int64_t> out3(shard<std::int64_t>(b3.value(), ids, rank).size());
+    for (execution m : {execution::ordered, execution::concurrent}) {
+      reshard_options o = in_place;
+      o.mode = m;
+      try {
+        reshard(MPI_COMM_WORLD, batch().add(a1, b1, in1, out1).add(a2, b2, in2, out2).add(a3, b3, in3, out3), o);
+        expect(out1 == shard<float>(b1.value(), ids, rank) && out2 == shard<double>(b2.value(), ids, rank) &&
+                   out3 == shard<std::int64_t>(b3.value(), ids, rank),
+               "batch: wrong elements");
+      } catch (const error& e) {
+        expect(false, std::string("batch: ") + e.what());
+      }
+    }
+    std::vector<float> short1(rank == 0 ? out1.size() + 1 : out1.size());  // one element too many on rank 0
+    expect_error_everywhere([&] { reshard(MPI_COMM_WORLD, batch().add(a1, b1, in1, short1).add(a3, b3, in3, out3), in_place); },
+                            "of tensor 0", "batch shard size");
+  }
   // Misuse: the layouts need more devices than the communicator has.
   dynamic_layout a(dynamic_mesh{size}, dynamic_spec("S0"), dynamic_shape{16}), b(dynamic_mesh{size}, dynamic_spec("R"), dynamic_shape{16});
   std::vector<float> in = shard<float>(a.value(), iota(0, size), rank), out(16);

@@ -52,16 +52,25 @@ constexpr bool passes_port_tokens() {
   else return true;
 }
 
-/// Throws when `s` does not fit `p`: devices, regions and byte counts, kinds and dependencies.
-/// A schedule from elsewhere (another rank, a file) is checked, not trusted.
-inline void check_schedule_fits(const plan& p, const schedule& s) {
-  const box whole = p.src.whole();
+/// Devices the plans of a batch use together.
+inline index_t device_count(std::span<const plan> plans) noexcept {
+  index_t n = 0;
+  for (const plan& p : plans) n = std::max(n, p.device_count);
+  return n;
+}
+
+/// Throws when `s` does not fit `plans` (one per tensor): devices, regions and byte counts,
+/// kinds and dependencies. A schedule from elsewhere (another rank, a file) is checked, not trusted.
+inline void check_schedule_fits(std::span<const plan> plans, const schedule& s) {
   auto bad = [](std::size_t i, const std::string& why) {
     throw error("transfer " + std::to_string(i) + " of the schedule " + why + "; was it made for another plan?");
   };
   if (!s.model.empty() && s.model.size() != s.transfers.size()) throw error("the schedule's model does not match its transfers");
   for (std::size_t i = 0; i < s.transfers.size(); ++i) {
     const transfer& t = s.transfers[i];
+    if (t.tensor < 0 || static_cast<std::size_t>(t.tensor) >= plans.size()) bad(i, "names a tensor the batch does not have");
+    const plan& p = plans[static_cast<std::size_t>(t.tensor)];
+    const box whole = p.src.whole();
     if (t.sender < 0 || t.sender >= p.device_count) bad(i, "names a sender that is not a device of the plan");
     if (t.receivers.empty()) bad(i, "has no receiver");
     for (index_t r : t.receivers)
@@ -81,6 +90,7 @@ inline void check_schedule_fits(const plan& p, const schedule& s) {
       bad(i, "has a model whose resources and holders differ in number");
   }
 }
+inline void check_schedule_fits(const plan& p, const schedule& s) { check_schedule_fits(std::span<const plan>(&p, 1), s); }
 
 template <backend Backend>
 class executor {
@@ -89,20 +99,29 @@ class executor {
   /// (a handle: communicator, stream), so it never refers to a temporary. Throws
   /// `meshcast::error` when the communicator has fewer ranks than the plan has devices or the
   /// schedule does not fit the plan.
-  executor(Backend b, const plan& p, const schedule& s) : b_(std::move(b)), mode_(s.mode) {
+  executor(Backend b, const plan& p, const schedule& s) : executor(std::move(b), std::span<const plan>(&p, 1), s) {}
+
+  /// A batch: `plans[k]` is the plan of tensor k; the schedule's transfers name their tensor.
+  executor(Backend b, std::span<const plan> plans, const schedule& s) : b_(std::move(b)), mode_(s.mode) {
     me_ = b_.device();
-    if (b_.size() < p.device_count)
-      throw error("the plan uses " + std::to_string(p.device_count) + " devices but the communicator has " +
+    if (plans.empty()) throw error("an executor needs at least one plan");
+    const index_t devices = device_count(plans);
+    if (b_.size() < devices)
+      throw error("the plan uses " + std::to_string(devices) + " devices but the communicator has " +
                   std::to_string(b_.size()) + " ranks; run one rank per device");
-    check_schedule_fits(p, s);
-    eb_ = static_cast<std::size_t>(p.element_bytes);
-    src_tile_ = p.source_tile(me_);
-    dst_tile_ = p.destination_tile(me_);
-    const bool is_src = std::find(p.src_devices.begin(), p.src_devices.end(), me_) != p.src_devices.end();
-    const bool is_dst = std::find(p.dst_devices.begin(), p.dst_devices.end(), me_) != p.dst_devices.end();
-    source_bytes_ = is_src ? tile_bytes(src_tile_, eb_) : 0;
-    destination_bytes_ = is_dst ? tile_bytes(dst_tile_, eb_) : 0;
-    if (!is_src) src_tile_ = box{src_tile_.rank, {}};  // holds nothing
+    check_schedule_fits(plans, s);
+    for (const plan& p : plans) {
+      tensor_state t;
+      t.eb = static_cast<std::size_t>(p.element_bytes);
+      t.src_tile = p.source_tile(me_);
+      t.dst_tile = p.destination_tile(me_);
+      const bool is_src = std::find(p.src_devices.begin(), p.src_devices.end(), me_) != p.src_devices.end();
+      const bool is_dst = std::find(p.dst_devices.begin(), p.dst_devices.end(), me_) != p.dst_devices.end();
+      t.source_bytes = is_src ? tile_bytes(t.src_tile, t.eb) : 0;
+      t.destination_bytes = is_dst ? tile_bytes(t.dst_tile, t.eb) : 0;
+      if (!is_src) t.src_tile = box{t.src_tile.rank, {}};  // holds nothing
+      tensors_.push_back(t);
+    }
     make_groups(s);
     plan_steps(s);
     if (mode_ == execution::ordered) plan_lanes(s);
@@ -118,19 +137,33 @@ class executor {
   void record_times(bool on) { record_ = on; }
   const std::vector<step_time>& times() const noexcept { return times_; }
 
-  /// Bytes this rank's source and destination shards must have (row-major over their tiles).
-  std::size_t source_bytes() const noexcept { return source_bytes_; }
-  std::size_t destination_bytes() const noexcept { return destination_bytes_; }
+  /// Bytes this rank's source and destination shards of tensor `k` must have (row-major over
+  /// their tiles).
+  std::size_t source_bytes(std::size_t k = 0) const noexcept { return tensors_[k].source_bytes; }
+  std::size_t destination_bytes(std::size_t k = 0) const noexcept { return tensors_[k].destination_bytes; }
+  std::size_t tensors() const noexcept { return tensors_.size(); }
   execution mode() const noexcept { return mode_; }
 
   /// Reshards: reads `source` (never written), fills `destination`. May be called repeatedly.
   void run(std::span<const std::byte> source, std::span<std::byte> destination) {
-    if (source.size() < source_bytes() || destination.size() < destination_bytes())
-      throw error("device " + std::to_string(me_) + ": shard buffers of " + std::to_string(source.size()) + " and " +
-                  std::to_string(destination.size()) + " bytes are smaller than its tiles (" +
-                  std::to_string(source_bytes()) + " and " + std::to_string(destination_bytes()) + " bytes)");
-    src_ = source.data();
-    dst_ = destination.data();
+    run(std::span<const std::span<const std::byte>>(&source, 1), std::span<const std::span<std::byte>>(&destination, 1));
+  }
+  /// Reshards a batch: `sources[k]` and `destinations[k]` are this rank's shards of tensor k.
+  void run(std::span<const std::span<const std::byte>> sources, std::span<const std::span<std::byte>> destinations) {
+    if (sources.size() != tensors_.size() || destinations.size() != tensors_.size())
+      throw error("device " + std::to_string(me_) + ": " + std::to_string(sources.size()) + " source and " +
+                  std::to_string(destinations.size()) + " destination shards for a batch of " +
+                  std::to_string(tensors_.size()) + " tensors");
+    for (std::size_t k = 0; k < tensors_.size(); ++k) {
+      tensor_state& t = tensors_[k];
+      if (sources[k].size() < t.source_bytes || destinations[k].size() < t.destination_bytes)
+        throw error("device " + std::to_string(me_) + ": shard buffers of " + std::to_string(sources[k].size()) + " and " +
+                    std::to_string(destinations[k].size()) + " bytes are smaller than its tiles (" +
+                    std::to_string(t.source_bytes) + " and " + std::to_string(t.destination_bytes) + " bytes)" +
+                    (tensors_.size() > 1 ? " of tensor " + std::to_string(k) : std::string()));
+      t.src = sources[k].data();
+      t.dst = destinations[k].data();
+    }
     began_ = std::chrono::steady_clock::now();
     times_.clear();
     if (record_) times_.resize(steps_.size());
@@ -153,6 +186,7 @@ class executor {
   struct step {
     enum kind_t { copy, send, receive, collective } how;
     std::size_t transfer = 0;
+    std::size_t tensor = 0;
     transfer_kind what = transfer_kind::point_to_point;
     box region;
     std::size_t bytes = 0;
@@ -212,23 +246,25 @@ class executor {
       x.model_start = s.model.empty() ? static_cast<double>(i) : s.model[i].start;
       x.what = t.kind;
       x.region = t.region;
-      x.bytes = tile_bytes(t.region, eb_);
+      x.tensor = static_cast<std::size_t>(t.tensor);
+      const tensor_state& ts = tensors_[x.tensor];
+      x.bytes = tile_bytes(t.region, ts.eb);
       x.tag = static_cast<int>(i % transfer_tags);
       const std::string who = "device " + std::to_string(me_);
       if (t.kind == transfer_kind::local_copy) {
-        if (!src_tile_.contains(t.region)) throw error(who + " copies a region it does not hold");
+        if (!ts.src_tile.contains(t.region)) throw error(who + " copies a region it does not hold");
         x.how = step::copy;
       } else if (t.kind == transfer_kind::group_broadcast || t.kind == transfer_kind::chain) {
         x.how = step::collective;
         x.group = group_of_.at(i);
         x.root = sending;
-        if (sending && !src_tile_.contains(t.region)) throw error(who + " broadcasts a region it does not hold");
+        if (sending && !ts.src_tile.contains(t.region)) throw error(who + " broadcasts a region it does not hold");
         x.buffer = new_buffer(x.bytes);
       } else if (sending) {
         x.how = step::send;
         x.peers = t.receivers;
         if (t.kind == transfer_kind::point_to_point) {
-          if (!src_tile_.contains(t.region)) throw error(who + " sends a region it does not hold");
+          if (!ts.src_tile.contains(t.region)) throw error(who + " sends a region it does not hold");
         } else {  // forward: what arrived by the transfers it waits for
           x.from_source = false;
           for (std::int32_t w : t.waits_for) {
@@ -237,7 +273,7 @@ class executor {
             x.needs.push_back(it->second);
           }
           if (x.needs.size() == 1 && steps_[x.needs[0]].region == t.region) x.from_buffer = steps_[x.needs[0]].buffer;
-          else if (!dst_tile_.contains(t.region)) throw error(who + " forwards a region outside its destination tile");
+          else if (!ts.dst_tile.contains(t.region)) throw error(who + " forwards a region outside its destination tile");
         }
         if (x.from_buffer == none) x.buffer = new_buffer(x.bytes);
       } else {
@@ -336,8 +372,9 @@ class executor {
   void finish(step& x) {
     x.done = true;
     mark(x, &step_time::end);
-    if ((x.how == step::receive || (x.how == step::collective && !x.root)) && destination_bytes_ > 0)
-      unpack(b_.memory(), buffer(x.buffer), dst_tile_, dst_, x.region, eb_);
+    const tensor_state& t = tensors_[x.tensor];
+    if ((x.how == step::receive || (x.how == step::collective && !x.root)) && t.destination_bytes > 0)
+      unpack(b_.memory(), buffer(x.buffer), t.dst_tile, t.dst, x.region, t.eb);
     if (x.tokens_out.empty()) return;
     b_.begin_round();
     for (const auto& [to, tag] : x.tokens_out) tokens_sent_.push_back(b_.send(token(), 1, to, tag));
@@ -481,15 +518,16 @@ class executor {
   // Posts a step's transfer (a send packs first; a forward sends what arrived).
   void post_step(step& x) {
     auto& mem = b_.memory();
+    const tensor_state& t = tensors_[x.tensor];
     switch (x.how) {
       case step::copy:
-        copy_region(mem, src_tile_, src_, dst_tile_, dst_, x.region, eb_);
+        copy_region(mem, t.src_tile, t.src, t.dst_tile, t.dst, x.region, t.eb);
         break;
       case step::send: {
         const std::byte* message = x.from_buffer != none ? buffer(x.from_buffer) : buffer(x.buffer);
         if (x.from_buffer == none) {
-          if (x.from_source) pack(mem, src_tile_, src_, x.region, eb_, buffer(x.buffer));
-          else pack(mem, dst_tile_, dst_, x.region, eb_, buffer(x.buffer));
+          if (x.from_source) pack(mem, t.src_tile, t.src, x.region, t.eb, buffer(x.buffer));
+          else pack(mem, t.dst_tile, t.dst, x.region, t.eb, buffer(x.buffer));
         }
         for (index_t peer : x.peers) x.reqs.push_back(b_.send(message, x.bytes, peer, x.tag));
         break;
@@ -498,7 +536,7 @@ class executor {
         x.req = b_.recv(buffer(x.buffer), x.bytes, x.peers[0], x.tag);
         break;
       case step::collective: {
-        if (x.root) pack(mem, src_tile_, src_, x.region, eb_, buffer(x.buffer));
+        if (x.root) pack(mem, t.src_tile, t.src, x.region, t.eb, buffer(x.buffer));
         auto& g = *groups_[x.group];
         x.req = x.what == transfer_kind::chain ? b_.chain(buffer(x.buffer), x.bytes, g, x.tag)
                                                : b_.broadcast(buffer(x.buffer), x.bytes, g.members.front(), g);
@@ -545,11 +583,14 @@ class executor {
   std::chrono::steady_clock::time_point began_;
   std::vector<step_time> times_;
   index_t me_ = -1;
-  std::size_t eb_ = 1;
-  box src_tile_{}, dst_tile_{};
-  std::size_t source_bytes_ = 0, destination_bytes_ = 0;
-  const std::byte* src_ = nullptr;
-  std::byte* dst_ = nullptr;
+  struct tensor_state {  // one per tensor of the batch: this rank's tiles and the run's buffers
+    std::size_t eb = 1;
+    box src_tile{}, dst_tile{};
+    std::size_t source_bytes = 0, destination_bytes = 0;
+    const std::byte* src = nullptr;
+    std::byte* dst = nullptr;
+  };
+  std::vector<tensor_state> tensors_;
   std::vector<step> steps_;
   std::map<std::size_t, std::size_t> step_of_;  // transfer -> my step
   std::vector<typename Backend::memory_type::buffer> buffers_;

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <bit>
+#include <limits>
+#include <span>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -16,7 +18,7 @@
 namespace meshcast {
 
 namespace detail {
-inline constexpr std::int64_t wire_magic = 0x6d63617374310001;  // "mcast1", version 1
+inline constexpr std::int64_t wire_magic = 0x6d63617374310002;  // "mcast1", version 2
 
 class wire_writer {
  public:
@@ -101,6 +103,7 @@ inline std::vector<std::int64_t> to_wire(const schedule& s) {
   w.word(static_cast<std::int64_t>(s.transfers.size()));
   for (const transfer& t : s.transfers) {
     w.word(static_cast<std::int64_t>(t.kind));
+    w.word(t.tensor);
     w.word(t.task);
     w.region(t.region);
     w.word(t.bytes);
@@ -136,6 +139,9 @@ inline schedule from_wire(const std::vector<std::int64_t>& words) {
     const std::int64_t kind = r.word();
     if (kind < 0 || kind > static_cast<std::int64_t>(transfer_kind::chain)) throw error("a schedule message has a bad transfer kind");
     t.kind = static_cast<transfer_kind>(kind);
+    const std::int64_t tensor = r.word();
+    if (tensor < 0 || tensor > std::numeric_limits<std::int32_t>::max()) throw error("a schedule message has a bad tensor");
+    t.tensor = static_cast<std::int32_t>(tensor);
     t.task = r.word();
     t.region = r.region();
     t.bytes = r.word();
@@ -155,12 +161,13 @@ inline schedule from_wire(const std::vector<std::int64_t>& words) {
   return s;
 }
 
-/// FNV-1a over the plan's layouts, element size, devices and the schedule's wire form.
-inline std::uint64_t fingerprint(const plan& p, const schedule& s) {
+/// FNV-1a over the plans' layouts, element sizes, devices and the schedule's wire form.
+inline std::uint64_t fingerprint(std::span<const plan> plans, const schedule& s) {
   std::uint64_t h = 1469598103934665603ULL;
   auto mix = [&](std::int64_t v) {
     for (int i = 0; i < 8; ++i) h = (h ^ static_cast<std::uint8_t>(v >> (8 * i))) * 1099511628211ULL;
   };
+  for (const plan& p : plans) {
   for (const layout_value* l : {&p.src, &p.dst}) {
     for (int d = 0; d < l->mesh.rank; ++d) mix(l->mesh[d]);
     for (int d = 0; d < l->shape.rank; ++d) mix(l->shape[d]);
@@ -171,8 +178,10 @@ inline std::uint64_t fingerprint(const plan& p, const schedule& s) {
   }
   mix(p.element_bytes);
   for (index_t d : p.dst_devices) mix(d);
+  }
   for (std::int64_t v : to_wire(s)) mix(v);
   return h;
 }
+inline std::uint64_t fingerprint(const plan& p, const schedule& s) { return fingerprint(std::span<const plan>(&p, 1), s); }
 
 }  // namespace meshcast
