@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <meshcast/meshcast.hpp>
@@ -94,6 +95,27 @@ TEST_CASE("resource_clock: an op starts when all its resources are free and hold
   CHECK(trial.finish(more, clock) == 9);  // a after b on resource 1, c after a's first placement
   CHECK(clock.free_at(1) == 7);
 
+  // Undo takes placements back, the makespan with them (the searches' backtracking).
+  resource_clock::undo_log log;
+  clock.mark(log);
+  CHECK(clock.place(std::as_const(a), log) == 9);
+  CHECK(clock.place(std::as_const(c), log) == 2);
+  CHECK(clock.makespan() == 9);
+  clock.undo(log);
+  CHECK(clock.free_at(0) == 2);
+  CHECK(clock.free_at(1) == 7);
+  CHECK(clock.free_at(3) == 1);
+  CHECK(clock.makespan() == 7);
+
+  // Occupied for another duration than the op's own (ilp's whole slots).
+  resource_clock slots(2);
+  transfer_model d;
+  d.resources = {0};
+  d.duration = 0.3;
+  CHECK(slots.occupy(d, slots.earliest_start(d), 1) == 1);
+  CHECK(slots.earliest_start(d) == 1);
+  CHECK(slots.occupy(d, 1, 2) == 3);
+  CHECK(slots.makespan() == 3);
 }
 
 TEST_CASE("the solvers' schedules stay what they were (exact makespans and orders)") {
