@@ -22,6 +22,7 @@
 #include "instance.hpp"
 #include "schedule.hpp"
 #include "lower_bound.hpp"
+#include "senders.hpp"
 #include "solver.hpp"
 #include "solvers.hpp"
 #include "simulate.hpp"

@@ -1463,11 +1463,16 @@ inline execution parse_execution(std::string_view name) {
 // ---- end meshcast/execution.hpp ----
 // ---- begin meshcast/ordered_engine.hpp ----
 // The ordered model's clock, the one engine every solver and the simulator place ops with:
-// every resource (NIC direction, device stream) is free from some time on, and an op placed next
+// every resource (NIC direction, device lane) is free from some time on, and an op placed next
 // starts when all its resources are free, and occupies them for its duration.
+//
+// resource_clock places ops for good (list schedules, the simulator), or with an undo log (the
+// searches, which take placements back); trial_clock asks what a sequence of ops appended to a
+// clock would finish at, without changing the clock (greedy's choice of a sender).
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 
@@ -1475,31 +1480,57 @@ namespace meshcast {
 
 class resource_clock {
  public:
+  /// What placements overwrote since `mark`, so that `undo` can take them back.
+  struct undo_log {
+    std::vector<std::pair<int, double>> saved;  ///< (resource, free time before), in order
+    double makespan = 0;
+  };
+
   explicit resource_clock(int resources) : free_(static_cast<std::size_t>(resources), 0.0) {}
   void reset() {
     std::fill(free_.begin(), free_.end(), 0.0);
     makespan_ = 0;
   }
+  /// When `o` can start if placed next (not before `not_before`).
   double earliest_start(const transfer_model& o, double not_before = 0) const noexcept {
     double t = not_before;
     for (int r : o.resources) t = std::max(t, free_[r]);
     return t;
   }
-  /// Places `o` as the next op (not before `not_before`): sets its start and end, returns its end.
-  double place(transfer_model& o, double not_before = 0) noexcept {
-    o.start = earliest_start(o, not_before);
-    o.end = o.start + o.duration;
-    for (int r : o.resources) free_[r] = o.end;
-    makespan_ = std::max(makespan_, o.end);
-    return o.end;
-  }
-  /// Places an op without recording its times; returns its end.
-  double place(const transfer_model& o) noexcept {
-    const double end = earliest_start(o) + o.duration;
+  /// Occupies `o`'s resources from `start` for `duration` (its own, or one the caller rounded,
+  /// as ilp's whole slots); returns the end.
+  double occupy(const transfer_model& o, double start, double duration) noexcept {
+    const double end = start + duration;
     for (int r : o.resources) free_[r] = end;
     makespan_ = std::max(makespan_, end);
     return end;
   }
+  /// Places `o` as the next op (not before `not_before`): sets its start and end, returns its end.
+  double place(transfer_model& o, double not_before = 0) noexcept {
+    o.start = earliest_start(o, not_before);
+    o.end = occupy(o, o.start, o.duration);
+    return o.end;
+  }
+  /// Places an op without recording its times; returns its end.
+  double place(const transfer_model& o) noexcept { return occupy(o, earliest_start(o), o.duration); }
+
+  /// Starts `log` afresh: the placements made with it from now on can be taken back.
+  void mark(undo_log& log) const {
+    log.saved.clear();
+    log.makespan = makespan_;
+  }
+  /// Places an op, noting in `log` what it overwrites; returns its end.
+  double place(const transfer_model& o, undo_log& log) {
+    const double start = earliest_start(o);
+    for (int r : o.resources) log.saved.push_back({r, free_[r]});
+    return occupy(o, start, o.duration);
+  }
+  /// Takes back every placement noted in `log` since its `mark`.
+  void undo(const undo_log& log) noexcept {
+    for (auto it = log.saved.rbegin(); it != log.saved.rend(); ++it) free_[it->first] = it->second;
+    makespan_ = log.makespan;
+  }
+
   double free_at(int resource) const noexcept { return free_[resource]; }
   double makespan() const noexcept { return makespan_; }
   const std::vector<double>& free_times() const noexcept { return free_; }
@@ -2413,6 +2444,18 @@ inline double physical_bound(const instance& in) {
   return physical_bound(plans, *in.net);
 }
 
+}  // namespace meshcast
+// ---- end meshcast/lower_bound.hpp ----
+// ---- begin meshcast/senders.hpp ----
+// Sender assignments from the egress bound's flow (lower_bound.hpp), rounded to one sender per
+// unit. greedy and open_shop start from them.
+
+#include <cstddef>
+#include <vector>
+
+
+namespace meshcast {
+
 /// An integral sender assignment from the egress bound's flow: every sender port gets a quota of
 /// bytes (its share of the flow); units, in the given order (longest first is best), take the
 /// option whose port has the most quota left. Returns the option of each unit.
@@ -2438,7 +2481,7 @@ inline std::vector<int> quota_senders(const instance& in, const std::vector<std:
 }
 
 }  // namespace meshcast
-// ---- end meshcast/lower_bound.hpp ----
+// ---- end meshcast/senders.hpp ----
 // ---- begin meshcast/solver.hpp ----
 // The solver concept: a policy that picks a sender (option) for every unit of an instance and
 // an order for all the ops.
@@ -2583,25 +2626,24 @@ struct alpa_dfs {
     struct frame {
       std::size_t u = 0, k = 0;  // next child to try
       double makespan = 0;       // of the placed prefix
-      std::vector<std::pair<int, double>> saved;  // resource times the placed child overwrote
+      resource_clock::undo_log saved;  // what the placed child overwrote
       bool placed = false;
       bool entered = false;  // the node's own test (complete? cut?) is done on first entry only
     };
 
     search(const instance& i, double limit_s, bool use_estimate)
-        : in(i), prune(use_estimate), stop(limit_s), free(static_cast<std::size_t>(i.resources.size()), 0.0),
-          used(i.units.size(), 0) {}
+        : in(i), prune(use_estimate), stop(limit_s), clock(i.resources.size()), used(i.units.size(), 0) {}
     const instance& in;
     bool prune;
     detail::deadline stop;
-    std::vector<double> free;
+    resource_clock clock;
     std::vector<char> used;
     std::vector<std::pair<std::size_t, std::size_t>> order, best_order;
     double best = std::numeric_limits<double>::infinity();
     long long nodes = 0;
 
     double estimate(double makespan) const {
-      std::vector<double> busy = free;
+      std::vector<double> busy = clock.free_times();
       for (std::size_t u = 0; u < in.units.size(); ++u) {
         // One estimate walks every unit: on a large instance it looks at the clock on the way.
         if ((u & 4095) == 4095 && stop.expired()) return std::numeric_limits<double>::infinity();
@@ -2623,23 +2665,17 @@ struct alpa_dfs {
     }
 
     // Places option k of unit u after the prefix; returns the new makespan.
-    double place(std::size_t u, std::size_t k, double makespan, std::vector<std::pair<int, double>>& saved) {
-      saved.clear();
-      double end_all = makespan;
-      for (const op& x : in.units[u].options[k].ops) {
-        double start = 0;
-        for (int r : x.resources) start = std::max(start, free[r]);
-        for (int r : x.resources) saved.push_back({r, free[r]}), free[r] = start + x.duration;
-        end_all = std::max(end_all, start + x.duration);
-      }
+    double place(std::size_t u, std::size_t k, resource_clock::undo_log& saved) {
+      clock.mark(saved);
+      for (const op& x : in.units[u].options[k].ops) clock.place(x, saved);
       used[u] = 1;
       order.push_back({u, k});
-      return end_all;
+      return clock.makespan();
     }
     void unplace(frame& f) {
       order.pop_back();
       used[f.u] = 0;
-      for (auto it = f.saved.rbegin(); it != f.saved.rend(); ++it) free[it->first] = it->second;
+      clock.undo(f.saved);
       f.placed = false;
     }
 
@@ -2673,7 +2709,7 @@ struct alpa_dfs {
           continue;
         }
         frame child;
-        child.makespan = place(f.u, f.k, f.makespan, f.saved);
+        child.makespan = place(f.u, f.k, f.saved);
         f.placed = true;
         stack.push_back(std::move(child));
       }
@@ -3054,22 +3090,16 @@ struct greedy {
   static double list_schedule(const instance& in, const std::vector<std::size_t>& order,
                               std::vector<std::size_t>* choice = nullptr, const std::vector<int>* forced = nullptr) {
     if (choice) choice->assign(in.units.size(), 0);
-    std::vector<double> free(static_cast<std::size_t>(in.resources.size()), 0.0);
-    scratch touched(in.resources.size());
-    double makespan = 0;
+    resource_clock clock(in.resources.size());
+    trial_clock trial(in.resources.size());
     for (std::size_t u : order) {
       const unit& un = in.units[u];
       std::size_t best = forced && (*forced)[u] >= 0 ? static_cast<std::size_t>((*forced)[u])
-                                                     : best_option(in, un, free, touched);
+                                                     : best_option(in, un, clock, trial);
       if (choice) (*choice)[u] = best;
-      for (const op& x : un.options[best].ops) {
-        double start = 0;
-        for (int r : x.resources) start = std::max(start, free[r]);
-        for (int r : x.resources) free[r] = start + x.duration;
-        makespan = std::max(makespan, start + x.duration);
-      }
+      for (const op& x : un.options[best].ops) clock.place(x);
     }
-    return makespan;
+    return clock.makespan();
   }
 
   /// The ops of a list schedule, in issue order.
@@ -3152,13 +3182,6 @@ struct greedy {
     return forced;
   }
 
-  struct scratch {
-    explicit scratch(int resources) : stamp(static_cast<std::size_t>(resources), 0), time(static_cast<std::size_t>(resources), 0.0) {}
-    std::vector<std::uint64_t> stamp;
-    std::vector<double> time;
-    std::uint64_t epoch = 0;
-  };
-
   // First-fit rounds: a unit (with the sender whose port is free earliest among the rounds) takes
   // the first round where none of its ports is used; units are then sorted by round, longest first.
   static std::vector<std::size_t> round_order(const instance& in, const std::vector<double>& weight,
@@ -3200,11 +3223,11 @@ struct greedy {
   // The order in which units are met when the one that can finish earliest always goes next.
   // Finish times only grow as resources fill up, so a stale heap entry is re-evaluated when popped.
   static std::vector<std::size_t> earliest_finish_order(const instance& in, const std::vector<double>& weight) {
-    std::vector<double> free(static_cast<std::size_t>(in.resources.size()), 0.0);
-    scratch touched(in.resources.size());
+    resource_clock clock(in.resources.size());
+    trial_clock trial(in.resources.size());
     auto finish_of = [&](std::size_t u) {
       double best = std::numeric_limits<double>::infinity();
-      for (const option& o : in.units[u].options) best = std::min(best, try_option(o, free, touched));
+      for (const option& o : in.units[u].options) best = std::min(best, trial.finish(o.ops, clock));
       return best;
     };
     using entry = std::tuple<double, double, std::size_t>;  // finish, -weight, unit
@@ -3222,23 +3245,19 @@ struct greedy {
       order.push_back(u);
       // Place it exactly as list_schedule will.
       const unit& un = in.units[u];
-      std::size_t pick = best_option(in, un, free, touched);
-      for (const op& x : un.options[pick].ops) {
-        double start = 0;
-        for (int r : x.resources) start = std::max(start, free[r]);
-        for (int r : x.resources) free[r] = start + x.duration;
-      }
+      for (const op& x : un.options[best_option(in, un, clock, trial)].ops) clock.place(x);
     }
     return order;
   }
 
-  static std::size_t best_option(const instance& in, const unit& un, const std::vector<double>& free,
-                                 scratch& touched) {
+  // The option that finishes the unit earliest if placed now; ties go to the sender whose port is
+  // free earliest.
+  static std::size_t best_option(const instance& in, const unit& un, const resource_clock& clock, trial_clock& trial) {
     std::size_t best = 0;
     double best_finish = 0, best_tie = 0;
     for (std::size_t k = 0; k < un.options.size(); ++k) {
-      double finish = try_option(un.options[k], free, touched);
-      double tie = un.options[k].sender >= 0 ? free[in.resources.egress(in.net->port_of(un.options[k].sender))] : 0;
+      double finish = trial.finish(un.options[k].ops, clock);
+      double tie = un.options[k].sender >= 0 ? clock.free_at(in.resources.egress(in.net->port_of(un.options[k].sender))) : 0;
       if (k == 0 || finish < best_finish - 1e-15 || (finish <= best_finish + 1e-15 && tie < best_tie)) {
         best = k;
         best_finish = finish;
@@ -3246,21 +3265,6 @@ struct greedy {
       }
     }
     return best;
-  }
-
-  // Finish time of an option appended now, without changing `free` (scratch holds the option's
-  // own updates, found in O(1) by stamping the resources it touched).
-  static double try_option(const option& o, const std::vector<double>& free, scratch& tmp) {
-    ++tmp.epoch;
-    double finish = 0;
-    for (const op& x : o.ops) {
-      double start = 0;
-      for (int r : x.resources) start = std::max(start, tmp.stamp[r] == tmp.epoch ? tmp.time[r] : free[r]);
-      double end = start + x.duration;
-      for (int r : x.resources) tmp.stamp[r] = tmp.epoch, tmp.time[r] = end;
-      finish = std::max(finish, end);
-    }
-    return finish;
   }
 };
 
@@ -3307,7 +3311,7 @@ struct branch_and_bound {
     std::uint64_t nodes = 0;
     // per unit and option: resource -> total duration
     std::vector<std::vector<std::vector<std::pair<int, double>>>> load;
-    std::vector<double> free;
+    resource_clock clock;  // the ops placed so far
     std::vector<int> chosen;
     std::vector<std::uint64_t> done;
     struct step {
@@ -3317,7 +3321,7 @@ struct branch_and_bound {
     double best = std::numeric_limits<double>::infinity();
 
     search(const instance& i, const detail::deadline& stop)
-        : in(i), n_units(i.units.size()), n_res(i.resources.size()), deadline(stop) {
+        : in(i), n_units(i.units.size()), n_res(i.resources.size()), deadline(stop), clock(n_res) {
       load.resize(n_units);
       for (std::size_t u = 0; u < n_units; ++u)
         for (const option& o : in.units[u].options) {
@@ -3341,7 +3345,7 @@ struct branch_and_bound {
       best = c.makespan();
       solver_result out;
       out.ops = ops;
-      free.assign(static_cast<std::size_t>(n_res), 0.0);
+      clock.reset();
       chosen.assign(n_units, -1);
       done.assign(n_units, 0);
       double root = bound(0, 0);
@@ -3394,7 +3398,7 @@ struct branch_and_bound {
       double sum_base = 0;
       int count = 0;
       for (int r = 0; r < n_res; ++r) {
-        double base = std::max(free[r], last_start);
+        double base = std::max(clock.free_at(r), last_start);
         if (demand[r] > 0) b = std::max(b, base + demand[r]);
         if (r < in.resources.ports && flexible_port[r]) sum_base += base + demand[r], ++count;
       }
@@ -3441,8 +3445,7 @@ struct branch_and_bound {
           for (std::size_t j = 0; j < ops.size(); ++j) {
             if (done[u] >> j & 1) continue;
             if (ops[j].after >= 0 && !(done[u] >> ops[j].after & 1)) continue;
-            double start = 0;
-            for (int r : ops[j].resources) start = std::max(start, free[r]);
+            const double start = clock.earliest_start(ops[j]);
             long long key = static_cast<long long>(u) * 64 + static_cast<long long>(j);
             if (start < last_start - 1e-12 || (start <= last_start + 1e-12 && key <= last_key)) continue;
             cands.push_back({u, k, j, start});
@@ -3454,13 +3457,13 @@ struct branch_and_bound {
         return a.start + in.units[a.u].options[a.k].ops[a.j].duration <
                b.start + in.units[b.u].options[b.k].ops[b.j].duration;
       });
-      std::vector<std::pair<int, double>> saved;
+      resource_clock::undo_log saved;
       for (const candidate& c : cands) {
         const op& x = in.units[c.u].options[c.k].ops[c.j];
-        double end = c.start + x.duration;
+        const double end = c.start + x.duration;
         if (end >= best - 1e-12) continue;
-        saved.clear();
-        for (int r : x.resources) saved.push_back({r, free[r]}), free[r] = end;
+        clock.mark(saved);
+        clock.place(x, saved);  // at c.start: the clock is as it was when the candidates were listed
         int was = chosen[c.u];
         chosen[c.u] = static_cast<int>(c.k);
         done[c.u] |= std::uint64_t{1} << c.j;
@@ -3469,7 +3472,7 @@ struct branch_and_bound {
         path.pop_back();
         done[c.u] &= ~(std::uint64_t{1} << c.j);
         chosen[c.u] = was;
-        for (auto [r, t] : saved) free[r] = t;
+        clock.undo(saved);
         if (timed_out) return;
       }
     }

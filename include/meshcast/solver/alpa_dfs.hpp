@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../detail/deadline.hpp"
+#include "../ordered_engine.hpp"
 #include "../solver.hpp"
 
 namespace meshcast {
@@ -39,25 +40,24 @@ struct alpa_dfs {
     struct frame {
       std::size_t u = 0, k = 0;  // next child to try
       double makespan = 0;       // of the placed prefix
-      std::vector<std::pair<int, double>> saved;  // resource times the placed child overwrote
+      resource_clock::undo_log saved;  // what the placed child overwrote
       bool placed = false;
       bool entered = false;  // the node's own test (complete? cut?) is done on first entry only
     };
 
     search(const instance& i, double limit_s, bool use_estimate)
-        : in(i), prune(use_estimate), stop(limit_s), free(static_cast<std::size_t>(i.resources.size()), 0.0),
-          used(i.units.size(), 0) {}
+        : in(i), prune(use_estimate), stop(limit_s), clock(i.resources.size()), used(i.units.size(), 0) {}
     const instance& in;
     bool prune;
     detail::deadline stop;
-    std::vector<double> free;
+    resource_clock clock;
     std::vector<char> used;
     std::vector<std::pair<std::size_t, std::size_t>> order, best_order;
     double best = std::numeric_limits<double>::infinity();
     long long nodes = 0;
 
     double estimate(double makespan) const {
-      std::vector<double> busy = free;
+      std::vector<double> busy = clock.free_times();
       for (std::size_t u = 0; u < in.units.size(); ++u) {
         // One estimate walks every unit: on a large instance it looks at the clock on the way.
         if ((u & 4095) == 4095 && stop.expired()) return std::numeric_limits<double>::infinity();
@@ -79,23 +79,17 @@ struct alpa_dfs {
     }
 
     // Places option k of unit u after the prefix; returns the new makespan.
-    double place(std::size_t u, std::size_t k, double makespan, std::vector<std::pair<int, double>>& saved) {
-      saved.clear();
-      double end_all = makespan;
-      for (const op& x : in.units[u].options[k].ops) {
-        double start = 0;
-        for (int r : x.resources) start = std::max(start, free[r]);
-        for (int r : x.resources) saved.push_back({r, free[r]}), free[r] = start + x.duration;
-        end_all = std::max(end_all, start + x.duration);
-      }
+    double place(std::size_t u, std::size_t k, resource_clock::undo_log& saved) {
+      clock.mark(saved);
+      for (const op& x : in.units[u].options[k].ops) clock.place(x, saved);
       used[u] = 1;
       order.push_back({u, k});
-      return end_all;
+      return clock.makespan();
     }
     void unplace(frame& f) {
       order.pop_back();
       used[f.u] = 0;
-      for (auto it = f.saved.rbegin(); it != f.saved.rend(); ++it) free[it->first] = it->second;
+      clock.undo(f.saved);
       f.placed = false;
     }
 
@@ -129,7 +123,7 @@ struct alpa_dfs {
           continue;
         }
         frame child;
-        child.makespan = place(f.u, f.k, f.makespan, f.saved);
+        child.makespan = place(f.u, f.k, f.saved);
         f.placed = true;
         stack.push_back(std::move(child));
       }

@@ -16,8 +16,9 @@
 #include <limits>
 #include <vector>
 
-#include "../solver.hpp"
 #include "../detail/deadline.hpp"
+#include "../ordered_engine.hpp"
+#include "../solver.hpp"
 #include "greedy.hpp"
 
 namespace meshcast {
@@ -60,7 +61,7 @@ struct branch_and_bound {
     std::uint64_t nodes = 0;
     // per unit and option: resource -> total duration
     std::vector<std::vector<std::vector<std::pair<int, double>>>> load;
-    std::vector<double> free;
+    resource_clock clock;  // the ops placed so far
     std::vector<int> chosen;
     std::vector<std::uint64_t> done;
     struct step {
@@ -70,7 +71,7 @@ struct branch_and_bound {
     double best = std::numeric_limits<double>::infinity();
 
     search(const instance& i, const detail::deadline& stop)
-        : in(i), n_units(i.units.size()), n_res(i.resources.size()), deadline(stop) {
+        : in(i), n_units(i.units.size()), n_res(i.resources.size()), deadline(stop), clock(n_res) {
       load.resize(n_units);
       for (std::size_t u = 0; u < n_units; ++u)
         for (const option& o : in.units[u].options) {
@@ -94,7 +95,7 @@ struct branch_and_bound {
       best = c.makespan();
       solver_result out;
       out.ops = ops;
-      free.assign(static_cast<std::size_t>(n_res), 0.0);
+      clock.reset();
       chosen.assign(n_units, -1);
       done.assign(n_units, 0);
       double root = bound(0, 0);
@@ -147,7 +148,7 @@ struct branch_and_bound {
       double sum_base = 0;
       int count = 0;
       for (int r = 0; r < n_res; ++r) {
-        double base = std::max(free[r], last_start);
+        double base = std::max(clock.free_at(r), last_start);
         if (demand[r] > 0) b = std::max(b, base + demand[r]);
         if (r < in.resources.ports && flexible_port[r]) sum_base += base + demand[r], ++count;
       }
@@ -194,8 +195,7 @@ struct branch_and_bound {
           for (std::size_t j = 0; j < ops.size(); ++j) {
             if (done[u] >> j & 1) continue;
             if (ops[j].after >= 0 && !(done[u] >> ops[j].after & 1)) continue;
-            double start = 0;
-            for (int r : ops[j].resources) start = std::max(start, free[r]);
+            const double start = clock.earliest_start(ops[j]);
             long long key = static_cast<long long>(u) * 64 + static_cast<long long>(j);
             if (start < last_start - 1e-12 || (start <= last_start + 1e-12 && key <= last_key)) continue;
             cands.push_back({u, k, j, start});
@@ -207,13 +207,13 @@ struct branch_and_bound {
         return a.start + in.units[a.u].options[a.k].ops[a.j].duration <
                b.start + in.units[b.u].options[b.k].ops[b.j].duration;
       });
-      std::vector<std::pair<int, double>> saved;
+      resource_clock::undo_log saved;
       for (const candidate& c : cands) {
         const op& x = in.units[c.u].options[c.k].ops[c.j];
-        double end = c.start + x.duration;
+        const double end = c.start + x.duration;
         if (end >= best - 1e-12) continue;
-        saved.clear();
-        for (int r : x.resources) saved.push_back({r, free[r]}), free[r] = end;
+        clock.mark(saved);
+        clock.place(x, saved);  // at c.start: the clock is as it was when the candidates were listed
         int was = chosen[c.u];
         chosen[c.u] = static_cast<int>(c.k);
         done[c.u] |= std::uint64_t{1} << c.j;
@@ -222,7 +222,7 @@ struct branch_and_bound {
         path.pop_back();
         done[c.u] &= ~(std::uint64_t{1} << c.j);
         chosen[c.u] = was;
-        for (auto [r, t] : saved) free[r] = t;
+        clock.undo(saved);
         if (timed_out) return;
       }
     }

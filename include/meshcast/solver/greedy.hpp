@@ -19,9 +19,10 @@
 #include <vector>
 
 #include "../detail/deadline.hpp"
-#include "../lower_bound.hpp"
-#include "../solver.hpp"
 #include "../detail/edge_colour.hpp"
+#include "../ordered_engine.hpp"
+#include "../senders.hpp"
+#include "../solver.hpp"
 
 namespace meshcast {
 
@@ -132,22 +133,16 @@ struct greedy {
   static double list_schedule(const instance& in, const std::vector<std::size_t>& order,
                               std::vector<std::size_t>* choice = nullptr, const std::vector<int>* forced = nullptr) {
     if (choice) choice->assign(in.units.size(), 0);
-    std::vector<double> free(static_cast<std::size_t>(in.resources.size()), 0.0);
-    scratch touched(in.resources.size());
-    double makespan = 0;
+    resource_clock clock(in.resources.size());
+    trial_clock trial(in.resources.size());
     for (std::size_t u : order) {
       const unit& un = in.units[u];
       std::size_t best = forced && (*forced)[u] >= 0 ? static_cast<std::size_t>((*forced)[u])
-                                                     : best_option(in, un, free, touched);
+                                                     : best_option(in, un, clock, trial);
       if (choice) (*choice)[u] = best;
-      for (const op& x : un.options[best].ops) {
-        double start = 0;
-        for (int r : x.resources) start = std::max(start, free[r]);
-        for (int r : x.resources) free[r] = start + x.duration;
-        makespan = std::max(makespan, start + x.duration);
-      }
+      for (const op& x : un.options[best].ops) clock.place(x);
     }
-    return makespan;
+    return clock.makespan();
   }
 
   /// The ops of a list schedule, in issue order.
@@ -230,13 +225,6 @@ struct greedy {
     return forced;
   }
 
-  struct scratch {
-    explicit scratch(int resources) : stamp(static_cast<std::size_t>(resources), 0), time(static_cast<std::size_t>(resources), 0.0) {}
-    std::vector<std::uint64_t> stamp;
-    std::vector<double> time;
-    std::uint64_t epoch = 0;
-  };
-
   // First-fit rounds: a unit (with the sender whose port is free earliest among the rounds) takes
   // the first round where none of its ports is used; units are then sorted by round, longest first.
   static std::vector<std::size_t> round_order(const instance& in, const std::vector<double>& weight,
@@ -278,11 +266,11 @@ struct greedy {
   // The order in which units are met when the one that can finish earliest always goes next.
   // Finish times only grow as resources fill up, so a stale heap entry is re-evaluated when popped.
   static std::vector<std::size_t> earliest_finish_order(const instance& in, const std::vector<double>& weight) {
-    std::vector<double> free(static_cast<std::size_t>(in.resources.size()), 0.0);
-    scratch touched(in.resources.size());
+    resource_clock clock(in.resources.size());
+    trial_clock trial(in.resources.size());
     auto finish_of = [&](std::size_t u) {
       double best = std::numeric_limits<double>::infinity();
-      for (const option& o : in.units[u].options) best = std::min(best, try_option(o, free, touched));
+      for (const option& o : in.units[u].options) best = std::min(best, trial.finish(o.ops, clock));
       return best;
     };
     using entry = std::tuple<double, double, std::size_t>;  // finish, -weight, unit
@@ -300,23 +288,19 @@ struct greedy {
       order.push_back(u);
       // Place it exactly as list_schedule will.
       const unit& un = in.units[u];
-      std::size_t pick = best_option(in, un, free, touched);
-      for (const op& x : un.options[pick].ops) {
-        double start = 0;
-        for (int r : x.resources) start = std::max(start, free[r]);
-        for (int r : x.resources) free[r] = start + x.duration;
-      }
+      for (const op& x : un.options[best_option(in, un, clock, trial)].ops) clock.place(x);
     }
     return order;
   }
 
-  static std::size_t best_option(const instance& in, const unit& un, const std::vector<double>& free,
-                                 scratch& touched) {
+  // The option that finishes the unit earliest if placed now; ties go to the sender whose port is
+  // free earliest.
+  static std::size_t best_option(const instance& in, const unit& un, const resource_clock& clock, trial_clock& trial) {
     std::size_t best = 0;
     double best_finish = 0, best_tie = 0;
     for (std::size_t k = 0; k < un.options.size(); ++k) {
-      double finish = try_option(un.options[k], free, touched);
-      double tie = un.options[k].sender >= 0 ? free[in.resources.egress(in.net->port_of(un.options[k].sender))] : 0;
+      double finish = trial.finish(un.options[k].ops, clock);
+      double tie = un.options[k].sender >= 0 ? clock.free_at(in.resources.egress(in.net->port_of(un.options[k].sender))) : 0;
       if (k == 0 || finish < best_finish - 1e-15 || (finish <= best_finish + 1e-15 && tie < best_tie)) {
         best = k;
         best_finish = finish;
@@ -324,21 +308,6 @@ struct greedy {
       }
     }
     return best;
-  }
-
-  // Finish time of an option appended now, without changing `free` (scratch holds the option's
-  // own updates, found in O(1) by stamping the resources it touched).
-  static double try_option(const option& o, const std::vector<double>& free, scratch& tmp) {
-    ++tmp.epoch;
-    double finish = 0;
-    for (const op& x : o.ops) {
-      double start = 0;
-      for (int r : x.resources) start = std::max(start, tmp.stamp[r] == tmp.epoch ? tmp.time[r] : free[r]);
-      double end = start + x.duration;
-      for (int r : x.resources) tmp.stamp[r] = tmp.epoch, tmp.time[r] = end;
-      finish = std::max(finish, end);
-    }
-    return finish;
   }
 };
 

@@ -15,6 +15,7 @@
 #include "../detail/deadline.hpp"
 #include "../detail/edge_colour.hpp"
 #include "../lower_bound.hpp"
+#include "../senders.hpp"
 #include "../slice.hpp"
 #include "../solver.hpp"
 

@@ -279,17 +279,14 @@ struct ilp {
   static double replay(const instance& in, double delta, const greedy::outcome& g, std::vector<std::vector<int>>* starts) {
     auto slots = [&](double d) { return std::max(1.0, std::ceil(d / delta - 1e-9)); };
     if (starts) starts->assign(in.units.size(), {});
-    std::vector<double> free(static_cast<std::size_t>(in.resources.size()), 0);
-    double makespan = 0;
+    resource_clock clock(in.resources.size());  // in slots
     for (std::size_t u : g.order)
       for (const op& x : in.units[u].options[g.choice[u]].ops) {
-        double s = 0;
-        for (int r : x.resources) s = std::max(s, free[r]);
-        for (int r : x.resources) free[r] = s + slots(x.duration);
+        const double s = clock.earliest_start(x);
+        clock.occupy(x, s, slots(x.duration));
         if (starts) (*starts)[u].push_back(static_cast<int>(std::min(s, 1e9)));
-        makespan = std::max(makespan, s + slots(x.duration));
       }
-    return makespan;
+    return clock.makespan();
   }
 };
 
