@@ -21,7 +21,8 @@
 // its kind in list order; a send waits for the compute that produced its data, a compute for the
 // receives of its inputs.
 //
-// Every rank timestamps every entry (steady clock, from a common barrier); rank 0 gathers them and
+// Every rank timestamps every entry (its steady clock, put on rank 0's by an offset measured by
+// ping-pong; counted from the first rank to leave a common barrier); rank 0 gathers them and
 // prints, per policy, the measured makespan (best of --repeat runs, policies interleaved), the
 // simulated one with the stated times, and the lists re-simulated with the measured durations of
 // that run (compute: the slowest rank of the stage; transfer: from the last participant's arrival
@@ -63,6 +64,7 @@ using clock_type = std::chrono::steady_clock;
 double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
+double clock_s() { return std::chrono::duration<double>(clock_type::now().time_since_epoch()).count(); }
 
 enum class compute_kind { spin, sleep, matmul };
 const char* to_string(compute_kind c) { return c == compute_kind::spin ? "spin" : c == compute_kind::sleep ? "sleep" : "matmul"; }
@@ -79,6 +81,7 @@ struct flags {
   double search_limit_s = -1;
   double timeout_s = 60;
   double tie = 0.02;
+  bool size_by_measured = false;
   // network overrides (the file's "network", else network_model's defaults, then these)
   std::optional<double> nic_gbps, nic_efficiency, intra_gbps, latency_us;
   std::optional<int> nics_per_host;
@@ -98,6 +101,8 @@ void usage(std::FILE* out) {
                "  --compute KIND         spin (default), sleep or matmul\n"
                "  --repeat N             runs per policy, interleaved; the best is reported (default 3)\n"
                "  --tie F                simulated makespans within a fraction F are ties in the ranking (default 0.02)\n"
+               "  --size-by model|measured  size each activation so that the model predicts its edge's time\n"
+               "                         (default), or resize it until it takes that time here, alone\n"
                "  --json                 print one JSON object on rank 0's stdout instead of the report\n"
                "  --time-limit-ms N, --search-limit-ms N, --seed N   as meshcast-pipeline\n"
                "  --timeout-s S          give up on a peer after S seconds without progress (default 60)\n"
@@ -108,7 +113,8 @@ void usage(std::FILE* out) {
                "JSON: {\"file\", \"stages\", \"ranks_per_stage\", \"microbatches\", \"schedule\", \"streams\", \"time_unit_s\",\n"
                "  \"compute\", \"network\": {...}, \"transfers\": [{\"edge\", \"pass\", \"from\", \"to\", \"shape\", \"bytes\",\n"
                "  \"stated_s\", \"predicted_s\", \"alone_s\"}], \"policies\": [{\"policy\", \"simulated_s\", \"measured_s\",\n"
-               "  \"runs_s\", \"resimulated_s\", \"measured_over_simulated\", \"measured_over_resimulated\", \"stages\":\n"
+               "  \"runs_s\", \"resimulated_s\", \"measured_over_simulated\", \"measured_over_resimulated\",\n"
+               "  \"compute_over_stated\", \"transfers_over_stated\", \"proven_optimal\", \"stages\":\n"
                "  [[{\"op\", \"mb\", \"edge\", \"pass\", \"peer\", \"sim_start\", \"sim_end\", \"start\", \"end\"}]]}],\n"
                "  \"ranking\": {\"simulated\", \"measured\", \"pairs\", \"agreeing_pairs\", \"ties\", \"agree\"}}; times in seconds.\n",
                pl::policy_names().c_str(), std::string(pl::default_policy::name).c_str());
@@ -150,6 +156,11 @@ flags parse_flags(int argc, char** argv) {
       else throw error("--compute '" + detail::printable(c) + "' is not spin, sleep or matmul");
     } else if (arg == "--repeat") f.repeat = static_cast<int>(cli::parse_count(arg, next(), 1, 1000));
     else if (arg == "--tie") f.tie = real(0, 1);
+    else if (arg == "--size-by") {
+      const std::string v = next();
+      if (v != "model" && v != "measured") throw error("--size-by '" + detail::printable(v) + "' is not model or measured");
+      f.size_by_measured = v == "measured";
+    }
     else if (arg == "--json") f.json = true;
     else if (arg == "--time-limit-ms") f.policy.time_limit_s = real(0, 1e9) / 1000;
     else if (arg == "--search-limit-ms") f.search_limit_s = real(0, 1e9) / 1000;
@@ -201,6 +212,40 @@ void broadcast_vector(std::vector<T>& v, int root, double timeout_s, const char*
   bounded_broadcast(MPI_COMM_WORLD, &n, sizeof n, root, timeout_s, what);
   v.resize(static_cast<std::size_t>(n));
   bounded_broadcast(MPI_COMM_WORLD, v.data(), static_cast<int>(n * static_cast<long long>(sizeof(T))), root, timeout_s, what);
+}
+
+/// This rank's steady clock minus rank 0's, estimated by ping-pong with rank 0 (of 12 exchanges,
+/// the one with the shortest round trip; the error is at most half of it). Hosts' clocks differ;
+/// every rank's times are taken on rank 0's clock.
+double clock_offset() {
+  int rank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  constexpr int tag = 7001, rounds = 12;
+  double offset = 0;
+  if (rank == 0) {
+    for (int r = 1; r < size; ++r) {
+      double best_rtt = 1e300, best = 0;
+      for (int q = 0; q < rounds; ++q) {
+        double theirs = 0;
+        const double a = clock_s();
+        detail::mpi_check(MPI_Send(&a, 1, MPI_DOUBLE, r, tag, MPI_COMM_WORLD), "MPI_Send");
+        detail::mpi_check(MPI_Recv(&theirs, 1, MPI_DOUBLE, r, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
+        const double b = clock_s();
+        if (b - a < best_rtt) best_rtt = b - a, best = theirs - (a + b) / 2;
+      }
+      detail::mpi_check(MPI_Send(&best, 1, MPI_DOUBLE, r, tag, MPI_COMM_WORLD), "MPI_Send");
+    }
+  } else {
+    for (int q = 0; q < rounds; ++q) {
+      double ping = 0;
+      detail::mpi_check(MPI_Recv(&ping, 1, MPI_DOUBLE, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
+      const double mine = clock_s();
+      detail::mpi_check(MPI_Send(&mine, 1, MPI_DOUBLE, 0, tag, MPI_COMM_WORLD), "MPI_Send");
+    }
+    detail::mpi_check(MPI_Recv(&offset, 1, MPI_DOUBLE, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
+  }
+  return offset;
 }
 
 // ---- compute ----------------------------------------------------------------------------------
@@ -361,12 +406,13 @@ pl::lists get_lists(const std::vector<std::int64_t>& w, std::size_t& at) {
 // ---- one run of one policy's lists on this rank ------------------------------------------------
 
 struct rank_times {
-  std::vector<double> start, end;  // per entry of this rank's stage list, seconds from the common barrier
-};
+  double origin = 0;               // when this rank left the common barrier
+  std::vector<double> start, end;  // per entry of this rank's stage list
+};  // seconds on rank 0's clock; rank 0 then counts them from the earliest origin
 
 rank_times run_lists(const pl::graph& g, const pl::stage_list& list, const std::vector<pl::graph::id>& ids,
                      std::vector<runner>& runners, compute_kind kind, matmul_state& mm, double unit, bool separate,
-                     double timeout_s) {
+                     double timeout_s, double offset) {
   const pl::description& d = g.source();
   rank_times t;
   t.start.assign(list.size(), 0);
@@ -376,16 +422,16 @@ rank_times run_lists(const pl::graph& g, const pl::stage_list& list, const std::
   };
   sleepy_barrier(MPI_COMM_WORLD, timeout_s, "starting a run");
   sleepy_barrier(MPI_COMM_WORLD, timeout_s, "starting a run");
-  const auto t0 = clock_type::now();
+  t.origin = clock_s() - offset;
   auto do_compute = [&](std::size_t i) {
-    t.start[i] = seconds_since(t0);
+    t.start[i] = clock_s() - offset;
     compute(kind, g.duration(ids[i]) * unit, mm);
-    t.end[i] = seconds_since(t0);
+    t.end[i] = clock_s() - offset;
   };
   auto do_transfer = [&](std::size_t i) {
-    t.start[i] = seconds_since(t0);
+    t.start[i] = clock_s() - offset;
     runners[transfer_index(list[i])].run();
-    t.end[i] = seconds_since(t0);
+    t.end[i] = clock_s() - offset;
   };
   if (!separate) {
     for (std::size_t i = 0; i < list.size(); ++i) list[i].is_compute() ? do_compute(i) : do_transfer(i);
@@ -453,6 +499,7 @@ struct policy_report {
   std::size_t best = 0;
   std::vector<rank_times> best_times;     // per rank, the best run
   double resimulated = 0;                 // seconds
+  double compute_ratio = 0, transfer_ratio = 0;  // measured / stated durations, summed over the operations
   pl::lists measured_stages;              // per stage: start = first rank's start, end = last rank's end
 };
 
@@ -657,35 +704,61 @@ int main(int argc, char** argv) {
       const int key = static_cast<int>(stage == t.sender ? rank - t.sender * k : k + rank - t.receiver * k);
       detail::mpi_check(MPI_Comm_split(MPI_COMM_WORLD, member ? 0 : MPI_UNDEFINED, key, &runners[i].comm), "MPI_Comm_split");
     }
-    for (std::size_t i = 0; i < specs.size(); ++i)
-      if (runners[i].comm != MPI_COMM_NULL) runners[i].run = build_runner(runners[i].comm, specs[i], ro, net.strategy, rank);
-
-    // 3. Warm-up (connections), then each transfer alone: best of 3, slowest participant.
+    // 3. Each resharder: built, warmed up (connections), timed alone (best of 3, slowest
+    //    participant); with --size-by measured, an activation is resized by stated / measured and
+    //    rebuilt until it takes the stated time within 3% (at most 3 times).
     std::vector<double> alone(specs.size(), 0);
+    auto time_alone = [&](runner& r) {
+      r.run();
+      r.run();
+      double best = 1e300;
+      for (int q = 0; q < 3; ++q) {
+        sleepy_barrier(r.comm, timeout_s, "timing a transfer alone");
+        const auto t0 = clock_type::now();
+        r.run();
+        best = std::min(best, allreduce_max(r.comm, seconds_since(t0), timeout_s));
+      }
+      return best;
+    };
+    std::vector<double> cols(specs.size(), 0);
     for (std::size_t i = 0; i < specs.size(); ++i) {
       if (runners[i].comm == MPI_COMM_NULL) continue;
-      runners[i].run();
-      runners[i].run();
-      double best = 1e300;
-      for (int r = 0; r < 3; ++r) {
-        sleepy_barrier(runners[i].comm, timeout_s, "timing a transfer alone");
-        const auto t0 = clock_type::now();
-        runners[i].run();
-        best = std::min(best, allreduce_max(runners[i].comm, seconds_since(t0), timeout_s));
-      }
-      alone[i] = best;
+      transfer_spec& t = specs[i];
+      runners[i].run = build_runner(runners[i].comm, t, ro, net.strategy, rank);
+      alone[i] = time_alone(runners[i]);
+      if (f.size_by_measured && !t.from_file && t.stated_s > 0)
+        for (int q = 0; q < 3 && std::abs(alone[i] / t.stated_s - 1) > 0.03; ++q) {
+          const double c = static_cast<double>(t.tensor.shape.extent(1)) * t.stated_s / alone[i];
+          const index_t next = std::clamp<index_t>(static_cast<index_t>(std::llround(c)), k, (index_t{1} << 31) / (8 * k * 4));
+          if (next == t.tensor.shape.extent(1)) break;
+          t.tensor = activation(k, next);
+          runners[i].run = nullptr;
+          runners[i].run = build_runner(runners[i].comm, t, ro, net.strategy, rank);
+          alone[i] = time_alone(runners[i]);
+        }
+      cols[i] = static_cast<double>(t.tensor.shape.extent(t.tensor.shape.rank() - 1));
     }
     {
-      std::vector<double> got(specs.size(), 0);
+      std::vector<double> got(2 * specs.size(), 0), mine(alone);
+      mine.insert(mine.end(), cols.begin(), cols.end());
       MPI_Request r = MPI_REQUEST_NULL;
-      detail::mpi_check(MPI_Ireduce(alone.data(), got.data(), static_cast<int>(alone.size()), MPI_DOUBLE, MPI_MAX, 0,
-                                    MPI_COMM_WORLD, &r),
-                        "MPI_Ireduce");
+      detail::mpi_check(MPI_Iallreduce(mine.data(), got.data(), static_cast<int>(mine.size()), MPI_DOUBLE, MPI_MAX,
+                                       MPI_COMM_WORLD, &r),
+                        "MPI_Iallreduce");
       wait_request(r, timeout_s, "gathering the transfer times");
-      alone = got;
+      for (std::size_t i = 0; i < specs.size(); ++i) {
+        alone[i] = got[i];
+        transfer_spec& t = specs[i];
+        if (!t.from_file && static_cast<index_t>(got[specs.size() + i]) != t.tensor.shape.extent(1)) {
+          t.tensor = activation(k, static_cast<index_t>(got[specs.size() + i]));
+          t.predicted_s = pl::reshard_time_s(t.tensor, net, t.pass == pl::pass_kind::backward);
+        }
+        t.bytes = tensor_bytes(t.tensor);
+      }
     }
 
-    // 4. Compute calibration (matmul), one rank at a time so that ranks sharing cores do not skew it.
+    // 4. Every rank's clock against rank 0's; compute calibration (matmul), one rank at a time so that ranks sharing cores do not skew it.
+    const double offset = clock_offset();
     matmul_state mm;
     if (f.compute == compute_kind::matmul)
       for (int r = 0; r < size; ++r) {
@@ -698,14 +771,15 @@ int main(int argc, char** argv) {
     for (int rep = 0; rep < f.repeat; ++rep)
       for (std::size_t i = 0; i < f.policies.size(); ++i) {
         rank_times t = run_lists(g, all_lists[i][static_cast<std::size_t>(stage)], all_ids[i][static_cast<std::size_t>(stage)],
-                                 runners, f.compute, mm, unit, separate, timeout_s);
+                                 runners, f.compute, mm, unit, separate, timeout_s, offset);
         // Gather at rank 0.
-        std::vector<double> mine(t.start);
+        std::vector<double> mine{t.origin};
+        mine.insert(mine.end(), t.start.begin(), t.start.end());
         mine.insert(mine.end(), t.end.begin(), t.end.end());
         std::vector<int> counts(static_cast<std::size_t>(size)), offsets(static_cast<std::size_t>(size));
         int total = 0;
         for (int r = 0; r < size; ++r) {
-          counts[static_cast<std::size_t>(r)] = static_cast<int>(2 * all_lists[i][static_cast<std::size_t>(r / k)].size());
+          counts[static_cast<std::size_t>(r)] = static_cast<int>(1 + 2 * all_lists[i][static_cast<std::size_t>(r / k)].size());
           offsets[static_cast<std::size_t>(r)] = total;
           total += counts[static_cast<std::size_t>(r)];
         }
@@ -717,13 +791,18 @@ int main(int argc, char** argv) {
         wait_request(req, timeout_s, "gathering the measured times");
         if (rank != 0) continue;
         std::vector<rank_times> times(static_cast<std::size_t>(size));
-        double makespan = 0;
+        double origin = 1e300, makespan = 0;
+        for (int r = 0; r < size; ++r) origin = std::min(origin, gathered[static_cast<std::size_t>(offsets[static_cast<std::size_t>(r)])]);
         for (int r = 0; r < size; ++r) {
           const std::size_t n = static_cast<std::size_t>(counts[static_cast<std::size_t>(r)] / 2);
-          const double* p = gathered.data() + offsets[static_cast<std::size_t>(r)];
-          times[static_cast<std::size_t>(r)].start.assign(p, p + n);
-          times[static_cast<std::size_t>(r)].end.assign(p + n, p + 2 * n);
-          for (std::size_t j = 0; j < n; ++j) makespan = std::max(makespan, p[n + j]);
+          const double* p = gathered.data() + offsets[static_cast<std::size_t>(r)] + 1;
+          rank_times& q = times[static_cast<std::size_t>(r)];
+          q.origin = p[-1] - origin;
+          for (std::size_t j = 0; j < n; ++j) {
+            q.start.push_back(p[j] - origin);
+            q.end.push_back(p[n + j] - origin);
+            makespan = std::max(makespan, q.end.back());
+          }
         }
         policy_report& rep_i = reports[i];
         rep_i.runs.push_back(makespan);
@@ -739,7 +818,14 @@ int main(int argc, char** argv) {
         policy_report& r = reports[i];
         pl::graph gm(d);
         const std::vector<double> dur = measured_durations(g, all_ids[i], r.best_times, k);
-        for (pl::graph::id o = 0; o < g.size(); ++o) gm.set_duration(o, dur[static_cast<std::size_t>(o)] / unit);
+        double stated[2] = {0, 0}, measured[2] = {0, 0};
+        for (pl::graph::id o = 0; o < g.size(); ++o) {
+          gm.set_duration(o, dur[static_cast<std::size_t>(o)] / unit);
+          stated[g.is_compute(o) ? 0 : 1] += g.duration(o) * unit;
+          measured[g.is_compute(o) ? 0 : 1] += dur[static_cast<std::size_t>(o)];
+        }
+        r.compute_ratio = stated[0] > 0 ? measured[0] / stated[0] : 0;
+        r.transfer_ratio = stated[1] > 0 ? measured[1] / stated[1] : 0;
         pl::lists l = all_lists[i];
         const pl::simulation sim = pl::simulate(gm, l);
         if (sim.deadlock) throw error("re-simulating " + r.name + "'s lists: " + sim.problem);
@@ -784,6 +870,7 @@ int main(int argc, char** argv) {
         j.key("streams").value(std::string(pl::to_string(d.streams)));
         j.key("time_unit_s").exact(unit);
         j.key("compute").value(to_string(f.compute));
+        j.key("size_by").value(f.size_by_measured ? "measured" : "model");
         if (f.compute == compute_kind::matmul) j.key("matmul_product_s").exact(mm.product_s);
         j.key("network").begin_object();
         j.key("nic_gbps").exact(net.nic_gbps).key("nic_efficiency").exact(net.nic_efficiency);
@@ -816,6 +903,7 @@ int main(int argc, char** argv) {
           j.key("resimulated_s").exact(r.resimulated);
           j.key("measured_over_simulated").exact(sim_s[i] > 0 ? meas_s[i] / sim_s[i] : 0);
           j.key("measured_over_resimulated").exact(r.resimulated > 0 ? meas_s[i] / r.resimulated : 0);
+          j.key("compute_over_stated").exact(r.compute_ratio).key("transfers_over_stated").exact(r.transfer_ratio);
           j.key("proven_optimal").boolean(r.simulated.proven_optimal);
           j.key("stages").begin_array();
           for (std::size_t s = 0; s < r.measured_stages.size(); ++s) {
@@ -876,9 +964,10 @@ int main(int argc, char** argv) {
             runs += buf;
           }
           std::printf("  %-16s simulated %.4f s (%.6g units), measured %.4f s (x%.3f; runs%s), re-simulated with the "
-                      "measured durations %.4f s (measured x%.3f)\n",
+                      "measured durations %.4f s (measured x%.3f; computes x%.3f, transfers x%.3f of the stated time)\n",
                       r.name.c_str(), sim_s[i], r.simulated.makespan, meas_s[i], sim_s[i] > 0 ? meas_s[i] / sim_s[i] : 0,
-                      runs.c_str(), r.resimulated, r.resimulated > 0 ? meas_s[i] / r.resimulated : 0);
+                      runs.c_str(), r.resimulated, r.resimulated > 0 ? meas_s[i] / r.resimulated : 0, r.compute_ratio,
+                      r.transfer_ratio);
         }
         std::printf("  ranking, simulated: %s\n", ranking_text(reports, sim_s, f.tie).c_str());
         std::printf("  ranking, measured:  %s\n", ranking_text(reports, meas_s, f.tie).c_str());
