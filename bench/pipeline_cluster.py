@@ -41,6 +41,7 @@ CASES = [
     ("U-Net, 6 stages, meshes of 2 ranks", "unet6.json", 2),
     ("U-Net, 6 stages, 1F1B", "unet6_1f1b.json", 1),
     ("U-Net, 4 stages, eager 1F1B, separate streams", "unet4_eager_separate.json", 1),
+    ("tensor edges (the file's reshards), 1F1B", "tensors3.json", 2),
 ]
 QUICK = {1, 3}
 

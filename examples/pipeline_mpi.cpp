@@ -624,6 +624,9 @@ int main(int argc, char** argv) {
     for (std::size_t e = 0; e < d.edges.size(); ++e) {
       pl::edge& x = d.edges[e];
       const std::optional<pl::tensor_edge>& given = file.tensors[e];
+      if (given && given->element_bytes != 1 && given->element_bytes != 2 && given->element_bytes != 4 && given->element_bytes != 8)
+        throw error("edges[" + std::to_string(e) + "]: element_bytes is " + std::to_string(given->element_bytes) +
+                    "; an executed tensor has elements of 1, 2, 4 or 8 bytes");
       if (given && (given->src_mesh.size() != k || given->dst_mesh.size() != k))
         throw error("edges[" + std::to_string(e) + "]: its meshes have " + std::to_string(given->src_mesh.size()) + " and " +
                     std::to_string(given->dst_mesh.size()) + " devices but every stage has " + std::to_string(k) +
