@@ -122,6 +122,59 @@ TEST_CASE("pipeline JSON: a tensor edge's time is the predicted reshard time") {
   CHECK(with("[1024, 1024]", "[1024, 1024, 1024, 1024, 1024, 1024]").find("edges[0]: ") == 0);
 }
 
+TEST_CASE("pipeline JSON: the network's payload fraction and execution mode; the file keeps its tensors") {
+  const std::string text = R"({"stages": [{"forward": 1}, {"forward": 1}, {"forward": 1}], "microbatches": 2,
+    "time_unit_s": 0.001, "network": {"nic_gbps": 1, "latency_us": 0, "nic_efficiency": 0.5, "mode": "ordered"},
+    "edges": [{"from": 0, "to": 1, "shape": "64x4096", "src_mesh": "2", "src_spec": "S0,R", "dst_mesh": "2", "dst_spec": "R,S0"},
+              {"from": 1, "to": 2, "time": 3}]})";
+  const parsed_pipeline f = parse_pipeline(json::parse(text));
+  REQUIRE(f.tensors.size() == 2);
+  REQUIRE(f.tensors[0].has_value());
+  CHECK(!f.tensors[1].has_value());
+  REQUIRE(f.network.has_value());
+  CHECK(f.network->nic_efficiency == 0.5);
+  CHECK(f.network->mode == execution::ordered);
+  CHECK(f.d.edges[0].time == doctest::Approx(reshard_time_s(*f.tensors[0], *f.network) / 0.001));
+  // Half the payload rate: the (latency-free) time doubles.
+  network_model full = *f.network;
+  full.nic_efficiency = 1;
+  CHECK(reshard_time_s(*f.tensors[0], *f.network) == doctest::Approx(2 * reshard_time_s(*f.tensors[0], full)));
+  // The prediction is the one the resharder makes for itself with to_reshard_options.
+  const reshard_options o = to_reshard_options(*f.network, 2);
+  CHECK(o.nic_efficiency == 0.5);
+  CHECK(o.mode == execution::ordered);
+  CHECK(o.devices_per_host == 2);
+  const tensor_edge& t = *f.tensors[0];
+  const plan p = make_plan(dynamic_layout(t.src_mesh, t.src_spec, t.shape), dynamic_layout(t.dst_mesh, t.dst_spec, t.shape),
+                           {.element_bytes = 4, .devices = device_map::disjoint()});
+  const instance in = make_instance(p, network_from(o, default_hosts(4, 2, 2)), send_recv{},
+                                    {.split_replicas = o.split_replicas, .mode = o.mode});
+  CHECK(reshard_time_s(t, *f.network) == solve(in, greedy{}).makespan_s);
+  // Concurrent mode is accepted (its own model); bad values name the member.
+  network_model c = *f.network;
+  c.mode = execution::concurrent;
+  CHECK(reshard_time_s(t, c) > 0);
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string x = text;
+    x.replace(x.find(from), from.size(), to);
+    try {
+      from_json(std::string_view(x));
+    } catch (const error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(with("\"nic_efficiency\": 0.5", "\"nic_efficiency\": 1.5") == "network.nic_efficiency is 1.5, must be in (0, 1]");
+  CHECK(with("\"mode\": \"ordered\"", "\"mode\": \"eventually\"").find("network.mode: ") == 0);
+  // A measured duration replaces the stated one in a re-simulation.
+  graph g(f.d);
+  lists l = order(f.d, prior_first{}).stages;
+  const double before = simulate(g, l).makespan;
+  g.set_duration(g.transfer(1, pass_kind::forward, 1), 3 + 10);
+  CHECK(simulate(g, l).makespan == doctest::Approx(before + 10));
+  CHECK_THROWS_AS(g.set_duration(0, -1), error);
+}
+
 // ---- the CLI's main, generic over the policy list: a user's policy appended is accepted ------------
 
 namespace {

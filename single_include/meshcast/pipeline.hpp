@@ -376,6 +376,12 @@ class graph {
   id consumer(id t) const noexcept { return links_[t - computes_].consumer; }
 
   double duration(id o) const noexcept { return duration_[o]; }
+  /// Gives operation `o` its own duration (e.g. one measured in a run), in place of the one the
+  /// description gives its stage or edge: `simulate` then re-simulates lists with it.
+  void set_duration(id o, double t) {
+    detail::check_time(t, "the duration of an operation");
+    duration_[o] = t;
+  }
 
   /// Calls f(t) for every transfer compute `c` consumes.
   template <class F>
@@ -2024,10 +2030,13 @@ timeline order(const description& d, const P& p, const policy_options& options =
 // The time of a stage-to-stage transfer given as a tensor: the predicted time of resharding it
 // from the sending stage's mesh to the receiving stage's mesh. One function, built on meshcast's
 // own plan and model (the two stages' meshes are different device sets: `device_map::disjoint`),
-// so that a change of the model changes every pipeline that uses it.
+// so that a change of the model changes every pipeline that uses it. The prediction is the one the
+// one-call API's `resharder` makes for itself (`solve(...).makespan_s` under the execution mode that
+// will run, ordered by default): `to_reshard_options` gives the options that run exactly that.
 
 #include <string>
 
+#include <meshcast/reshard_options.hpp>
 
 namespace meshcast::pipeline {
 
@@ -2044,13 +2053,37 @@ struct tensor_edge {
 /// The network the reshards cross (the "network" object of the pipeline JSON).
 struct network_model {
   double nic_gbps = 10;          ///< per NIC and direction, Gbit/s
+  double nic_efficiency = 1;     ///< the payload fraction of the line rate a transfer gets, (0, 1]
   double intra_gbps = 800;       ///< intra-host link, Gbit/s
   double latency_us = 10;        ///< per message
   int nics_per_host = 1;
   index_t devices_per_host = 0;  ///< 0: the size of the source mesh's last axis
   std::string strategy = "send_recv";
   bool split_replicas = false;
+  execution mode = execution::ordered;  ///< how the reshard runs; the prediction is that mode's model
 };
+
+/// The devices per host `net` places the sending mesh `sender` on.
+inline index_t devices_per_host(const network_model& net, const dynamic_mesh& sender) {
+  return net.devices_per_host > 0 ? net.devices_per_host : sender.extent(sender.rank() - 1);
+}
+
+/// The options under which `meshcast::resharder` (mpi.hpp) runs the reshard `reshard_time_s`
+/// predicts (same network model, hosts of `devices_per_host` devices, mode, replica splitting);
+/// build it with `Solver` = greedy and the strategy `net.strategy` names (`visit_strategy`).
+inline reshard_options to_reshard_options(const network_model& net, index_t devices_per_host) {
+  reshard_options o;
+  o.devices = device_map::disjoint();
+  o.devices_per_host = devices_per_host;
+  o.mode = net.mode;
+  o.split_replicas = net.split_replicas;
+  o.nic_gbps = net.nic_gbps;
+  o.nic_efficiency = net.nic_efficiency;
+  o.intra_gbps = net.intra_gbps;
+  o.latency_us = net.latency_us;
+  o.nics_per_host = net.nics_per_host;
+  return o;
+}
 
 /// Most devices a stage mesh may have in a tensor edge, and most the two meshes may have
 /// multiplied (bounds the plan's size and the solver's time).
@@ -2060,7 +2093,8 @@ inline constexpr index_t max_edge_mesh_product = 65536;
 /// Predicted time, in seconds, of resharding `t` from its source mesh (devices 0..N-1) to its
 /// destination mesh (devices N..N+M-1, starting on a fresh host), or back when `backward`
 /// (gradients: destination layout to source layout): meshcast's plan, `net`'s strategy, and
-/// greedy's schedule under the ordered model. Throws `meshcast::error` for a bad tensor or network.
+/// greedy's schedule, `solve(...).makespan_s` under the model of `net.mode` (ordered by default).
+/// Throws `meshcast::error` for a bad tensor or network.
 inline double reshard_time_s(const tensor_edge& t, const network_model& net, bool backward = false) {
   index_t product = 1;
   for (const dynamic_mesh* m : {&t.src_mesh, &t.dst_mesh}) {
@@ -2076,21 +2110,20 @@ inline double reshard_time_s(const tensor_edge& t, const network_model& net, boo
                 " devices exceed the limit of " + std::to_string(max_edge_mesh_product) + " for their product");
   index_t bytes = t.element_bytes;
   for (int i = 0; i < t.shape.rank(); ++i) bytes = detail::checked_mul(bytes, t.shape.extent(i), "the tensor's size in bytes");
-  if (!(net.nic_gbps > 0) || !(net.intra_gbps > 0) || !(net.latency_us >= 0) || net.nics_per_host < 1)
-    throw error("network: nic_gbps and intra_gbps must be positive, latency_us >= 0, nics_per_host >= 1");
+  if (!(net.nic_gbps > 0) || !(net.intra_gbps > 0) || !(net.latency_us >= 0) || net.nics_per_host < 1 ||
+      !(net.nic_efficiency > 0 && net.nic_efficiency <= 1))
+    throw error("network: nic_gbps and intra_gbps must be positive, nic_efficiency in (0, 1], latency_us >= 0, "
+                "nics_per_host >= 1");
   dynamic_layout src(t.src_mesh, t.src_spec, t.shape), dst(t.dst_mesh, t.dst_spec, t.shape);
-  plan_options o;
-  o.element_bytes = t.element_bytes;
-  o.devices = device_map::disjoint();
-  const plan p = backward ? make_plan(dst, src, o) : make_plan(src, dst, o);
+  plan_options po;
+  po.element_bytes = t.element_bytes;
+  po.devices = device_map::disjoint();
+  const plan p = backward ? make_plan(dst, src, po) : make_plan(src, dst, po);
   const dynamic_mesh& sender_mesh = backward ? t.dst_mesh : t.src_mesh;
-  const index_t per_host =
-      net.devices_per_host > 0 ? net.devices_per_host : t.src_mesh.extent(t.src_mesh.rank() - 1);
-  const network model = network::uniform(default_hosts(p.device_count, sender_mesh.size(), per_host),
-                                         network::gbit_per_s(net.nic_gbps), network::gbit_per_s(net.intra_gbps),
-                                         net.latency_us * 1e-6, net.nics_per_host);
+  const reshard_options o = to_reshard_options(net, devices_per_host(net, t.src_mesh));
+  const network model = network_from(o, default_hosts(p.device_count, sender_mesh.size(), o.devices_per_host));
   return visit_strategy(net.strategy, [&](auto strategy) {
-    const instance in = make_instance(p, model, strategy, net.split_replicas);
+    const instance in = make_instance(p, model, strategy, {.split_replicas = o.split_replicas, .mode = o.mode});
     return solve(in, greedy{}).makespan_s;
   });
 }
@@ -2115,13 +2148,18 @@ inline double reshard_time_s(const tensor_edge& t, const network_model& net, boo
 // "backward_time" is given). "network": "nic_gbps" (default 10), "intra_gbps" (800), "latency_us"
 // (10), "nics_per_host" (1), "devices_per_host" (default: the source mesh's last axis),
 // "strategy" ("send_recv", "send_recv_allgather" or "broadcast"; default "send_recv"),
-// "split_replicas" (false). Members not named here are ignored. Every error is a
-// `meshcast::error` naming the member ("edges[2].to is 7, outside [0, 3]").
+// "split_replicas" (false), "nic_efficiency" (the payload fraction of the line rate, (0, 1],
+// default 1), "mode" ("ordered" or "concurrent": the execution mode whose model predicts, default
+// "ordered"). Members not named here are ignored. Every error is a `meshcast::error` naming the
+// member ("edges[2].to is 7, outside [0, 3]"). `parse_pipeline` also keeps the tensors and the
+// network (a program that executes the pipeline reshards those tensors).
 
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <meshcast/detail/json.hpp>
 
@@ -2133,9 +2171,10 @@ inline std::string extents_text(const json::value& v, const std::string& what) {
   const json::array& a = v.as_array(what);
   if (a.empty()) throw error(what + " must not be empty");
   std::string out;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    out += (i ? "x" : "") +
-           std::to_string(a[i].as_int(what + "[" + std::to_string(i) + "]", 0, std::numeric_limits<std::int32_t>::max()));
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (i) out += 'x';
+    out += std::to_string(a[i].as_int(what + "[" + std::to_string(i) + "]", 0, std::numeric_limits<std::int32_t>::max()));
+  }
   return out;
 }
 inline double time_of(const json::value& v, const std::string& what) {
@@ -2145,10 +2184,19 @@ inline double time_of(const json::value& v, const std::string& what) {
 }
 }  // namespace detail
 
-/// The description a parsed JSON document gives; validated.
-inline description from_json(const json::value& doc) {
-  doc.as_object("the pipeline");
+/// A pipeline file as read: the description, and what the description reduces to times (each
+/// edge's tensor, if it gave one, and the file's network, if it has one).
+struct parsed_pipeline {
   description d;
+  std::vector<std::optional<tensor_edge>> tensors;  ///< per edge: its tensor, or none (a "time" edge)
+  std::optional<network_model> network;             ///< the file's "network", when it has one
+};
+
+/// The file a parsed JSON document gives; validated.
+inline parsed_pipeline parse_pipeline(const json::value& doc) {
+  doc.as_object("the pipeline");
+  parsed_pipeline out;
+  description& d = out.d;
   const json::array& stages = doc.at("stages", "the pipeline").as_array("stages");
   if (stages.empty()) throw error("stages must list at least one stage");
   if (static_cast<index_t>(stages.size()) > max_stages)
@@ -2201,6 +2249,18 @@ inline description from_json(const json::value& doc) {
       visit_strategy(net.strategy, [](auto) {});  // throws naming an unknown strategy
     }
     if (const json::value* v = net_json->find("split_replicas")) net.split_replicas = v->as_bool("network.split_replicas");
+    if (const json::value* v = net_json->find("nic_efficiency")) {
+      net.nic_efficiency = v->as_double("network.nic_efficiency");
+      if (!(net.nic_efficiency > 0 && net.nic_efficiency <= 1))
+        throw error("network.nic_efficiency is " + detail::number(net.nic_efficiency) + ", must be in (0, 1]");
+    }
+    if (const json::value* v = net_json->find("mode")) {
+      try {
+        net.mode = parse_execution(v->as_string("network.mode"));
+      } catch (const error& e) {
+        throw error(std::string("network.mode: ") + e.what());
+      }
+    }
   };
   if (const json::value* edges = doc.find("edges")) {
     const json::array& es = edges->as_array("edges");
@@ -2210,6 +2270,7 @@ inline description from_json(const json::value& doc) {
       const json::value& e = es[i];
       e.as_object(at);
       edge x;
+      std::optional<tensor_edge> tensor;
       x.from = e.at("from", at).as_int(at + ".from", 0, n - 1);
       x.to = e.at("to", at).as_int(at + ".to", 0, n - 1);
       if (x.from >= x.to)
@@ -2233,6 +2294,7 @@ inline description from_json(const json::value& doc) {
           t.dst_spec = dynamic_spec(e.at("dst_spec", at).as_string(at + ".dst_spec"));
           x.time = reshard_time_s(t, net) / unit;
           if (d.training() && !x.backward_time) x.backward_time = reshard_time_s(t, net, true) / unit;
+          tensor = std::move(t);
         } catch (const error& err) {
           const std::string m = err.what();
           if (m.rfind(at, 0) == 0) throw;
@@ -2243,17 +2305,25 @@ inline description from_json(const json::value& doc) {
         throw error(at + " has no \"time\" (or a tensor: \"shape\", \"src_mesh\", \"src_spec\", \"dst_mesh\", \"dst_spec\")");
       }
       d.edges.push_back(x);
+      out.tensors.push_back(std::move(tensor));
     }
   }
+  if (net_json) {
+    read_network();
+    out.network = net;
+  }
   validate(d);
-  return d;
+  return out;
 }
+
+/// The description a parsed JSON document gives; validated.
+inline description from_json(const json::value& doc) { return parse_pipeline(doc).d; }
 
 /// Parses and validates a pipeline description given as JSON text.
 inline description from_json(std::string_view text) { return from_json(json::parse(text)); }
 
-/// Reads a pipeline description from a JSON file; the errors name the file.
-inline description load(const std::string& path) {
+/// The text of a pipeline file (at most json::max_document_bytes); throws naming the file.
+inline std::string read_pipeline_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw error("cannot read '" + path + "'");
   std::string text;
@@ -2264,6 +2334,12 @@ inline description load(const std::string& path) {
       throw error("'" + path + "' is larger than the limit of " + std::to_string(json::max_document_bytes) + " bytes");
   }
   if (in.bad()) throw error("cannot read '" + path + "'");
+  return text;
+}
+
+/// Reads a pipeline description from a JSON file; the errors name the file.
+inline description load(const std::string& path) {
+  const std::string text = read_pipeline_text(path);
   try {
     return from_json(std::string_view(text));
   } catch (const error& e) {

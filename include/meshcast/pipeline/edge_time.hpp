@@ -1,15 +1,19 @@
 // The time of a stage-to-stage transfer given as a tensor: the predicted time of resharding it
 // from the sending stage's mesh to the receiving stage's mesh. One function, built on meshcast's
 // own plan and model (the two stages' meshes are different device sets: `device_map::disjoint`),
-// so that a change of the model changes every pipeline that uses it.
+// so that a change of the model changes every pipeline that uses it. The prediction is the one the
+// one-call API's `resharder` makes for itself (`solve(...).makespan_s` under the execution mode that
+// will run, ordered by default): `to_reshard_options` gives the options that run exactly that.
 #pragma once
 
 #include <string>
 
+#include "../execution.hpp"
 #include "../layout.hpp"
 #include "../network.hpp"
 #include "../placement.hpp"
 #include "../plan.hpp"
+#include "../reshard_options.hpp"
 #include "../solve.hpp"
 #include "../solver/greedy.hpp"
 #include "../strategies.hpp"
@@ -30,13 +34,37 @@ struct tensor_edge {
 /// The network the reshards cross (the "network" object of the pipeline JSON).
 struct network_model {
   double nic_gbps = 10;          ///< per NIC and direction, Gbit/s
+  double nic_efficiency = 1;     ///< the payload fraction of the line rate a transfer gets, (0, 1]
   double intra_gbps = 800;       ///< intra-host link, Gbit/s
   double latency_us = 10;        ///< per message
   int nics_per_host = 1;
   index_t devices_per_host = 0;  ///< 0: the size of the source mesh's last axis
   std::string strategy = "send_recv";
   bool split_replicas = false;
+  execution mode = execution::ordered;  ///< how the reshard runs; the prediction is that mode's model
 };
+
+/// The devices per host `net` places the sending mesh `sender` on.
+inline index_t devices_per_host(const network_model& net, const dynamic_mesh& sender) {
+  return net.devices_per_host > 0 ? net.devices_per_host : sender.extent(sender.rank() - 1);
+}
+
+/// The options under which `meshcast::resharder` (mpi.hpp) runs the reshard `reshard_time_s`
+/// predicts (same network model, hosts of `devices_per_host` devices, mode, replica splitting);
+/// build it with `Solver` = greedy and the strategy `net.strategy` names (`visit_strategy`).
+inline reshard_options to_reshard_options(const network_model& net, index_t devices_per_host) {
+  reshard_options o;
+  o.devices = device_map::disjoint();
+  o.devices_per_host = devices_per_host;
+  o.mode = net.mode;
+  o.split_replicas = net.split_replicas;
+  o.nic_gbps = net.nic_gbps;
+  o.nic_efficiency = net.nic_efficiency;
+  o.intra_gbps = net.intra_gbps;
+  o.latency_us = net.latency_us;
+  o.nics_per_host = net.nics_per_host;
+  return o;
+}
 
 /// Most devices a stage mesh may have in a tensor edge, and most the two meshes may have
 /// multiplied (bounds the plan's size and the solver's time).
@@ -46,7 +74,8 @@ inline constexpr index_t max_edge_mesh_product = 65536;
 /// Predicted time, in seconds, of resharding `t` from its source mesh (devices 0..N-1) to its
 /// destination mesh (devices N..N+M-1, starting on a fresh host), or back when `backward`
 /// (gradients: destination layout to source layout): meshcast's plan, `net`'s strategy, and
-/// greedy's schedule under the ordered model. Throws `meshcast::error` for a bad tensor or network.
+/// greedy's schedule, `solve(...).makespan_s` under the model of `net.mode` (ordered by default).
+/// Throws `meshcast::error` for a bad tensor or network.
 inline double reshard_time_s(const tensor_edge& t, const network_model& net, bool backward = false) {
   index_t product = 1;
   for (const dynamic_mesh* m : {&t.src_mesh, &t.dst_mesh}) {
@@ -62,21 +91,20 @@ inline double reshard_time_s(const tensor_edge& t, const network_model& net, boo
                 " devices exceed the limit of " + std::to_string(max_edge_mesh_product) + " for their product");
   index_t bytes = t.element_bytes;
   for (int i = 0; i < t.shape.rank(); ++i) bytes = detail::checked_mul(bytes, t.shape.extent(i), "the tensor's size in bytes");
-  if (!(net.nic_gbps > 0) || !(net.intra_gbps > 0) || !(net.latency_us >= 0) || net.nics_per_host < 1)
-    throw error("network: nic_gbps and intra_gbps must be positive, latency_us >= 0, nics_per_host >= 1");
+  if (!(net.nic_gbps > 0) || !(net.intra_gbps > 0) || !(net.latency_us >= 0) || net.nics_per_host < 1 ||
+      !(net.nic_efficiency > 0 && net.nic_efficiency <= 1))
+    throw error("network: nic_gbps and intra_gbps must be positive, nic_efficiency in (0, 1], latency_us >= 0, "
+                "nics_per_host >= 1");
   dynamic_layout src(t.src_mesh, t.src_spec, t.shape), dst(t.dst_mesh, t.dst_spec, t.shape);
-  plan_options o;
-  o.element_bytes = t.element_bytes;
-  o.devices = device_map::disjoint();
-  const plan p = backward ? make_plan(dst, src, o) : make_plan(src, dst, o);
+  plan_options po;
+  po.element_bytes = t.element_bytes;
+  po.devices = device_map::disjoint();
+  const plan p = backward ? make_plan(dst, src, po) : make_plan(src, dst, po);
   const dynamic_mesh& sender_mesh = backward ? t.dst_mesh : t.src_mesh;
-  const index_t per_host =
-      net.devices_per_host > 0 ? net.devices_per_host : t.src_mesh.extent(t.src_mesh.rank() - 1);
-  const network model = network::uniform(default_hosts(p.device_count, sender_mesh.size(), per_host),
-                                         network::gbit_per_s(net.nic_gbps), network::gbit_per_s(net.intra_gbps),
-                                         net.latency_us * 1e-6, net.nics_per_host);
+  const reshard_options o = to_reshard_options(net, devices_per_host(net, t.src_mesh));
+  const network model = network_from(o, default_hosts(p.device_count, sender_mesh.size(), o.devices_per_host));
   return visit_strategy(net.strategy, [&](auto strategy) {
-    const instance in = make_instance(p, model, strategy, net.split_replicas);
+    const instance in = make_instance(p, model, strategy, {.split_replicas = o.split_replicas, .mode = o.mode});
     return solve(in, greedy{}).makespan_s;
   });
 }

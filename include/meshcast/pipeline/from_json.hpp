@@ -15,14 +15,19 @@
 // "backward_time" is given). "network": "nic_gbps" (default 10), "intra_gbps" (800), "latency_us"
 // (10), "nics_per_host" (1), "devices_per_host" (default: the source mesh's last axis),
 // "strategy" ("send_recv", "send_recv_allgather" or "broadcast"; default "send_recv"),
-// "split_replicas" (false). Members not named here are ignored. Every error is a
-// `meshcast::error` naming the member ("edges[2].to is 7, outside [0, 3]").
+// "split_replicas" (false), "nic_efficiency" (the payload fraction of the line rate, (0, 1],
+// default 1), "mode" ("ordered" or "concurrent": the execution mode whose model predicts, default
+// "ordered"). Members not named here are ignored. Every error is a `meshcast::error` naming the
+// member ("edges[2].to is 7, outside [0, 3]"). `parse_pipeline` also keeps the tensors and the
+// network (a program that executes the pipeline reshards those tensors).
 #pragma once
 
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "../detail/json.hpp"
 #include "description.hpp"
@@ -36,9 +41,10 @@ inline std::string extents_text(const json::value& v, const std::string& what) {
   const json::array& a = v.as_array(what);
   if (a.empty()) throw error(what + " must not be empty");
   std::string out;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    out += (i ? "x" : "") +
-           std::to_string(a[i].as_int(what + "[" + std::to_string(i) + "]", 0, std::numeric_limits<std::int32_t>::max()));
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (i) out += 'x';
+    out += std::to_string(a[i].as_int(what + "[" + std::to_string(i) + "]", 0, std::numeric_limits<std::int32_t>::max()));
+  }
   return out;
 }
 inline double time_of(const json::value& v, const std::string& what) {
@@ -48,10 +54,19 @@ inline double time_of(const json::value& v, const std::string& what) {
 }
 }  // namespace detail
 
-/// The description a parsed JSON document gives; validated.
-inline description from_json(const json::value& doc) {
-  doc.as_object("the pipeline");
+/// A pipeline file as read: the description, and what the description reduces to times (each
+/// edge's tensor, if it gave one, and the file's network, if it has one).
+struct parsed_pipeline {
   description d;
+  std::vector<std::optional<tensor_edge>> tensors;  ///< per edge: its tensor, or none (a "time" edge)
+  std::optional<network_model> network;             ///< the file's "network", when it has one
+};
+
+/// The file a parsed JSON document gives; validated.
+inline parsed_pipeline parse_pipeline(const json::value& doc) {
+  doc.as_object("the pipeline");
+  parsed_pipeline out;
+  description& d = out.d;
   const json::array& stages = doc.at("stages", "the pipeline").as_array("stages");
   if (stages.empty()) throw error("stages must list at least one stage");
   if (static_cast<index_t>(stages.size()) > max_stages)
@@ -104,6 +119,18 @@ inline description from_json(const json::value& doc) {
       visit_strategy(net.strategy, [](auto) {});  // throws naming an unknown strategy
     }
     if (const json::value* v = net_json->find("split_replicas")) net.split_replicas = v->as_bool("network.split_replicas");
+    if (const json::value* v = net_json->find("nic_efficiency")) {
+      net.nic_efficiency = v->as_double("network.nic_efficiency");
+      if (!(net.nic_efficiency > 0 && net.nic_efficiency <= 1))
+        throw error("network.nic_efficiency is " + detail::number(net.nic_efficiency) + ", must be in (0, 1]");
+    }
+    if (const json::value* v = net_json->find("mode")) {
+      try {
+        net.mode = parse_execution(v->as_string("network.mode"));
+      } catch (const error& e) {
+        throw error(std::string("network.mode: ") + e.what());
+      }
+    }
   };
   if (const json::value* edges = doc.find("edges")) {
     const json::array& es = edges->as_array("edges");
@@ -113,6 +140,7 @@ inline description from_json(const json::value& doc) {
       const json::value& e = es[i];
       e.as_object(at);
       edge x;
+      std::optional<tensor_edge> tensor;
       x.from = e.at("from", at).as_int(at + ".from", 0, n - 1);
       x.to = e.at("to", at).as_int(at + ".to", 0, n - 1);
       if (x.from >= x.to)
@@ -136,6 +164,7 @@ inline description from_json(const json::value& doc) {
           t.dst_spec = dynamic_spec(e.at("dst_spec", at).as_string(at + ".dst_spec"));
           x.time = reshard_time_s(t, net) / unit;
           if (d.training() && !x.backward_time) x.backward_time = reshard_time_s(t, net, true) / unit;
+          tensor = std::move(t);
         } catch (const error& err) {
           const std::string m = err.what();
           if (m.rfind(at, 0) == 0) throw;
@@ -146,17 +175,25 @@ inline description from_json(const json::value& doc) {
         throw error(at + " has no \"time\" (or a tensor: \"shape\", \"src_mesh\", \"src_spec\", \"dst_mesh\", \"dst_spec\")");
       }
       d.edges.push_back(x);
+      out.tensors.push_back(std::move(tensor));
     }
   }
+  if (net_json) {
+    read_network();
+    out.network = net;
+  }
   validate(d);
-  return d;
+  return out;
 }
+
+/// The description a parsed JSON document gives; validated.
+inline description from_json(const json::value& doc) { return parse_pipeline(doc).d; }
 
 /// Parses and validates a pipeline description given as JSON text.
 inline description from_json(std::string_view text) { return from_json(json::parse(text)); }
 
-/// Reads a pipeline description from a JSON file; the errors name the file.
-inline description load(const std::string& path) {
+/// The text of a pipeline file (at most json::max_document_bytes); throws naming the file.
+inline std::string read_pipeline_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw error("cannot read '" + path + "'");
   std::string text;
@@ -167,6 +204,12 @@ inline description load(const std::string& path) {
       throw error("'" + path + "' is larger than the limit of " + std::to_string(json::max_document_bytes) + " bytes");
   }
   if (in.bad()) throw error("cannot read '" + path + "'");
+  return text;
+}
+
+/// Reads a pipeline description from a JSON file; the errors name the file.
+inline description load(const std::string& path) {
+  const std::string text = read_pipeline_text(path);
   try {
     return from_json(std::string_view(text));
   } catch (const error& e) {

@@ -134,6 +134,12 @@ class graph {
   id consumer(id t) const noexcept { return links_[t - computes_].consumer; }
 
   double duration(id o) const noexcept { return duration_[o]; }
+  /// Gives operation `o` its own duration (e.g. one measured in a run), in place of the one the
+  /// description gives its stage or edge: `simulate` then re-simulates lists with it.
+  void set_duration(id o, double t) {
+    detail::check_time(t, "the duration of an operation");
+    duration_[o] = t;
+  }
 
   /// Calls f(t) for every transfer compute `c` consumes.
   template <class F>

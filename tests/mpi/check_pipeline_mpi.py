@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""Runs meshcast-pipeline-mpi on small pipelines and checks what it did.
+
+For every run: exit status 0; the JSON report's fields; per policy, the lists it ran are the lists
+meshcast-pipeline prints for the deterministic policies (prior_first, rounds), with the same
+simulated times (x the time unit); every transfer's send and receive overlap in time (both stages
+took part), every compute took at least its stated time and started after the receives of its
+inputs ended, and with shared streams (one rank per stage) a stage's entries do not overlap; the
+measured makespan is the last end. Timing bounds are generous on one machine (other work shares
+the cores): measured within 50% of the lists re-simulated with the measured durations, and within
+[0.5, 2.5] x the simulated makespan (not for matrix products, nor for the file's tensors, whose times
+are those of 200 Mbit/s NICs); the ratios are printed. Bad input ends with status 2 and a
+message.
+
+With --cluster "LAUNCHER" (e.g. "bash scripts/cluster.sh mpiexec -ppn 1", on an emulated cluster
+with a host per stage) it runs the seed's 6-stage U-Net with prior_first, rounds, list_scheduling
+and optimal instead, and checks that the measured makespans rank the policies as the simulator
+does (pairs whose simulated makespans differ by more than 5%) and lie within 25% of the simulated
+ones (the benchmark's claim is 15%; bench/pipeline_cluster.py).
+
+Usage: check_pipeline_mpi.py MPIEXEC meshcast-pipeline-mpi meshcast-pipeline PIPELINES_DIR
+       check_pipeline_mpi.py --cluster "LAUNCHER" --network "FLAGS" meshcast-pipeline-mpi meshcast-pipeline PIPELINES_DIR
+"""
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAILED:", what, flush=True)
+    return cond
+
+
+args = sys.argv[1:]
+cluster = None
+network = []
+while args and args[0].startswith("--"):
+    if args[0] == "--cluster":
+        cluster = shlex.split(args[1])
+    elif args[0] == "--network":
+        network = shlex.split(args[1])
+    args = args[2:]
+if cluster is None:
+    MPIEXEC, PROG, CLI, DIR = args
+    launch = lambda n: [MPIEXEC, "-n", str(n)]
+else:
+    PROG, CLI, DIR = args
+    launch = lambda n: cluster + ["-n", str(n)]
+
+
+def run(n, file, extra, timeout=240):
+    cmd = launch(n) + [PROG, os.path.join(DIR, file)] + extra
+    t0 = time.time()
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    print(f"$ {' '.join(cmd)}  ({time.time() - t0:.1f} s, exit {r.returncode})", flush=True)
+    return r
+
+
+def cli_lists(file, policy):
+    r = subprocess.run([CLI, os.path.join(DIR, file), "--policy", policy, "--json"], capture_output=True, text=True, timeout=120)
+    return json.loads(r.stdout)
+
+
+def check_report(file, n, k, policies, extra, bounds=True, stated=True):
+    r = run(n * k, file, ["--ranks-per-stage", str(k), "--policy", ",".join(policies), "--json"] + extra)
+    name = f"{file} x{k} {' '.join(extra)}"
+    if not check(r.returncode == 0, f"{name}: exit {r.returncode}: {r.stderr[-1500:]}"):
+        return None
+    try:
+        j = json.loads(r.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError) as e:
+        check(False, f"{name}: no JSON report ({e}): {r.stdout[-500:]}")
+        return None
+    for key in ["file", "stages", "ranks_per_stage", "microbatches", "schedule", "streams", "time_unit_s", "compute",
+                "network", "transfers", "policies", "ranking"]:
+        check(key in j, f"{name}: no '{key}' in the report")
+    desc = json.load(open(os.path.join(DIR, file)))
+    unit = j["time_unit_s"]
+    separate = j["streams"] == "separate"
+    training = j["schedule"] != "forward_only"
+    check(j["stages"] == len(desc["stages"]) and j["ranks_per_stage"] == k, f"{name}: stages / ranks per stage")
+    check(len(j["transfers"]) == len(desc["edges"]) * (2 if training else 1), f"{name}: one transfer per edge and direction")
+    for t in j["transfers"]:
+        check(t["bytes"] > 0 and t["alone_s"] > 0, f"{name}: transfer {t}")
+    check([p["policy"] for p in j["policies"]] == policies, f"{name}: policies {[p['policy'] for p in j['policies']]}")
+    for p in j["policies"]:
+        pn = f"{name} {p['policy']}"
+        stages = p["stages"]
+        if p["policy"] in ("prior_first", "rounds"):
+            ref = cli_lists(file, p["policy"])["stages"]
+            same = [[(x["op"], x["mb"], x.get("edge"), x.get("pass"), x.get("peer")) for x in s] for s in stages] == \
+                   [[(x["op"], x["mb"], x.get("edge"), x.get("pass"), x.get("peer")) for x in s] for s in ref]
+            check(same, f"{pn}: the lists run are not meshcast-pipeline's")
+            if same:
+                check(all(abs(x["sim_start"] - y["start"] * unit) < 1e-9 and abs(x["sim_end"] - y["end"] * unit) < 1e-9
+                          for s, t in zip(stages, ref) for x, y in zip(s, t)), f"{pn}: simulated times differ from meshcast-pipeline's")
+        check(abs(p["simulated_s"] - max(x["sim_end"] for s in stages for x in s)) < 1e-9, f"{pn}: simulated makespan")
+        last = max(x["end"] for s in stages for x in s)
+        check(abs(p["measured_s"] - last) < 1e-9 and p["measured_s"] == min(p["runs_s"]), f"{pn}: measured makespan {p['measured_s']}, last end {last}")
+        # Semantics of the run.
+        ends = {}
+        for si, s in enumerate(stages):
+            for i, x in enumerate(s):
+                check(x["end"] >= x["start"] >= 0, f"{pn}: stage {si} entry {i} runs backwards")
+                if x["op"] in ("F", "B"):
+                    st = desc["stages"][si]["forward" if x["op"] == "F" else "backward"] * unit
+                    check(x["end"] - x["start"] >= st * 0.999 - 1e-6 or j["compute"] == "matmul",
+                          f"{pn}: stage {si} {x['op']}{x['mb']} took {x['end'] - x['start']:.6f} s < {st} s")
+                else:
+                    ends.setdefault((x["edge"], x["pass"], x["mb"]), []).append((x["op"], si, x["start"], x["end"]))
+                if k == 1 and not separate and i > 0:
+                    check(x["start"] >= s[i - 1]["end"] - 1e-6, f"{pn}: stage {si} entries {i - 1} and {i} overlap")
+        for key, v in ends.items():
+            check(sorted(o for o, *_ in v) == ["recv", "send"], f"{pn}: transfer {key} has {v}")
+            check(max(a for _, _, a, _ in v) <= min(b for _, _, _, b in v) + 5e-4, f"{pn}: the send and recv of {key} do not overlap")
+        for si, s in enumerate(stages):
+            for x in s:
+                if x["op"] == "F":
+                    ins = [ends[(e, "forward", x["mb"])] for e, d in enumerate(desc["edges"]) if d["to"] == si]
+                elif x["op"] == "B":
+                    ins = [ends[(e, "backward", x["mb"])] for e, d in enumerate(desc["edges"]) if d["from"] == si]
+                else:
+                    continue
+                for v in ins:
+                    recv_end = max(b for o, st_, _, b in v if o == "recv")
+                    check(x["start"] >= recv_end - 1e-6 or k > 1, f"{pn}: stage {si} {x['op']}{x['mb']} starts before its input arrived")
+        ratio, reratio = p["measured_over_simulated"], p["measured_over_resimulated"]
+        print(f"  {pn}: simulated {p['simulated_s']:.4f} s, measured {p['measured_s']:.4f} s (x{ratio:.3f}), "
+              f"re-simulated with measured durations {p['resimulated_s']:.4f} s (x{reratio:.3f}); computes x{p['compute_over_stated']:.3f}, "
+              f"transfers x{p['transfers_over_stated']:.3f}", flush=True)
+        if bounds:
+            check(0.5 <= reratio <= 1.5, f"{pn}: measured / re-simulated {reratio:.3f} outside [0.5, 1.5]")
+            if j["compute"] != "matmul" and stated:
+                check(0.5 <= ratio <= 2.5, f"{pn}: measured / simulated {ratio:.3f} outside [0.5, 2.5]")
+    print(f"  ranking, simulated: {j['ranking']['simulated']}\n  ranking, measured:  {j['ranking']['measured']}", flush=True)
+    return j
+
+
+if cluster is None:
+    # The seed's chain and U-Net, one rank per stage, shared streams, spinning compute.
+    check_report("chain4.json", 4, 1, ["prior_first", "rounds", "list_scheduling"], ["--time-unit-ms", "10", "--repeat", "2"])
+    # Meshes of two ranks per stage, sleeping compute (the host waits while an accelerator computes).
+    check_report("unet4.json", 4, 2, ["prior_first", "list_scheduling", "optimal"],
+                 ["--time-unit-ms", "10", "--repeat", "2", "--compute", "sleep"])
+    # Training (eager 1F1B), separate streams: a communication thread per rank; matrix products.
+    check_report("unet4_eager_separate.json", 4, 1, ["prior_first", "list_scheduling"],
+                 ["--time-unit-ms", "5", "--repeat", "1", "--compute", "matmul"])
+    # Tensor edges given in the file (meshes of 2, 2-byte elements, send_recv_allgather): their
+    # times are the reshards' predicted times on 200 Mbit/s NICs, the tensors are resharded as
+    # given (through shared memory here: far faster than stated, so no bound against the simulation).
+    j = check_report("tensors3.json", 3, 2, ["prior_first", "list_scheduling"], ["--repeat", "1", "--compute", "sleep"],
+                     stated=False)
+    if j:
+        check(all(t["tensor_from_file"] and abs(t["stated_s"] - t["predicted_s"]) < 1e-12 for t in j["transfers"]),
+              "tensors3.json: a tensor edge's stated time is its predicted time")
+        check(j["network"]["strategy"] == "send_recv_allgather" and j["network"]["devices_per_host"] == 2,
+              f"tensors3.json: the file's network {j['network']}")
+    # Bad input: every rank ends with status 2, rank 0 says why.
+    for n, extra, expect in [(3, [], "MPI has 3 ranks"), (4, ["--policy", "fastest"], "unknown policy 'fastest'"),
+                             (4, ["--compute", "gpu"], "--compute 'gpu'"), (8, ["--ranks-per-stage", "2", "--nic-gbps", "0"], "--nic-gbps")]:
+        r = run(n, "chain4.json", extra, timeout=60)
+        check(r.returncode == 2 and expect in r.stderr, f"bad input {extra}: exit {r.returncode}, stderr {r.stderr[-300:]}")
+else:
+    j = check_report("unet6.json", 6, 1, ["prior_first", "rounds", "list_scheduling", "optimal"],
+                     ["--time-unit-ms", "20", "--repeat", "3", "--compute", "sleep", "--tie", "0.05"] + network, bounds=False)
+    if j:
+        for p in j["policies"]:
+            check(0.75 <= p["measured_over_simulated"] <= 1.25,
+                  f"cluster {p['policy']}: measured / simulated {p['measured_over_simulated']:.3f} outside [0.75, 1.25]")
+        check(j["ranking"]["agree"], f"cluster: the measured ranking ({j['ranking']['measured']}) differs from the simulated one")
+
+if failures:
+    print(f"{len(failures)} failure(s)")
+    sys.exit(1)
+print("pipeline over MPI: ok")
