@@ -186,7 +186,7 @@ void usage(std::FILE* out) {
 #if MESHCAST_HAS_CBC
                "ilp"
 #else
-               "dp"
+               "dp, greedy where dp does not apply"
 #endif
   );
 }
@@ -952,9 +952,22 @@ int run_main(int argc, char** argv) {
   try {
     if (fixed_texts.empty() && world_rank == 0) {
       as::sharding_plan solved;
-      const bool known = as::visit_sharding_solver(
-          solver, [&](auto s) { solved = as::auto_shard(g, model, s, {.time_limit_s = o.time_limit_s}); });
-      if (!known) throw error("unknown solver '" + solver + "' (expected " + as::sharding_solver_names + ")");
+      auto solve_with = [&](const std::string& name) {
+        const bool known = as::visit_sharding_solver(
+            name, [&](auto s) { solved = as::auto_shard(g, model, s, {.time_limit_s = o.time_limit_s}); });
+        if (!known) throw error("unknown solver '" + name + "' (expected " + as::sharding_solver_names + ")");
+      };
+      if (!o.solver.empty() || solver == "ilp") {
+        solve_with(solver);
+      } else {
+        // Without CBC: the exact dp where it applies (trees, no binding memory limit), else greedy.
+        try {
+          solve_with("dp");
+        } catch (const error& e) {
+          solver = "greedy (" + std::string(e.what()) + ")";
+          solve_with("greedy");
+        }
+      }
       for (const mc::spec_value& s : solved.report.specs) shared += s.to_string() + ";";
       shared += solved.proven_optimal ? "1" : "0";
     }
