@@ -75,13 +75,13 @@ class mpi_backend {
   request send(const std::byte* data, std::size_t n, index_t peer, int tag) {
     request r;
     r.peer = static_cast<int>(peer);
-    check(MPI_Isend(data, count(n), MPI_BYTE, static_cast<int>(peer), tag, comm_, &r.mpi), "MPI_Isend");
+    check(MPI_Isend(data, count(n), MPI_BYTE, static_cast<int>(peer), tag, comm_, &r.mpi), "MPI_Isend", r.peer);
     return r;
   }
   request recv(std::byte* data, std::size_t n, index_t peer, int tag) {
     request r;
     r.peer = static_cast<int>(peer);
-    check(MPI_Irecv(data, count(n), MPI_BYTE, static_cast<int>(peer), tag, comm_, &r.mpi), "MPI_Irecv");
+    check(MPI_Irecv(data, count(n), MPI_BYTE, static_cast<int>(peer), tag, comm_, &r.mpi), "MPI_Irecv", r.peer);
     return r;
   }
   group make_group(std::span<const index_t> members, int tag) {
@@ -118,7 +118,7 @@ class mpi_backend {
     c.next_device = c.next >= 0 ? static_cast<int>(g.members[static_cast<std::size_t>(c.next)]) : -1;
     for (std::size_t at = 0; at < n || (n == 0 && at == 0); at += chunk_) {
       chain_state::piece k{at, std::min(chunk_, n - at), MPI_REQUEST_NULL, MPI_REQUEST_NULL, c.prev < 0, false};
-      if (c.prev >= 0) check(MPI_Irecv(data + at, count(k.len), MPI_BYTE, c.prev, tag, c.comm, &k.recv), "MPI_Irecv");
+      if (c.prev >= 0) check(MPI_Irecv(data + at, count(k.len), MPI_BYTE, c.prev, tag, c.comm, &k.recv), "MPI_Irecv", c.prev_device);
       c.chunks.push_back(k);
       if (n == 0) break;
     }
@@ -149,7 +149,7 @@ class mpi_backend {
   bool test(request& r) {
     int done = 0;
     if (r.chain < 0) {
-      check(MPI_Test(&r.mpi, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      check(MPI_Test(&r.mpi, &done, MPI_STATUS_IGNORE), "MPI_Test", r.peer);
       return done != 0;
     }
     chain_state& c = chains_[static_cast<std::size_t>(r.chain)];
@@ -167,10 +167,10 @@ class mpi_backend {
   /// MPI_Wait, as a hand-written loop would.
   void wait_mpi(MPI_Request& r, int peer) {
     if (timeout_s_ <= 0) {
-      check(MPI_Wait(&r, MPI_STATUS_IGNORE), "MPI_Wait");
+      check(MPI_Wait(&r, MPI_STATUS_IGNORE), "MPI_Wait", peer);
       return;
     }
-    if (!detail::wait_until(r, detail::deadline(timeout_s_))) [[unlikely]]
+    if (!detail::wait_until(r, detail::deadline(timeout_s_), peer)) [[unlikely]]
       timed_out(peer);
   }
   // The checks stay on the hot path; their failure branches are kept out of line.
@@ -179,18 +179,20 @@ class mpi_backend {
       too_large(n);
     return static_cast<int>(n);
   }
-  void check(int rc, const char* what) const {
+  // `peer`: the other side (named in the message), -1 for a group operation.
+  void check(int rc, const char* what, int peer = -1) const {
     if (rc != MPI_SUCCESS) [[unlikely]]
-      failed(rc, what);
+      failed(rc, what, peer);
   }
   [[noreturn, gnu::cold, gnu::noinline]] static void too_large(std::size_t n) {
     throw error("a message of " + std::to_string(n) + " bytes exceeds MPI's int count; cut the task finer");
   }
-  [[noreturn, gnu::cold, gnu::noinline]] void failed(int rc, const char* what) const {
+  [[noreturn, gnu::cold, gnu::noinline]] void failed(int rc, const char* what, int peer) const {
     char text[MPI_MAX_ERROR_STRING] = {};
     int length = 0;
     MPI_Error_string(rc, text, &length);
-    throw error("device " + std::to_string(rank_) + ": " + what + " failed: " + text);
+    const std::string with = peer >= 0 ? " (a transfer with device " + std::to_string(peer) + ")" : std::string();
+    throw error("device " + std::to_string(rank_) + ": " + what + with + " failed: " + text);
   }
   [[noreturn, gnu::cold, gnu::noinline]] void timed_out(int peer) const {
     const std::string whom = peer >= 0 ? "with device " + std::to_string(peer) : "in a broadcast group";
@@ -219,19 +221,19 @@ class mpi_backend {
     int done = 0;
     if (c.prev < 0) c.received = c.chunks.size();
     while (c.received < c.chunks.size()) {
-      check(MPI_Test(&c.chunks[c.received].recv, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      check(MPI_Test(&c.chunks[c.received].recv, &done, MPI_STATUS_IGNORE), "MPI_Test", c.prev_device);
       if (!done) break;
       c.chunks[c.received++].arrived = true;
     }
     if (c.next < 0) return;
     while (c.retired < c.posted) {
-      check(MPI_Test(&c.chunks[c.retired].send, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      check(MPI_Test(&c.chunks[c.retired].send, &done, MPI_STATUS_IGNORE), "MPI_Test", c.next_device);
       if (!done) break;
       ++c.retired;
     }
     while (c.posted < c.received && c.posted - c.retired < chain_window) {
       auto& k = c.chunks[c.posted++];
-      check(MPI_Isend(c.data + k.at, count(k.len), MPI_BYTE, c.next, c.tag, c.comm, &k.send), "MPI_Isend");
+      check(MPI_Isend(c.data + k.at, count(k.len), MPI_BYTE, c.next, c.tag, c.comm, &k.send), "MPI_Isend", c.next_device);
       k.sent = true;
     }
   }

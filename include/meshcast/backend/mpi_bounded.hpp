@@ -18,15 +18,17 @@
 namespace meshcast {
 
 namespace detail {
-[[noreturn]] inline void mpi_failed(int rc, const char* what) {
+/// `peer`: the other side of the failed operation, named in the message (-1: none or a group).
+[[noreturn]] inline void mpi_failed(int rc, const char* what, int peer = -1) {
   char text[MPI_MAX_ERROR_STRING] = {};
   int length = 0;
   MPI_Error_string(rc, text, &length);
-  throw error(std::string(what) + " failed: " + text);
+  const std::string with = peer >= 0 ? " (a transfer with device " + std::to_string(peer) + ")" : std::string();
+  throw error(std::string(what) + with + " failed: " + text);
 }
-inline void mpi_check(int rc, const char* what) {
+inline void mpi_check(int rc, const char* what, int peer = -1) {
   if (rc != MPI_SUCCESS) [[unlikely]]
-    mpi_failed(rc, what);
+    mpi_failed(rc, what, peer);
 }
 
 /// Polls `r` until it completes or `stop` expires; returns whether it completed. On expiry the
@@ -45,11 +47,11 @@ bool poll_until(Done&& done, const deadline& stop) {
     pause = std::min(pause * 2, std::chrono::microseconds(100));
   }
 }
-inline bool wait_until(MPI_Request& r, const deadline& stop) {
+inline bool wait_until(MPI_Request& r, const deadline& stop, int peer = -1) {
   return poll_until(
       [&] {
         int done = 0;
-        mpi_check(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test");
+        mpi_check(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test", peer);
         return done != 0;
       },
       stop);
@@ -98,12 +100,12 @@ inline void bounded_barrier(MPI_Comm comm, double timeout_s, int tag = 32767) {
   for (int p = 0; p < size; ++p) {
     if (p == rank) continue;
     detail::mpi_check(MPI_Irecv(&token[static_cast<std::size_t>(p)], 1, MPI_BYTE, p, tag, comm, &recvs[static_cast<std::size_t>(p)]),
-                      "MPI_Irecv");
-    detail::mpi_check(MPI_Isend(&mine, 1, MPI_BYTE, p, tag, comm, &sends[static_cast<std::size_t>(p)]), "MPI_Isend");
+                      "MPI_Irecv", p);
+    detail::mpi_check(MPI_Isend(&mine, 1, MPI_BYTE, p, tag, comm, &sends[static_cast<std::size_t>(p)]), "MPI_Isend", p);
   }
   std::vector<int> missing;
   for (int p = 0; p < size; ++p)
-    if (p != rank && !detail::wait_until(recvs[static_cast<std::size_t>(p)], stop)) missing.push_back(p);
+    if (p != rank && !detail::wait_until(recvs[static_cast<std::size_t>(p)], stop, p)) missing.push_back(p);
   if (!missing.empty()) {
     std::string who;
     for (std::size_t i = 0; i < missing.size() && i < 16; ++i) who += (i ? ", " : "") + std::to_string(missing[i]);
@@ -113,8 +115,11 @@ inline void bounded_barrier(MPI_Comm comm, double timeout_s, int tag = 32767) {
                             std::to_string(timeout_s) + " s",
                         missing);
   }
-  for (MPI_Request& r : sends)
-    if (!detail::wait_until(r, stop)) throw timeout_error("a barrier token was not delivered in time", {});
+  for (int p = 0; p < size; ++p)
+    if (p != rank && !detail::wait_until(sends[static_cast<std::size_t>(p)], stop, p))
+      throw timeout_error("device " + std::to_string(rank) + ": a barrier token to device " + std::to_string(p) +
+                              " was not delivered in time",
+                          {p});
 }
 
 }  // namespace meshcast

@@ -408,8 +408,24 @@ class executor {
   }
   [[noreturn]] void stalled(double limit) {
     std::vector<int> peers;
-    for (std::size_t k : in_flight_)
-      for (index_t d : steps_[k].peers) peers.push_back(static_cast<int>(d));
+    for (std::size_t k : in_flight_) {
+      const step& x = steps_[k];
+      for (index_t d : x.peers) peers.push_back(static_cast<int>(d));
+      // A collective has no peers of its own: a chain waits on its neighbours, a broadcast on its group.
+      if (x.how == step::collective && x.group != none && groups_[x.group]) {
+        const auto& m = groups_[x.group]->members;
+        const auto at = static_cast<std::size_t>(std::find(m.begin(), m.end(), me_) - m.begin());
+        for (std::size_t j = 0; j < m.size(); ++j)
+          if (j != at && (x.what != transfer_kind::chain || j + 1 == at || j == at + 1)) peers.push_back(static_cast<int>(m[j]));
+      }
+    }
+    // Ordered mode, nothing in flight: the next steps of the lanes wait for NIC tokens.
+    if (peers.empty())
+      for (step& x : steps_)
+        if (!x.posted && (x.prev_send == none || steps_[x.prev_send].done) &&
+            (x.prev_receive == none || steps_[x.prev_receive].done))
+          for (std::size_t t = 0; t < x.token_reqs.size(); ++t)
+            if (!b_.test(x.token_reqs[t])) peers.push_back(static_cast<int>(x.tokens_in[t].first));
     std::sort(peers.begin(), peers.end());
     peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
     std::string who;
