@@ -12,6 +12,20 @@
 #include "plan_options.hpp"
 
 namespace meshcast::cli {
+
+#if MESHCAST_HAS_CBC
+/// The solvers the tools offer by name: the built-in ones and ilp.
+using default_solvers = solvers_with_ilp;
+#else
+/// Stands for ilp in a program built without CBC: the name is known, and choosing it says why it
+/// cannot run.
+struct ilp_not_built {
+  static constexpr std::string_view name = "ilp";
+  const char* supports(const instance&) const { return "this program was built without COIN-OR CBC"; }
+  solver_result solve(const instance&, const solver_options&) const { return {}; }
+};
+using default_solvers = append_t<builtin_solvers, ilp_not_built>;
+#endif
 /// Shortest text for a bound in a message (1e+15, 0.001, 64).
 inline std::string format_number(double v) {
   char buf[32];
@@ -95,38 +109,30 @@ inline network network_from_flags(const schedule_flags& f, std::vector<index_t> 
       .with_payload_fraction(f.nic_efficiency);
 }
 
-/// Runs the named solver on the named strategy; throws `error` for unknown or inapplicable names.
-inline schedule schedule_from_flags(const schedule_flags& f, const plan& p, const network& net) {
+/// Runs the named solver of `Solvers` on the named strategy of `Strategies`; throws `error` for
+/// unknown or inapplicable names. A program that appends its own policies to the lists accepts
+/// their names too.
+template <class Solvers = default_solvers, class Strategies = builtin_strategies>
+schedule schedule_from_flags(const schedule_flags& f, const plan& p, const network& net) {
   const std::string strategy = f.strategy.empty() ? "send_recv" : f.strategy;
   const std::string solver_name = f.solver.empty() ? "greedy" : f.solver;
   solver_options o;
   o.time_limit_s = f.time_limit_ms / 1000;
   o.seed = f.seed;
-  return visit_strategy(strategy, [&](auto s) {
+  return visit_strategy<Strategies>(strategy, [&](auto s) {
     if constexpr (std::is_same_v<decltype(s), broadcast>)
       if (f.group_broadcast) s.how = transfer_kind::group_broadcast;
     instance in = make_instance(p, net, s, {.split_replicas = f.split_replicas, .mode = f.mode});
-    schedule result;
-    bool known = visit_solver(solver_name, [&](auto solver) { result = solve(in, solver, o); });
-    if (!known && solver_name == "ilp") {
-#if MESHCAST_HAS_CBC
-      result = solve(in, ilp{}, o);
-      known = true;
-#else
-      throw error("solver 'ilp' needs COIN-OR CBC, and this program was built without it");
-#endif
-    }
-    if (!known)
-      throw error("unknown solver '" + solver_name +
-                  "' (expected naive, alpa_least_loaded, alpa_greedy, alpa_dfs, greedy, branch_and_bound, ilp or open_shop)");
-    return result;
+    return visit_solver<Solvers>(solver_name, [&](auto solver) { return solve(in, solver, o); });
   });
 }
 
-inline const char* schedule_flags_help() {
-  return "  --solver NAME           naive, alpa_least_loaded, alpa_greedy, alpa_dfs, greedy,\n"
-         "                          branch_and_bound, ilp, open_shop (default greedy when --strategy is given)\n"
-         "  --strategy NAME         send_recv, send_recv_allgather, broadcast (default send_recv)\n"
+/// The schedule flags' usage text, naming the solvers and strategies of the lists.
+template <class Solvers = default_solvers, class Strategies = builtin_strategies>
+std::string schedule_flags_help() {
+  return "  --solver NAME           " + names_text<Solvers>(", ") + "\n"
+         "                          (default greedy when --strategy is given)\n"
+         "  --strategy NAME         " + names_text<Strategies>(", ") + " (default send_recv)\n" +
          "  --split-replicas        let several replicas send slices of one task\n"
          "  --nic-gbps X            NIC bandwidth per direction, Gbit/s (default 10)\n"
          "  --nics-per-host N       NICs per host (default 1)\n"

@@ -1,11 +1,11 @@
-// All built-in solvers that need nothing beyond the standard library, and the choice of one by
-// name at run time (for command-line tools). The ILP solver needs COIN-OR CBC: see solver/ilp.hpp.
+// The built-in solvers that need nothing beyond the standard library, as a type list, and the
+// choice of one by name at run time. The ILP solver needs COIN-OR CBC: solver/ilp.hpp adds
+// `solvers_with_ilp`. A user's solver joins by appending: `append_t<builtin_solvers, mine>`.
 #pragma once
 
-#include <string>
 #include <string_view>
 
-#include "error.hpp"
+#include "registry.hpp"
 #include "solver/alpa_dfs.hpp"
 #include "solver/alpa_greedy.hpp"
 #include "solver/alpa_least_loaded.hpp"
@@ -16,17 +16,14 @@
 
 namespace meshcast {
 
-/// Calls `f(Solver{})` for the built-in solver named `name`; returns false if there is none.
-template <class F>
-bool visit_solver(std::string_view name, F&& f) {
-  if (name == naive::name) return f(naive{}), true;
-  if (name == alpa_least_loaded::name) return f(alpa_least_loaded{}), true;
-  if (name == alpa_greedy::name) return f(alpa_greedy{}), true;
-  if (name == alpa_dfs::name) return f(alpa_dfs{}), true;
-  if (name == greedy::name) return f(greedy{}), true;
-  if (name == branch_and_bound::name) return f(branch_and_bound{}), true;
-  if (name == open_shop::name) return f(open_shop{}), true;
-  return false;
+using builtin_solvers =
+    type_list<naive, alpa_least_loaded, alpa_greedy, alpa_dfs, greedy, branch_and_bound, open_shop>;
+
+/// Calls `f(S{})` for the solver of `List` named `name` and returns what it returns; throws
+/// `meshcast::error` "unknown solver 'x' (expected ...)" when there is none.
+template <class List = builtin_solvers, class F>
+decltype(auto) visit_solver(std::string_view name, F&& f) {
+  return visit_by_name<List>("solver", name, static_cast<F&&>(f));
 }
 
 }  // namespace meshcast

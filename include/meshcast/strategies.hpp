@@ -1,23 +1,23 @@
-// All built-in strategies, and the choice of one by name at run time (for command-line tools).
+// The built-in strategies as a type list, and the choice of one by name at run time. A user's
+// strategy joins by appending: `append_t<builtin_strategies, mine>`.
 #pragma once
 
-#include <string>
 #include <string_view>
 
-#include "error.hpp"
+#include "registry.hpp"
 #include "strategy/broadcast.hpp"
 #include "strategy/send_recv.hpp"
 #include "strategy/send_recv_allgather.hpp"
 
 namespace meshcast {
 
-/// Calls `f(Strategy{})` for the strategy named `name`; throws naming it if there is none.
-template <class F>
+using builtin_strategies = type_list<send_recv, send_recv_allgather, broadcast>;
+
+/// Calls `f(S{})` for the strategy of `List` named `name` and returns what it returns; throws
+/// `meshcast::error` "unknown strategy 'x' (expected send_recv, send_recv_allgather or broadcast)".
+template <class List = builtin_strategies, class F>
 decltype(auto) visit_strategy(std::string_view name, F&& f) {
-  if (name == send_recv::name) return f(send_recv{});
-  if (name == send_recv_allgather::name) return f(send_recv_allgather{});
-  if (name == broadcast::name) return f(broadcast{});
-  throw error("unknown strategy '" + std::string(name) + "' (expected send_recv, send_recv_allgather or broadcast)");
+  return visit_by_name<List>("strategy", name, static_cast<F&&>(f));
 }
 
 }  // namespace meshcast

@@ -1706,11 +1706,108 @@ inline std::vector<index_t> deliver_locally(const network& net, const resource_s
 }  // namespace meshcast
 // ---- end meshcast/strategy.hpp ----
 // ---- begin meshcast/strategies.hpp ----
-// All built-in strategies, and the choice of one by name at run time (for command-line tools).
+// The built-in strategies as a type list, and the choice of one by name at run time. A user's
+// strategy joins by appending: `append_t<builtin_strategies, mine>`.
 
+#include <string_view>
+
+// ---- begin meshcast/registry.hpp ----
+// Open registries: policies listed as type lists, chosen by name at run time with one error
+// contract. The built-in solvers, strategies and pipeline policies are such lists; a user appends
+// their own and every tool that takes a list accepts the new names:
+//
+//   using my_solvers = meshcast::append_t<meshcast::builtin_solvers, largest_first>;
+//   meshcast::visit_by_name<my_solvers>("solver", name, [&](auto s) { ... });
+
+#include <array>
+#include <cstddef>
 #include <string>
 #include <string_view>
 
+
+namespace meshcast {
+
+/// A list of policy types, each with a `static constexpr std::string_view name`.
+template <class... Ts>
+struct type_list {
+  static constexpr std::size_t size = sizeof...(Ts);
+};
+
+namespace detail {
+template <class List, class... More>
+struct append_types;
+template <class... Ts, class... More>
+struct append_types<type_list<Ts...>, More...> {
+  using type = type_list<Ts..., More...>;
+};
+template <class... Ts>
+constexpr bool names_distinct() {
+  constexpr std::array<std::string_view, sizeof...(Ts)> n{Ts::name...};
+  for (std::size_t i = 0; i < n.size(); ++i)
+    for (std::size_t j = i + 1; j < n.size(); ++j)
+      if (n[i] == n[j]) return false;
+  return true;
+}
+}  // namespace detail
+
+/// `List` with `More...` appended.
+template <class List, class... More>
+using append_t = typename detail::append_types<List, More...>::type;
+
+/// The names of a list's types, in order.
+template <class... Ts>
+constexpr std::array<std::string_view, sizeof...(Ts)> names_of(type_list<Ts...>) {
+  return {Ts::name...};
+}
+
+/// "a, b or c": the names of `List` as an error message or a usage text lists them.
+template <class List>
+std::string names_text(std::string_view last_joiner = " or ") {
+  const auto n = names_of(List{});
+  std::string out;
+  for (std::size_t k = 0; k < n.size(); ++k) {
+    if (k > 0) out += k + 1 == n.size() ? std::string(last_joiner) : std::string(", ");
+    out += n[k];
+  }
+  return out;
+}
+
+/// Whether `List` has a type named `name`.
+template <class List>
+constexpr bool has_name(std::string_view name) {
+  for (std::string_view n : names_of(List{}))
+    if (n == name) return true;
+  return false;
+}
+
+namespace detail {
+template <class F, class First, class... Rest>
+decltype(auto) dispatch_by_name(type_list<First, Rest...>, std::string_view name, F& f) {
+  if constexpr (sizeof...(Rest) == 0) {
+    return f(First{});  // the caller checked that the name is in the list
+  } else {
+    if (name == First::name) return f(First{});
+    return dispatch_by_name(type_list<Rest...>{}, name, f);
+  }
+}
+}  // namespace detail
+
+/// Calls `f(T{})` for the type of `List` named `name` and returns what it returns (every call
+/// must return the same type). Throws `meshcast::error` "unknown <what> 'x' (expected a, b or c)"
+/// when `List` has no type of that name; control characters in `name` are escaped (\xNN).
+template <class List, class F>
+decltype(auto) visit_by_name(std::string_view what, std::string_view name, F&& f) {
+  static_assert(List::size > 0, "A registry must list at least one policy.");
+  static_assert([]<class... Ts>(type_list<Ts...>) { return detail::names_distinct<Ts...>(); }(List{}),
+                "Two policies of one registry have the same name; names must be distinct to be chosen by name.");
+  if (!has_name<List>(name))
+    throw error("unknown " + std::string(what) + " '" + detail::printable(std::string(name)) + "' (expected " +
+                names_text<List>() + ")");
+  return detail::dispatch_by_name(List{}, name, f);
+}
+
+}  // namespace meshcast
+// ---- end meshcast/registry.hpp ----
 // ---- begin meshcast/strategy/broadcast.hpp ----
 // broadcast: one sender to all remote receivers as a pipelined chain over the receiving hosts
 // (sender -> the receivers of one host, ascending -> those of the next host ...). The first
@@ -1857,13 +1954,13 @@ struct send_recv_allgather {
 
 namespace meshcast {
 
-/// Calls `f(Strategy{})` for the strategy named `name`; throws naming it if there is none.
-template <class F>
+using builtin_strategies = type_list<send_recv, send_recv_allgather, broadcast>;
+
+/// Calls `f(S{})` for the strategy of `List` named `name` and returns what it returns; throws
+/// `meshcast::error` "unknown strategy 'x' (expected send_recv, send_recv_allgather or broadcast)".
+template <class List = builtin_strategies, class F>
 decltype(auto) visit_strategy(std::string_view name, F&& f) {
-  if (name == send_recv::name) return f(send_recv{});
-  if (name == send_recv_allgather::name) return f(send_recv_allgather{});
-  if (name == broadcast::name) return f(broadcast{});
-  throw error("unknown strategy '" + std::string(name) + "' (expected send_recv, send_recv_allgather or broadcast)");
+  return visit_by_name<List>("strategy", name, static_cast<F&&>(f));
 }
 
 }  // namespace meshcast
@@ -2536,10 +2633,10 @@ inline double sender_nic_bytes(const instance& in, const option& o) {
 }  // namespace meshcast
 // ---- end meshcast/solver.hpp ----
 // ---- begin meshcast/solvers.hpp ----
-// All built-in solvers that need nothing beyond the standard library, and the choice of one by
-// name at run time (for command-line tools). The ILP solver needs COIN-OR CBC: see solver/ilp.hpp.
+// The built-in solvers that need nothing beyond the standard library, as a type list, and the
+// choice of one by name at run time. The ILP solver needs COIN-OR CBC: solver/ilp.hpp adds
+// `solvers_with_ilp`. A user's solver joins by appending: `append_t<builtin_solvers, mine>`.
 
-#include <string>
 #include <string_view>
 
 // ---- begin meshcast/solver/alpa_dfs.hpp ----
@@ -3683,17 +3780,14 @@ struct open_shop {
 
 namespace meshcast {
 
-/// Calls `f(Solver{})` for the built-in solver named `name`; returns false if there is none.
-template <class F>
-bool visit_solver(std::string_view name, F&& f) {
-  if (name == naive::name) return f(naive{}), true;
-  if (name == alpa_least_loaded::name) return f(alpa_least_loaded{}), true;
-  if (name == alpa_greedy::name) return f(alpa_greedy{}), true;
-  if (name == alpa_dfs::name) return f(alpa_dfs{}), true;
-  if (name == greedy::name) return f(greedy{}), true;
-  if (name == branch_and_bound::name) return f(branch_and_bound{}), true;
-  if (name == open_shop::name) return f(open_shop{}), true;
-  return false;
+using builtin_solvers =
+    type_list<naive, alpa_least_loaded, alpa_greedy, alpa_dfs, greedy, branch_and_bound, open_shop>;
+
+/// Calls `f(S{})` for the solver of `List` named `name` and returns what it returns; throws
+/// `meshcast::error` "unknown solver 'x' (expected ...)" when there is none.
+template <class List = builtin_solvers, class F>
+decltype(auto) visit_solver(std::string_view name, F&& f) {
+  return visit_by_name<List>("solver", name, static_cast<F&&>(f));
 }
 
 }  // namespace meshcast

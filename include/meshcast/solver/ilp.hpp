@@ -27,6 +27,7 @@
 #include "../detail/deadline.hpp"
 #include "../ordered_engine.hpp"
 #include "../solver.hpp"
+#include "../solvers.hpp"
 #include "greedy.hpp"
 
 namespace meshcast {
@@ -289,5 +290,8 @@ struct ilp {
     return clock.makespan();
   }
 };
+
+/// The built-in solvers and ilp: what a program built with CBC offers by name.
+using solvers_with_ilp = append_t<builtin_solvers, ilp>;
 
 }  // namespace meshcast

@@ -290,5 +290,8 @@ struct ilp {
   }
 };
 
+/// The built-in solvers and ilp: what a program built with CBC offers by name.
+using solvers_with_ilp = append_t<builtin_solvers, ilp>;
+
 }  // namespace meshcast
 // ---- end meshcast/solver/ilp.hpp ----
