@@ -13,8 +13,8 @@ Targets (issue 8): measured / predicted in 0.87-1.15 on every run; our best meas
 bound <= 1.15 on every case; where the model predicts a speedup of ours over naive or Alpa's, the
 measured speedup is within 15% of it.
 
-Writes a Markdown report (full table and summary) to --out (default bench/cluster_suite.md) and
-prints the summary. Needs root (network namespaces).
+Writes a Markdown report (full table and summary) to --out (default bench/cluster_suite.md), puts
+the same into bench/RESULTS.md (its emulated-cluster section, --results) and prints it. Needs root (network namespaces).
 
   python3 bench/cluster_suite.py [--build build/test] [--mbit 200] [--quick] [--out FILE]
 """
@@ -77,16 +77,30 @@ def sh(*args, timeout=600, check=True):
     return r
 
 
-def calibrate(build, hosts):
+def calibrate(build, hosts, tries=3):
+    """The best of `tries` calibrations (highest payload rate): the transport's rate is a property
+    of the network, and a slower run only says that something else had the cores."""
     cal = os.path.join(build, "bench", "meshcast-calibrate")
-    inter = json.loads(sh("bash", CLUSTER, "mpiexec", "-ppn", "1", "-n", "2", cal, timeout=300).stdout.strip().splitlines()[-1])
-    intra = json.loads(sh("bash", CLUSTER, "mpiexec", "-ppn", "2", "-n", "2", cal, timeout=300).stdout.strip().splitlines()[-1])
-    return inter, intra
+    def best(ppn):
+        runs = [json.loads(sh("bash", CLUSTER, "mpiexec", "-ppn", ppn, "-n", "2", cal, timeout=300).stdout.strip().splitlines()[-1])
+                for _ in range(tries)]
+        return max(runs, key=lambda r: r["payload_gbps"])
+    return best("1"), best("2")
+
+
+def placement(case):
+    """Ranks per host, host by host, as meshcast's default placement puts devices: the source mesh
+    on its own hosts (dph each, the last one the remainder), then the destination mesh likewise."""
+    _, _, sm, _, dm, _, dph, same = case
+    def fill(n):
+        return [min(dph, n - k) for k in range(0, n, dph)]
+    counts = fill(devices(sm)) + ([] if same else fill(devices(dm)))
+    return ",".join(str(c) for c in counts)
 
 
 def run_one(build, case, strategy, solver, mode, model, repeat):
     name, shape, sm, ss, dm, ds, dph, same = case
-    cmd = ["bash", CLUSTER, "mpiexec", "-ppn", str(dph), "-n", str(ranks_of(case)),
+    cmd = ["bash", CLUSTER, "mpiexec", "-ppn", placement(case), "-n", str(ranks_of(case)),
            os.path.join(build, "examples", "meshcast-reshard"), "--shape", shape, "--src-mesh", sm, "--src-spec", ss,
            "--dst-mesh", dm, "--dst-spec", ds, "--devices-per-host", str(dph), "--strategy", strategy, "--solver", solver,
            "--mode", mode, "--json", "--repeat", str(repeat), "--timeout-s", "120"] + model
@@ -109,6 +123,10 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "cluster_suite.md"))
     ap.add_argument("--cases", default="", help="comma-separated case indices (default: all)")
+    ap.add_argument("--update", action="store_true",
+                    help="keep the runs of the other cases from the last report's JSON (--out with .json)")
+    ap.add_argument("--results", default=os.path.join(ROOT, "bench", "RESULTS.md"),
+                    help="also replace the emulated-cluster section of this file ('' to leave it)")
     args = ap.parse_args()
     cases = list(enumerate(CASES))
     if args.quick:
@@ -129,7 +147,7 @@ def main():
             latency = max(inter["latency_us"], inter["one_way_small_us"], 1.0)
             model = ["--nic-gbps", str(args.mbit / 1000), "--nic-efficiency", f"{efficiency:.4f}",
                      "--latency-us", f"{latency:.1f}", "--intra-gbps", f"{intra['payload_gbps']:.3f}"]
-            calibration[hosts] = (inter, intra, model)
+            calibration[str(hosts)] = (inter, intra, model)
             print(f"# {hosts} hosts: payload {inter['payload_gbps']:.4f} Gbit/s (fraction {efficiency:.4f}), "
                   f"latency {latency:.0f} us, intra-host {intra['payload_gbps']:.2f} Gbit/s", flush=True)
             for i, c in group:
@@ -149,7 +167,21 @@ def main():
                                       f"physical {d['physical_bound_seconds']:.3f} wrong {d['wrong_elements']}", flush=True)
     finally:
         sh("bash", CLUSTER, "down", check=False)
-    report(rows, calibration, args, time.time() - started)
+    took = time.time() - started
+    saved = os.path.splitext(args.out)[0] + ".json"
+    if args.update and os.path.exists(saved):
+        old = json.load(open(saved))
+        rerun = {i for i, _ in cases}
+        rows = [r for r in old["rows"] if r["case"] not in rerun] + rows
+        rows.sort(key=lambda r: r["case"])
+        for k, v in old["calibration"].items():
+            if k in calibration:  # this run calibrated that cluster size again: both are shown
+                calibration[f"{k} (cases {','.join(str(i) for i in sorted(rerun))} re-run)"] = calibration.pop(k)
+            calibration[k] = v
+        took += old.get("took_s", 0)
+    with open(saved, "w") as f:
+        json.dump({"rows": rows, "calibration": calibration, "took_s": took}, f)
+    report(rows, calibration, args, took)
 
 
 def report(rows, calibration, args, took):
@@ -198,7 +230,24 @@ def report(rows, calibration, args, took):
     text = "\n".join(lines) + "\n"
     with open(args.out, "w") as f:
         f.write(text)
+    if args.results:
+        splice_results(args.results, text)
     print(text)
+
+
+BEGIN, END = "<!-- cluster_suite.py: begin -->", "<!-- cluster_suite.py: end -->"
+
+
+def splice_results(path, text):
+    """Puts `text` between the markers of `path` (appended with them the first time)."""
+    old = open(path).read() if os.path.exists(path) else ""
+    block = f"{BEGIN}\n## On the emulated cluster (bench/cluster_suite.py)\n\n{text}{END}\n"
+    if BEGIN in old and END in old:
+        new = old[:old.index(BEGIN)] + block + old[old.index(END) + len(END) + 1:]
+    else:
+        new = old.rstrip("\n") + "\n\n" + block
+    with open(path, "w") as f:
+        f.write(new)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 #   scripts/cluster.sh up N MBIT [--delay-ms D] [--loss PCT]   N hosts, every NIC direction MBIT Mbit/s
 #   scripts/cluster.sh down                                    remove everything this script made
 #   scripts/cluster.sh mpiexec [-ppn P] -n R PROG ARGS...      MPICH's mpiexec, rank r on host r / P
+#                                                              (-ppn P0,P1,...: P0 ranks on h0, then P1 on h1, ...)
 #   scripts/cluster.sh netem HOST [--delay-ms D] [--loss PCT]  set (or, with neither, clear) a host's delay/loss
 #   scripts/cluster.sh cut HOST | restore HOST                 take a host's link down / up
 #   scripts/cluster.sh exec HOST COMMAND...                    run a command on a host
@@ -329,7 +330,20 @@ cmd_mpiexec() {
   [ -n "$ranks" ] || die "mpiexec: give -n R before the program"
   [ -n "$ppn" ] || ppn=$(( (ranks + n - 1) / n ))
   : > "$STATE/hostfile"
-  for ((k = 0; k < n; k++)); do echo "$NET.$((k + 1)):$ppn" >> "$STATE/hostfile"; done
+  if [[ $ppn == *,* ]]; then
+    # Ranks per host, host by host: a placement such as meshcast's default one (a source mesh whose
+    # size is not a multiple of the devices per host leaves its last host partly empty).
+    local counts k=0
+    IFS=, read -r -a counts <<< "$ppn"
+    [ ${#counts[@]} -le "$n" ] || die "mpiexec: -ppn lists ${#counts[@]} hosts but $n are up"
+    for c in "${counts[@]}"; do
+      [[ $c =~ ^[1-9][0-9]*$ ]] || die "mpiexec: -ppn count '$c' is not a positive number"
+      echo "$NET.$((k + 1)):$c" >> "$STATE/hostfile"
+      k=$((k + 1))
+    done
+  else
+    for ((k = 0; k < n; k++)); do echo "$NET.$((k + 1)):$ppn" >> "$STATE/hostfile"; done
+  fi
   export UCX_TLS=${UCX_TLS:-tcp,self}
   export UCX_NET_DEVICES=${UCX_NET_DEVICES:-eth0}
   local genv=()

@@ -986,8 +986,16 @@ struct later_first {
 #include <utility>
 #include <vector>
 
+// ---- begin meshcast/detail/multigraph_colouring.hpp ----
+// Edge colouring of a multigraph: no two edges of one colour share a vertex. Koenig's bound (as
+// many colours as the largest degree) on bipartite graphs, by alternating-path swaps; first fit
+// (at most 2 * degree - 1 colours) on others. Used to group transfers into rounds.
 
-namespace meshcast::pipeline {
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+namespace meshcast {
 
 namespace detail {
 /// Colours the edges (u, v) of a multigraph on vertices 0..V-1 so that no two edges of one colour
@@ -1058,6 +1066,12 @@ inline std::vector<int> edge_colouring(const std::vector<std::pair<int, int>>& e
 }
 }  // namespace detail
 
+}  // namespace meshcast
+// ---- end meshcast/detail/multigraph_colouring.hpp ----
+
+namespace meshcast::pipeline {
+
+
 struct rounds {
   static constexpr std::string_view name = "rounds";
 
@@ -1083,7 +1097,7 @@ struct rounds {
         return local[s];
       };
       for (std::size_t k = lo; k < hi; ++k) ends.emplace_back(vertex(g.sender(ts[k])), vertex(g.receiver(ts[k])));
-      std::vector<int> c = detail::edge_colouring(ends, static_cast<int>(used.size()));
+      std::vector<int> c = meshcast::detail::edge_colouring(ends, static_cast<int>(used.size()));
       for (std::size_t k = lo; k < hi; ++k) colour[ts[k] - g.compute_count()] = c[k - lo];
       for (index_t s : used) local[s] = -1;
       lo = hi;
