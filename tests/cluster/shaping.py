@@ -3,13 +3,16 @@
 installed): one host to another, two hosts to one (they share its ingress), one host to two (they
 share its egress). Needs a cluster of at least 3 hosts (scripts/cluster.sh up 3 MBIT).
 
-Usage: shaping.py [--seconds S] [--check TOLERANCE]
-Prints one line per case: each flow's goodput (TCP payload) in Mbit/s, their total, and that total
-on the wire (x 1514/1448: Ethernet + IP + TCP headers with timestamps around each 1448-byte
-segment; tc counts whole frames). With --check, exits 1 when a case's wire total misses MBIT by
-more than TOLERANCE (e.g. 0.15): two flows through one NIC direction must share MBIT, not get
-2 x MBIT. How they split it is TCP's business (two CUBIC flows in one FIFO queue split it unevenly
-over a few seconds), so the split is printed, not checked.
+Usage: shaping.py [--seconds S] [--check TOLERANCE] [--attempts K]
+Prints one line per case and attempt: each flow's goodput (TCP payload) in Mbit/s, their total, and
+that total on the wire (x 1514/1448: Ethernet + IP + TCP headers with timestamps around each
+1448-byte segment; tc counts whole frames). With --check, exits 1 when a case's wire total exceeds
+MBIT by more than TOLERANCE (e.g. 0.15) in any attempt (two flows through one NIC direction must
+share MBIT, not get 2 x MBIT: no amount of load on the machine makes a shaped link faster), or falls
+short of it by more than TOLERANCE in every one of K attempts (default 3): a busy machine can starve
+the senders for a while, so a short attempt is repeated, and only a link that never reaches its rate
+fails. How two flows split the rate is TCP's business (two CUBIC flows in one FIFO queue split it
+unevenly over a few seconds), so the split is printed, not checked.
 """
 import argparse
 import json
@@ -104,6 +107,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--skip", type=float, default=0.5)
     ap.add_argument("--check", type=float, default=None)
+    ap.add_argument("--attempts", type=int, default=3)
     a = ap.parse_args()
     try:
         mbit = float(open(f"{STATE}/mbit").read())
@@ -122,17 +126,27 @@ def main():
     wire = 1514 / 1448
     bad = 0
     for i, (name, flows) in enumerate(cases):
-        rates = run_case(name, flows, a.seconds, a.skip, 47000 + i)
-        each = [r for dst in sorted(rates) for r in rates[dst]]
-        total = sum(each)
-        off = abs(total * wire - mbit) / mbit
-        verdict = ""
-        if a.check is not None:
-            failed = off > a.check
-            verdict = " ok" if not failed else f" MISSED (tolerance {a.check:.0%})"
-            bad += failed
-        print(f"{name}: per flow {', '.join(f'{r:.1f}' for r in each)} Mbit/s goodput, total {total:.1f} Mbit/s "
-              f"goodput = {total * wire:.1f} Mbit/s on the wire ({total * wire / mbit:.1%} of {mbit:g}){verdict}", flush=True)
+        over = reached = False
+        for attempt in range(1, max(1, a.attempts) + 1):
+            rates = run_case(name, flows, a.seconds, a.skip, 47000 + 10 * i + attempt)
+            each = [r for dst in sorted(rates) for r in rates[dst]]
+            total = sum(each)
+            share = total * wire / mbit
+            verdict = ""
+            if a.check is not None:
+                over |= share > 1 + a.check
+                reached |= share >= 1 - a.check
+                verdict = (" ABOVE THE RATE" if share > 1 + a.check else " short (machine busy?)" if share < 1 - a.check
+                           else " ok")
+            print(f"{name}, attempt {attempt}: per flow {', '.join(f'{r:.1f}' for r in each)} Mbit/s goodput, total "
+                  f"{total:.1f} Mbit/s goodput = {total * wire:.1f} Mbit/s on the wire ({share:.1%} of {mbit:g}){verdict}",
+                  flush=True)
+            if a.check is None or reached:
+                break
+        if a.check is not None and (over or not reached):
+            bad += 1
+            print(f"{name}: MISSED (tolerance {a.check:.0%}): " + ("a shaped NIC carried more than its rate" if over else
+                  f"the rate was not reached in {a.attempts} attempts"), flush=True)
     return 1 if bad else 0
 
 

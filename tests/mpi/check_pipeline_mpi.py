@@ -16,7 +16,8 @@ With --cluster "LAUNCHER" (e.g. "bash scripts/cluster.sh mpiexec -ppn 1", on an 
 with a host per stage) it runs the seed's 6-stage U-Net with prior_first, rounds, list_scheduling
 and optimal instead, and checks that the measured makespans rank the policies as the simulator
 does (pairs whose simulated makespans differ by more than 5%) and lie within 25% of the simulated
-ones (the benchmark's claim is 15%; bench/pipeline_cluster.py).
+ones (the benchmark's claim is 15%; bench/pipeline_cluster.py), on one of up to 3 attempts: other
+work on the machine can slow one attempt, it cannot make a wrong model right three times.
 
 Usage: check_pipeline_mpi.py MPIEXEC meshcast-pipeline-mpi meshcast-pipeline PIPELINES_DIR
        check_pipeline_mpi.py --cluster "LAUNCHER" --network "FLAGS" meshcast-pipeline-mpi meshcast-pipeline PIPELINES_DIR
@@ -168,13 +169,23 @@ if cluster is None:
         r = run(n, "chain4.json", extra, timeout=60)
         check(r.returncode == 2 and expect in r.stderr, f"bad input {extra}: exit {r.returncode}, stderr {r.stderr[-300:]}")
 else:
-    j = check_report("unet6.json", 6, 1, ["prior_first", "rounds", "list_scheduling", "optimal"],
-                     ["--time-unit-ms", "20", "--repeat", "3", "--compute", "sleep", "--tie", "0.05"] + network, bounds=False)
-    if j:
-        for p in j["policies"]:
-            check(0.75 <= p["measured_over_simulated"] <= 1.25,
-                  f"cluster {p['policy']}: measured / simulated {p['measured_over_simulated']:.3f} outside [0.75, 1.25]")
-        check(j["ranking"]["agree"], f"cluster: the measured ranking ({j['ranking']['measured']}) differs from the simulated one")
+    # Timing on a shared machine: a run that other work slowed is repeated (up to 3 attempts); the
+    # run's semantics are checked on every attempt, its timing must hold on one of them.
+    for attempt in range(1, 4):
+        j = check_report("unet6.json", 6, 1, ["prior_first", "rounds", "list_scheduling", "optimal"],
+                         ["--time-unit-ms", "20", "--repeat", "3", "--compute", "sleep", "--tie", "0.05"] + network, bounds=False)
+        if not j:
+            break
+        timing = [f"cluster {p['policy']}: measured / simulated {p['measured_over_simulated']:.3f} outside [0.75, 1.25]"
+                  for p in j["policies"] if not 0.75 <= p["measured_over_simulated"] <= 1.25]
+        if not j["ranking"]["agree"]:
+            timing.append(f"cluster: the measured ranking ({j['ranking']['measured']}) differs from the simulated one")
+        if not timing:
+            break
+        print(f"attempt {attempt}: " + "; ".join(timing), flush=True)
+        if attempt == 3:
+            for t in timing:
+                check(False, t)
 
 if failures:
     print(f"{len(failures)} failure(s)")
