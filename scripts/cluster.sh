@@ -49,6 +49,11 @@
 #                          still use MPICH's own shared memory, as on a real machine.
 #   UCX_NET_DEVICES=eth0   UCX uses the host's NIC and not lo: a loopback address published to a
 #                          rank in another namespace would reach that rank's own namespace.
+#   UCX_RNDV_THRESH=1mb    Messages up to 1 MiB go eagerly, among them every chunk of a meshcast
+#                          chain (256 KiB). Over TCP a rendezvous request queues behind the data
+#                          already in the NIC's queue (up to 25 ms here), so a chain whose chunks
+#                          each wait for a handshake ran at 0.84 s instead of 0.75 s (16 MiB to 3
+#                          hosts at 200 Mbit/s; the model says 0.73 s, the line 0.67 s).
 # and loads the finalize fix into every rank (mpiexec -genv LD_PRELOAD, unless MC_CLUSTER_FINALIZE_FIX=0):
 #   <state>/libucx_finalize_progress.so (scripts/cluster/ucx_finalize_progress.c). MPICH 4.0.2's UCX
 #   finalize closes all endpoints, waits for its own flushes, then blocks in a PMI barrier without
@@ -346,6 +351,7 @@ cmd_mpiexec() {
   fi
   export UCX_TLS=${UCX_TLS:-tcp,self}
   export UCX_NET_DEVICES=${UCX_NET_DEVICES:-eth0}
+  export UCX_RNDV_THRESH=${UCX_RNDV_THRESH:-1mb}
   local genv=()
   if [ "${MC_CLUSTER_FINALIZE_FIX:-1}" != 0 ] && [ -f "$STATE/libucx_finalize_progress.so" ]; then
     # AddressSanitizer refuses to start when a preloaded library comes before its runtime.

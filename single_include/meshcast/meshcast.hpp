@@ -4592,8 +4592,8 @@ inline std::uint64_t fingerprint(const plan& p, const schedule& s) { return fing
 //   when it completes it passes tokens on. Every NIC direction and every lane then carries one
 //   transfer at a time in schedule order, as the ordered model assumes. While it waits, a rank
 //   completes whatever else it has posted, so tokens never wait on it.
-// concurrent: every step is posted at once; a forward first completes the receives it passes on
-//   (and only those). Every transfer a rank waits for comes earlier in the schedule, so no cycle
+// concurrent: every step is posted at once, a forward when the receives it passes on are complete
+//   (over NCCL, whose calls go in one order on every rank, steps are posted in list order). Every transfer a rank waits for comes earlier in the schedule, so no cycle
 //   of waits can form in either mode.
 
 #include <algorithm>
@@ -5133,33 +5133,78 @@ class executor {
     }
   }
 
-  // Everything is posted at once (one round); a forward first completes the receives it passes
-  // on. While it waits, the rank keeps every posted transfer moving (a chain's first member
+  // Everything is posted at once; a forward is posted when the receives it passes on are
+  // complete. While it waits, the rank keeps every posted transfer moving (a chain's first member
   // passes its chunks on only when asked), so no wait of one rank holds up another's.
   void run_concurrent() {
     for (step& x : steps_) x.done = x.posted = false;
     in_flight_.clear();
+    if constexpr (passes_port_tokens<Backend>()) run_concurrent_eager();
+    else run_concurrent_in_list_order();
+  }
+  void post_concurrent(step& x, std::size_t k) {
+    mark(x, &step_time::wait);
+    mark(x, &step_time::start);
+    x.reqs.clear();
+    post_step(x);
+    x.posted = true;
+    if (x.how == step::copy) finish(x);
+    else in_flight_.push_back(k);
+  }
+  bool inputs_arrived(const step& x) const {
+    for (std::size_t n : x.needs)
+      if (!steps_[n].done) return false;
+    return true;
+  }
+  // Tag-matched transports (MPI): every step that can go is posted at once, a forward as soon as
+  // its inputs are in, so no receive or send behind a waiting forward is posted late (its sender
+  // would stall in the rendezvous meanwhile; the concurrent model starts it at time 0). Messages
+  // of one tag between one pair match in posting order, so a step is never posted before an
+  // earlier step of its tag (tags repeat beyond `transfer_tags` transfers).
+  void run_concurrent_eager() {
+    std::vector<std::size_t> waiting;                                    // not yet posted, in list order
+    std::vector<unsigned char> held(static_cast<std::size_t>(transfer_tags), 0);  // tags of those
+    auto post_ready = [&](auto&& candidates) {
+      std::vector<std::size_t> still;
+      bool open = false;
+      for (std::size_t k : candidates) {
+        step& x = steps_[k];
+        const auto tag = static_cast<std::size_t>(x.tag) % held.size();
+        if (!held[tag] && inputs_arrived(x)) {
+          if (!open) b_.begin_round(), open = true;
+          post_concurrent(x, k);
+        } else {
+          still.push_back(k);
+          held[tag] = 1;
+        }
+      }
+      if (open) b_.end_round();
+      for (std::size_t k : still) held[static_cast<std::size_t>(steps_[k].tag) % held.size()] = 0;
+      waiting.swap(still);
+    };
+    std::vector<std::size_t> all(steps_.size());
+    for (std::size_t k = 0; k < all.size(); ++k) all[k] = k;
+    post_ready(all);
+    await([&] {
+      if (!waiting.empty()) {
+        const std::vector<std::size_t> candidates = waiting;
+        post_ready(candidates);
+      }
+      return waiting.empty() && in_flight_.empty();
+    });
+  }
+  // Transports whose operations must be issued in one order on every rank (NCCL): list order; a
+  // forward first completes the receives it passes on.
+  void run_concurrent_in_list_order() {
     b_.begin_round();
     for (std::size_t k = 0; k < steps_.size(); ++k) {
       step& x = steps_[k];
-      bool pending = false;
-      for (std::size_t n : x.needs) pending |= !steps_[n].done;
-      if (pending) {
+      if (!inputs_arrived(x)) {
         b_.end_round();
-        await([&] {
-          for (std::size_t n : x.needs)
-            if (!steps_[n].done) return false;
-          return true;
-        });
+        await([&] { return inputs_arrived(x); });
         b_.begin_round();
       }
-      mark(x, &step_time::wait);
-      mark(x, &step_time::start);
-      x.reqs.clear();
-      post_step(x);
-      x.posted = true;
-      if (x.how == step::copy) finish(x);
-      else in_flight_.push_back(k);
+      post_concurrent(x, k);
     }
     b_.end_round();
     await([&] { return in_flight_.empty(); });

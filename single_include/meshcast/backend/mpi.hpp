@@ -104,7 +104,9 @@ class mpi_backend {
   /// g.members[0] -> g.members[1] -> ..., chunk by chunk on the group's communicator. Every
   /// chunk's receive is posted now; a member passes each chunk on once it has it, with at most
   /// `chain_window` chunks in flight to the next member: chunks posted together between one pair
-  /// would progress side by side and all arrive at the end, which is no pipeline.
+  /// would progress side by side and all arrive at the end, which is no pipeline. Over UCX's TCP
+  /// transport, chunks should go eagerly (UCX_RNDV_THRESH above the chunk size, README): a
+  /// rendezvous handshake per chunk queues behind the data in the NIC and stalls the pipeline.
   request chain(std::byte* data, std::size_t n, group& g, int tag) {
     const auto me = static_cast<int>(std::find(g.members.begin(), g.members.end(), rank_) - g.members.begin());
     const auto size = static_cast<int>(g.members.size());
