@@ -4,17 +4,19 @@
 For every case (Alpa's n-to-m layouts scaled down, the seed's 2-host -> 3-host case, same-mesh
 transposes, uneven shapes, replicated destinations), every strategy, every solver (naive, Alpa's
 baselines, ours) and both execution modes, runs meshcast-reshard across emulated hosts and records
-measured time (best of --repeat), the prediction of the mode that ran, that mode's lower bound and
-the physical bound. The network model is calibrated first on each cluster (meshcast-calibrate:
-payload fraction of the line rate, per-transfer latency, intra-host link); the physical bound is
-at the line rate.
+measured time (best of --repeat, default 5: on a 2-core machine the emulated NICs' kernel work
+takes 40-70% of the cores during an all-to-all, and other work can only slow a run), the
+prediction of the mode that ran, that mode's lower bound and the physical bound. The network
+model is calibrated first on each cluster (meshcast-calibrate: payload fraction of the line rate,
+per-transfer latency, intra-host link); the physical bound is at the line rate.
 
 Targets (issue 8): measured / predicted in 0.87-1.15 on every run; our best measured / physical
 bound <= 1.15 on every case; where the model predicts a speedup of ours over naive or Alpa's, the
 measured speedup is within 15% of it.
 
 Writes a Markdown report (full table and summary) to --out (default bench/cluster_suite.md), puts
-the same into bench/RESULTS.md (its emulated-cluster section, --results) and prints it. Needs root (network namespaces).
+the same into bench/RESULTS.md (its emulated-cluster section, --results) and prints it. Needs root
+(network namespaces).
 
   python3 bench/cluster_suite.py [--build build/test] [--mbit 200] [--quick] [--out FILE]
 """
@@ -119,7 +121,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(ROOT, "build", "test"))
     ap.add_argument("--mbit", type=float, default=200)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "cluster_suite.md"))
     ap.add_argument("--cases", default="", help="comma-separated case indices (default: all)")

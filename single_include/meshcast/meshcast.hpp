@@ -4224,6 +4224,15 @@ concept backend = requires(B& b, const B& cb, std::byte* out, const std::byte* i
   b.flush();  ///< everything issued so far is complete when it returns
 };
 
+/// Optional: a send that completes only once the receiver has matched it (MPI_Issend). The ordered
+/// executor takes it where a backend has it: a plain send of a small message may complete as soon
+/// as the bytes are buffered, and the device would go on to its next transfer while this one still
+/// holds the NIC.
+template <class B>
+concept has_synchronous_send = requires(B& b, const std::byte* in, std::size_t n, index_t peer, int tag) {
+  { b.send_synchronous(in, n, peer, tag) } -> std::same_as<typename B::request>;
+};
+
 }  // namespace meshcast
 // ---- end meshcast/backend.hpp ----
 // ---- begin meshcast/exec/pack.hpp ----
@@ -4585,8 +4594,8 @@ inline std::uint64_t fingerprint(const plan& p, const schedule& s) { return fing
 //
 // ordered: the rank takes its steps in schedule order on two lanes, one for what it sends and one
 //   for what it receives (a device is full duplex); a step starts when the previous step of each
-//   of its lanes is complete (a send is complete when the transport says so: for large messages,
-//   when the receiver has the data). Before a step the rank waits for a token from each device
+//   of its lanes is complete (a send is complete when the receiver has matched it: synchronous
+//   sends where the backend has them, since an eager send completes once its bytes are buffered). Before a step the rank waits for a token from each device
 //   that used one of the step's NIC directions last (devices of one host share their NIC: tokens
 //   go between devices of one host, never across a NIC where they would queue behind data), and
 //   when it completes it passes tokens on. Every NIC direction and every lane then carries one
@@ -5117,7 +5126,15 @@ class executor {
           if (x.from_source) pack(mem, t.src_tile, t.src, x.region, t.eb, buffer(x.buffer));
           else pack(mem, t.dst_tile, t.dst, x.region, t.eb, buffer(x.buffer));
         }
-        for (index_t peer : x.peers) x.reqs.push_back(b_.send(message, x.bytes, peer, x.tag));
+        for (index_t peer : x.peers) {
+          if constexpr (has_synchronous_send<Backend>) {
+            if (mode_ == execution::ordered) {
+              x.reqs.push_back(b_.send_synchronous(message, x.bytes, peer, x.tag));
+              continue;
+            }
+          }
+          x.reqs.push_back(b_.send(message, x.bytes, peer, x.tag));
+        }
         break;
       }
       case step::receive:

@@ -10,6 +10,8 @@
 
 #include <meshcast/mpi.hpp>
 
+#include "cli/fill.hpp"
+
 using namespace meshcast;
 
 namespace {
@@ -30,17 +32,7 @@ std::vector<T> shard(const layout_value& l, const std::vector<index_t>& ids, ind
   for (std::size_t i = 0; i < ids.size(); ++i)
     if (ids[i] == device) t = l.tile(static_cast<index_t>(i));
   std::vector<T> v;
-  if (t.empty() || t.volume() == 0) return v;
-  std::vector<index_t> idx(static_cast<std::size_t>(t.rank));
-  for (int d = 0; d < t.rank; ++d) idx[static_cast<std::size_t>(d)] = t[d].lo;
-  while (true) {
-    index_t linear = 0;
-    for (int d = 0; d < t.rank; ++d) linear = linear * l.shape[d] + idx[static_cast<std::size_t>(d)];
-    v.push_back(static_cast<T>(linear));
-    int d = t.rank - 1;
-    while (d >= 0 && ++idx[static_cast<std::size_t>(d)] == t[d].hi) idx[static_cast<std::size_t>(d)] = t[d].lo, --d;
-    if (d < 0) break;
-  }
+  cli::for_each_tile_element(t, l.shape, sizeof(T), [&](std::size_t, std::uint64_t linear) { v.push_back(static_cast<T>(linear)); });
   return v;
 }
 

@@ -78,6 +78,14 @@ class mpi_backend {
     check(MPI_Isend(data, count(n), MPI_BYTE, static_cast<int>(peer), tag, comm_, &r.mpi), "MPI_Isend", r.peer);
     return r;
   }
+  /// Completes once the receive has matched (MPI_Issend): the ordered executor's "this transfer is
+  /// over", whatever protocol the transport picks for the size (eager sends complete at once).
+  request send_synchronous(const std::byte* data, std::size_t n, index_t peer, int tag) {
+    request r;
+    r.peer = static_cast<int>(peer);
+    check(MPI_Issend(data, count(n), MPI_BYTE, static_cast<int>(peer), tag, comm_, &r.mpi), "MPI_Issend", r.peer);
+    return r;
+  }
   request recv(std::byte* data, std::size_t n, index_t peer, int tag) {
     request r;
     r.peer = static_cast<int>(peer);
@@ -235,7 +243,9 @@ class mpi_backend {
     }
     while (c.posted < c.received && c.posted - c.retired < chain_window) {
       auto& k = c.chunks[c.posted++];
-      check(MPI_Isend(c.data + k.at, count(k.len), MPI_BYTE, c.next, c.tag, c.comm, &k.send), "MPI_Isend", c.next_device);
+      // Synchronous: a chunk counts as in flight until the next member has it, whatever protocol
+      // the transport picks (an eager send completes at once and would open the window).
+      check(MPI_Issend(c.data + k.at, count(k.len), MPI_BYTE, c.next, c.tag, c.comm, &k.send), "MPI_Issend", c.next_device);
       k.sent = true;
     }
   }

@@ -7,8 +7,8 @@
 //
 // ordered: the rank takes its steps in schedule order on two lanes, one for what it sends and one
 //   for what it receives (a device is full duplex); a step starts when the previous step of each
-//   of its lanes is complete (a send is complete when the transport says so: for large messages,
-//   when the receiver has the data). Before a step the rank waits for a token from each device
+//   of its lanes is complete (a send is complete when the receiver has matched it: synchronous
+//   sends where the backend has them, since an eager send completes once its bytes are buffered). Before a step the rank waits for a token from each device
 //   that used one of the step's NIC directions last (devices of one host share their NIC: tokens
 //   go between devices of one host, never across a NIC where they would queue behind data), and
 //   when it completes it passes tokens on. Every NIC direction and every lane then carries one
@@ -545,7 +545,15 @@ class executor {
           if (x.from_source) pack(mem, t.src_tile, t.src, x.region, t.eb, buffer(x.buffer));
           else pack(mem, t.dst_tile, t.dst, x.region, t.eb, buffer(x.buffer));
         }
-        for (index_t peer : x.peers) x.reqs.push_back(b_.send(message, x.bytes, peer, x.tag));
+        for (index_t peer : x.peers) {
+          if constexpr (has_synchronous_send<Backend>) {
+            if (mode_ == execution::ordered) {
+              x.reqs.push_back(b_.send_synchronous(message, x.bytes, peer, x.tag));
+              continue;
+            }
+          }
+          x.reqs.push_back(b_.send(message, x.bytes, peer, x.tag));
+        }
         break;
       }
       case step::receive:
