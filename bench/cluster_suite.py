@@ -19,6 +19,7 @@ the same into bench/RESULTS.md (its emulated-cluster section, --results) and pri
 (network namespaces).
 
   python3 bench/cluster_suite.py [--build build/test] [--mbit 200] [--quick] [--out FILE]
+                                 [--cases I,J --update] [--report]
 """
 import argparse
 import json
@@ -127,9 +128,15 @@ def main():
     ap.add_argument("--cases", default="", help="comma-separated case indices (default: all)")
     ap.add_argument("--update", action="store_true",
                     help="keep the runs of the other cases from the last report's JSON (--out with .json)")
+    ap.add_argument("--report", action="store_true",
+                    help="run nothing: write the report again from the last run's JSON (--out with .json)")
     ap.add_argument("--results", default=os.path.join(ROOT, "bench", "RESULTS.md"),
                     help="also replace the emulated-cluster section of this file ('' to leave it)")
     args = ap.parse_args()
+    if args.report:
+        saved = json.load(open(os.path.splitext(args.out)[0] + ".json"))
+        report(saved["rows"], saved["calibration"], args, saved.get("took_s", 0))
+        return
     cases = list(enumerate(CASES))
     if args.quick:
         cases = [c for c in cases if c[0] in QUICK]
@@ -205,7 +212,8 @@ def report(rows, calibration, args, took):
               f"in [0.87, 1.15] on {len(inside)} of {len(ratios)} runs (range {min(ratios, default=0):.3f} - "
               f"{max(ratios, default=0):.3f}).", ""]
     lines += ["| case | physical (s) | best of ours: measured (s), strategy/solver/mode | / physical | best Alpa baseline "
-              "(s) | naive (s) | ours vs Alpa: predicted / measured speedup |", "|---|---:|---|---:|---:|---:|---|"]
+              "(s) | naive (s) | ours vs Alpa: predicted / measured speedup | ours vs naive: predicted / measured speedup |",
+              "|---|---:|---|---:|---:|---:|---|---|"]
     for i, c in enumerate(CASES):
         mine = [r for r in ok if r["case"] == i]
         if not mine:
@@ -217,9 +225,10 @@ def report(rows, calibration, args, took):
         # The prediction of the same pair of runs: ours' schedule and Alpa's best, as the model saw them.
         pred = alpa["predicted_seconds"] / ours["predicted_seconds"]
         meas = alpa["seconds"] / ours["seconds"]
+        naive_pred, naive_meas = naive["predicted_seconds"] / ours["predicted_seconds"], naive["seconds"] / ours["seconds"]
         lines.append(f"| {c[0]} | {phys:.3f} | {ours['seconds']:.3f}, {ours['strategy']}/{ours['solver']}/{ours['mode']} | "
                      f"{ours['seconds'] / phys:.3f} | {alpa['seconds']:.3f} ({alpa['solver']}) | {naive['seconds']:.3f} | "
-                     f"{pred:.2f} / {meas:.2f} |")
+                     f"{pred:.2f} / {meas:.2f} | {naive_pred:.2f} / {naive_meas:.2f} |")
     lines += ["", "Every run:", "", "| case | strategy | solver | mode | measured (s) | predicted (s) | measured / predicted | "
               "mode bound (s) | physical (s) |", "|---:|---|---|---|---:|---:|---:|---:|---:|"]
     for r in rows:
