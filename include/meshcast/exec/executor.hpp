@@ -8,15 +8,17 @@
 // ordered: the rank takes its steps in schedule order on two lanes, one for what it sends and one
 //   for what it receives (a device is full duplex); a step starts when the previous step of each
 //   of its lanes is complete (a send is complete when the receiver has matched it: synchronous
-//   sends where the backend has them, since an eager send completes once its bytes are buffered). Before a step the rank waits for a token from each device
-//   that used one of the step's NIC directions last (devices of one host share their NIC: tokens
+//   sends where the backend has them, since an eager send completes once its bytes are
+//   buffered). Before a step the rank waits for a token from each device that used one of the
+//   step's NIC directions last (devices of one host share their NIC: tokens
 //   go between devices of one host, never across a NIC where they would queue behind data), and
 //   when it completes it passes tokens on. Every NIC direction and every lane then carries one
 //   transfer at a time in schedule order, as the ordered model assumes. While it waits, a rank
 //   completes whatever else it has posted, so tokens never wait on it.
 // concurrent: every step is posted at once, a forward when the receives it passes on are complete
-//   (over NCCL, whose calls go in one order on every rank, steps are posted in list order). Every transfer a rank waits for comes earlier in the schedule, so no cycle
-//   of waits can form in either mode.
+//   (over NCCL, whose calls go in one order on every rank, steps are posted in list order).
+// Every transfer a rank waits for comes earlier in the schedule, so no cycle of waits can form in
+// either mode.
 #pragma once
 
 #include <algorithm>
@@ -596,7 +598,8 @@ class executor {
   // its inputs are in, so no receive or send behind a waiting forward is posted late (its sender
   // would stall in the rendezvous meanwhile; the concurrent model starts it at time 0). Messages
   // of one tag between one pair match in posting order, so a step is never posted before an
-  // earlier step of its tag (tags repeat beyond `transfer_tags` transfers).
+  // earlier step of its tag (tags repeat beyond `transfer_tags` transfers): both ends then post
+  // them in list order. Such a step waits only for earlier ones, so no cycle of waits forms.
   void run_concurrent_eager() {
     std::vector<std::size_t> waiting;                                    // not yet posted, in list order
     std::vector<unsigned char> held(static_cast<std::size_t>(transfer_tags), 0);  // tags of those
