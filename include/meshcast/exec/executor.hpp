@@ -601,12 +601,13 @@ class executor {
   // earlier step of its tag (tags repeat beyond `transfer_tags` transfers): both ends then post
   // them in list order. Such a step waits only for earlier ones, so no cycle of waits forms.
   void run_concurrent_eager() {
-    std::vector<std::size_t> waiting;                                    // not yet posted, in list order
+    std::vector<std::size_t> waiting(steps_.size());  // not yet posted, in list order
+    for (std::size_t k = 0; k < waiting.size(); ++k) waiting[k] = k;
     std::vector<unsigned char> held(static_cast<std::size_t>(transfer_tags), 0);  // tags of those
-    auto post_ready = [&](auto&& candidates) {
+    auto post_ready = [&] {
       std::vector<std::size_t> still;
       bool open = false;
-      for (std::size_t k : candidates) {
+      for (std::size_t k : waiting) {
         step& x = steps_[k];
         const auto tag = static_cast<std::size_t>(x.tag) % held.size();
         if (!held[tag] && inputs_arrived(x)) {
@@ -619,16 +620,11 @@ class executor {
       }
       if (open) b_.end_round();
       for (std::size_t k : still) held[static_cast<std::size_t>(steps_[k].tag) % held.size()] = 0;
-      waiting.swap(still);
+      waiting = std::move(still);
     };
-    std::vector<std::size_t> all(steps_.size());
-    for (std::size_t k = 0; k < all.size(); ++k) all[k] = k;
-    post_ready(all);
+    post_ready();
     await([&] {
-      if (!waiting.empty()) {
-        const std::vector<std::size_t> candidates = waiting;
-        post_ready(candidates);
-      }
+      if (!waiting.empty()) post_ready();
       return waiting.empty() && in_flight_.empty();
     });
   }
