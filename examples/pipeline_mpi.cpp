@@ -214,15 +214,20 @@ void broadcast_vector(std::vector<T>& v, int root, double timeout_s, const char*
   bounded_broadcast(MPI_COMM_WORLD, v.data(), static_cast<int>(n * static_cast<long long>(sizeof(T))), root, timeout_s, what);
 }
 
-/// This rank's steady clock minus rank 0's, estimated by ping-pong with rank 0 (of 12 exchanges,
-/// the one with the shortest round trip; the error is at most half of it). Hosts' clocks differ;
-/// every rank's times are taken on rank 0's clock.
-double clock_offset() {
+/// This rank's steady clock minus rank 0's, estimated by ping-pong with rank 0 (of 40 exchanges,
+/// the one with the shortest round trip), and the estimate's error bound: half that round trip.
+/// Hosts' clocks differ; every rank's times are taken on rank 0's clock. On rank 0 `error_s` is
+/// the largest bound over all ranks (the report's "clock_error_s": times taken on two ranks
+/// compare to within twice that).
+struct clock_estimate {
+  double offset = 0, error_s = 0;
+};
+clock_estimate clock_offset() {
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  constexpr int tag = 7001, rounds = 12;
-  double offset = 0;
+  constexpr int tag = 7001, rounds = 40;
+  clock_estimate e;
   if (rank == 0) {
     for (int r = 1; r < size; ++r) {
       double best_rtt = 1e300, best = 0;
@@ -234,6 +239,7 @@ double clock_offset() {
         const double b = clock_s();
         if (b - a < best_rtt) best_rtt = b - a, best = theirs - (a + b) / 2;
       }
+      e.error_s = std::max(e.error_s, best_rtt / 2);
       detail::mpi_check(MPI_Send(&best, 1, MPI_DOUBLE, r, tag, MPI_COMM_WORLD), "MPI_Send");
     }
   } else {
@@ -243,9 +249,9 @@ double clock_offset() {
       const double mine = clock_s();
       detail::mpi_check(MPI_Send(&mine, 1, MPI_DOUBLE, 0, tag, MPI_COMM_WORLD), "MPI_Send");
     }
-    detail::mpi_check(MPI_Recv(&offset, 1, MPI_DOUBLE, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
+    detail::mpi_check(MPI_Recv(&e.offset, 1, MPI_DOUBLE, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
   }
-  return offset;
+  return e;
 }
 
 // ---- compute ----------------------------------------------------------------------------------
@@ -761,7 +767,8 @@ int main(int argc, char** argv) {
     }
 
     // 4. Every rank's clock against rank 0's; compute calibration (matmul), one rank at a time so that ranks sharing cores do not skew it.
-    const double offset = clock_offset();
+    const clock_estimate clock_est = clock_offset();
+    const double offset = clock_est.offset;
     matmul_state mm;
     if (f.compute == compute_kind::matmul)
       for (int r = 0; r < size; ++r) {
@@ -872,6 +879,7 @@ int main(int argc, char** argv) {
         j.key("schedule").value(std::string(pl::to_string(d.schedule)));
         j.key("streams").value(std::string(pl::to_string(d.streams)));
         j.key("time_unit_s").exact(unit);
+        j.key("clock_error_s").exact(clock_est.error_s);
         j.key("compute").value(to_string(f.compute));
         j.key("size_by").value(f.size_by_measured ? "measured" : "model");
         if (f.compute == compute_kind::matmul) j.key("matmul_product_s").exact(mm.product_s);

@@ -4,7 +4,7 @@
 For every run: exit status 0; the JSON report's fields; per policy, the lists it ran are the lists
 meshcast-pipeline prints for the deterministic policies (prior_first, rounds), with the same
 simulated times (x the time unit); every transfer's send and receive overlap in time (both stages
-took part), every compute took at least its stated time and started after the receives of its
+took part; to within the clock offsets' error bound, "clock_error_s"), every compute took at least its stated time and started after the receives of its
 inputs ended, and with shared streams (one rank per stage) a stage's entries do not overlap; the
 measured makespan is the last end. Timing bounds are generous on one machine (other work shares
 the cores): measured within 50% of the lists re-simulated with the measured durations, and within
@@ -79,11 +79,13 @@ def check_report(file, n, k, policies, extra, bounds=True, stated=True):
     except (ValueError, IndexError) as e:
         check(False, f"{name}: no JSON report ({e}): {r.stdout[-500:]}")
         return None
-    for key in ["file", "stages", "ranks_per_stage", "microbatches", "schedule", "streams", "time_unit_s", "compute",
+    for key in ["file", "stages", "ranks_per_stage", "microbatches", "schedule", "streams", "time_unit_s", "clock_error_s", "compute",
                 "network", "transfers", "policies", "ranking"]:
         check(key in j, f"{name}: no '{key}' in the report")
     desc = json.load(open(os.path.join(DIR, file)))
     unit = j["time_unit_s"]
+    # Times of two ranks compare to within twice the clock offsets' error bound (ping-pong).
+    clock_tol = 5e-4 + 2 * j.get("clock_error_s", 0)
     separate = j["streams"] == "separate"
     training = j["schedule"] != "forward_only"
     check(j["stages"] == len(desc["stages"]) and j["ranks_per_stage"] == k, f"{name}: stages / ranks per stage")
@@ -120,7 +122,9 @@ def check_report(file, n, k, policies, extra, bounds=True, stated=True):
                     check(x["start"] >= s[i - 1]["end"] - 1e-6, f"{pn}: stage {si} entries {i - 1} and {i} overlap")
         for key, v in ends.items():
             check(sorted(o for o, *_ in v) == ["recv", "send"], f"{pn}: transfer {key} has {v}")
-            check(max(a for _, _, a, _ in v) <= min(b for _, _, _, b in v) + 5e-4, f"{pn}: the send and recv of {key} do not overlap")
+            late, early = max(a for _, _, a, _ in v), min(b for _, _, _, b in v)
+            check(late <= early + clock_tol, f"{pn}: the send and recv of {key} do not overlap: the later starts at "
+                                             f"{late:.6f} s, the earlier ends at {early:.6f} s (clock error bound {clock_tol:.6f} s)")
         for si, s in enumerate(stages):
             for x in s:
                 if x["op"] == "F":
