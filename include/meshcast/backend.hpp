@@ -41,13 +41,4 @@ concept backend = requires(B& b, const B& cb, std::byte* out, const std::byte* i
   b.flush();  ///< everything issued so far is complete when it returns
 };
 
-/// Optional: a send that completes only once the receiver has matched it (MPI_Issend). The ordered
-/// executor takes it where a backend has it: a plain send of a small message may complete as soon
-/// as the bytes are buffered, and the device would go on to its next transfer while this one still
-/// holds the NIC.
-template <class B>
-concept has_synchronous_send = requires(B& b, const std::byte* in, std::size_t n, index_t peer, int tag) {
-  { b.send_synchronous(in, n, peer, tag) } -> std::same_as<typename B::request>;
-};
-
 }  // namespace meshcast

@@ -7,10 +7,12 @@
 //
 // ordered: the rank takes its steps in schedule order on two lanes, one for what it sends and one
 //   for what it receives (a device is full duplex); a step starts when the previous step of each
-//   of its lanes is complete (a send is complete when the receiver has matched it: synchronous
-//   sends where the backend has them, since an eager send completes once its bytes are
-//   buffered). Before a step the rank waits for a token from each device that used one of the
-//   step's NIC directions last (devices of one host share their NIC: tokens
+//   of its lanes is complete. A send is complete when the receiver has the data: over
+//   tag-matched transports the receiver answers each message with a one-byte acknowledgement
+//   (neither a completed eager send, done once the bytes are buffered, nor a completed
+//   synchronous one, done once the first fragment matched, says that the transfer is over; over
+//   NCCL a send holds its stream until received). Before a step the rank waits for a token from
+//   each device that used one of the step's NIC directions last (devices of one host share their NIC: tokens
 //   go between devices of one host, never across a NIC where they would queue behind data), and
 //   when it completes it passes tokens on. Every NIC direction and every lane then carries one
 //   transfer at a time in schedule order, as the ordered model assumes. While it waits, a rank
@@ -41,7 +43,8 @@
 namespace meshcast {
 
 /// Data messages of transfer i use tag `i % transfer_tags`; ordered-mode tokens use
-/// `transfer_tags + i % transfer_tags` (messages between one pair match in posting order).
+/// `transfer_tags + i % transfer_tags` and ordered-mode acknowledgements `2 * transfer_tags + i %
+/// transfer_tags` (messages of one tag between one pair match in posting order).
 inline constexpr int transfer_tags = 32768;
 
 /// Whether a backend passes ordered-mode NIC tokens between devices (the default). A backend whose
@@ -128,6 +131,7 @@ class executor {
     plan_steps(s);
     if (mode_ == execution::ordered) plan_lanes(s);
     if (mode_ == execution::ordered && !s.model.empty() && passes_port_tokens<Backend>()) plan_tokens(s);
+    if (acknowledged()) plan_acknowledgements();
   }
 
   /// What one step of the last run did, in seconds from the start of `run` (kept only after
@@ -205,10 +209,11 @@ class executor {
     std::size_t prev_send = none, prev_receive = none;  // the steps before it on those lanes
     std::size_t next_send = none, next_receive = none;  // the steps after it on those lanes
     std::size_t token_slot = 0;                          // its first token byte
+    std::size_t ack_slot = 0;                            // send: its first acknowledgement byte
     std::vector<request> token_reqs;
     double model_start = 0;  // when the ordered model starts it (rounds for stream backends)
     request req{};
-    std::vector<request> reqs;         // ordered mode: its sends
+    std::vector<request> reqs;         // send: its messages (and, ordered, their acknowledgements)
     bool posted = false, done = false;
   };
 
@@ -341,6 +346,15 @@ class executor {
     for (step& x : steps_) x.token_slot = slots, slots += x.tokens_in.size();
     scratch_ = b_.memory().allocate(1 + slots);  // one byte to send from, one per token received
   }
+  // Ordered mode over tag-matched transports: each send waits for its receivers' acknowledgements.
+  bool acknowledged() const noexcept { return mode_ == execution::ordered && passes_port_tokens<Backend>(); }
+  void plan_acknowledgements() {
+    std::size_t slots = 0;
+    for (step& x : steps_)
+      if (x.how == step::send) x.ack_slot = slots, slots += x.peers.size();
+    acks_ = b_.memory().allocate(1 + slots);  // one byte to send from, one per acknowledgement received
+  }
+  static int ack_tag(const step& x) noexcept { return 2 * transfer_tags + x.tag; }
   static void add_token(std::vector<std::pair<index_t, int>>& list, index_t device, int tag) {
     if (std::find(list.begin(), list.end(), std::pair{device, tag}) == list.end()) list.push_back({device, tag});
   }
@@ -377,8 +391,10 @@ class executor {
     const tensor_state& t = tensors_[x.tensor];
     if ((x.how == step::receive || (x.how == step::collective && !x.root)) && t.destination_bytes > 0)
       unpack(b_.memory(), buffer(x.buffer), t.dst_tile, t.dst, x.region, t.eb);
-    if (x.tokens_out.empty()) return;
+    const bool ack = x.how == step::receive && acknowledged();
+    if (x.tokens_out.empty() && !ack) return;
     b_.begin_round();
+    if (ack) tokens_sent_.push_back(b_.send(acks_->data(), 1, x.peers[0], ack_tag(x)));
     for (const auto& [to, tag] : x.tokens_out) tokens_sent_.push_back(b_.send(token(), 1, to, tag));
     b_.end_round();
   }
@@ -547,14 +563,9 @@ class executor {
           if (x.from_source) pack(mem, t.src_tile, t.src, x.region, t.eb, buffer(x.buffer));
           else pack(mem, t.dst_tile, t.dst, x.region, t.eb, buffer(x.buffer));
         }
-        for (index_t peer : x.peers) {
-          if constexpr (has_synchronous_send<Backend>) {
-            if (mode_ == execution::ordered) {
-              x.reqs.push_back(b_.send_synchronous(message, x.bytes, peer, x.tag));
-              continue;
-            }
-          }
-          x.reqs.push_back(b_.send(message, x.bytes, peer, x.tag));
+        for (std::size_t j = 0; j < x.peers.size(); ++j) {
+          x.reqs.push_back(b_.send(message, x.bytes, x.peers[j], x.tag));
+          if (acknowledged()) x.reqs.push_back(b_.recv(acks_->data() + 1 + x.ack_slot + j, 1, x.peers[j], ack_tag(x)));
         }
         break;
       }
@@ -663,6 +674,7 @@ class executor {
   std::map<std::size_t, std::size_t> step_of_;  // transfer -> my step
   std::vector<typename Backend::memory_type::buffer> buffers_;
   std::optional<typename Backend::memory_type::buffer> scratch_;  // the token byte
+  std::optional<typename Backend::memory_type::buffer> acks_;     // acknowledgement bytes
   std::vector<std::size_t> in_flight_;  // ordered mode: posted steps not yet complete
   std::size_t first_send_ = none, first_receive_ = none;  // ordered mode: each lane's first step
   std::vector<request> tokens_sent_;

@@ -23,8 +23,8 @@ namespace meshcast {
 
 class mpi_backend {
  public:
-  /// Largest tag the executor uses (data and ordered-mode tokens: 2 * 32768 - 1).
-  static constexpr int max_tag = 2 * 32768 - 1;
+  /// Largest tag the executor uses (data, ordered-mode tokens and acknowledgements: 3 * 32768 - 1).
+  static constexpr int max_tag = 3 * 32768 - 1;
   using memory_type = host_memory;
   /// An MPI request; a chain's members also keep the chain's state (see `chain`).
   struct request {
@@ -76,14 +76,6 @@ class mpi_backend {
     request r;
     r.peer = static_cast<int>(peer);
     check(MPI_Isend(data, count(n), MPI_BYTE, static_cast<int>(peer), tag, comm_, &r.mpi), "MPI_Isend", r.peer);
-    return r;
-  }
-  /// Completes once the receive has matched (MPI_Issend): the ordered executor's "this transfer is
-  /// over", whatever protocol the transport picks for the size (eager sends complete at once).
-  request send_synchronous(const std::byte* data, std::size_t n, index_t peer, int tag) {
-    request r;
-    r.peer = static_cast<int>(peer);
-    check(MPI_Issend(data, count(n), MPI_BYTE, static_cast<int>(peer), tag, comm_, &r.mpi), "MPI_Issend", r.peer);
     return r;
   }
   request recv(std::byte* data, std::size_t n, index_t peer, int tag) {
