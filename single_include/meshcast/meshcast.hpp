@@ -4224,6 +4224,12 @@ concept backend = requires(B& b, const B& cb, std::byte* out, const std::byte* i
   b.flush();  ///< everything issued so far is complete when it returns
 };
 
+// Optional members the executor uses where a backend has them: `static constexpr bool port_tokens`
+// (exec/executor.hpp) and `bool send_completes_early(std::size_t bytes) const`, whether a
+// completed send of that size may not have reached its receiver yet (an eager protocol): the
+// ordered executor then waits for the receiver's acknowledgement. A tag-matched backend without
+// it gets an acknowledgement for every send.
+
 }  // namespace meshcast
 // ---- end meshcast/backend.hpp ----
 // ---- begin meshcast/exec/pack.hpp ----
@@ -4586,10 +4592,11 @@ inline std::uint64_t fingerprint(const plan& p, const schedule& s) { return fing
 // ordered: the rank takes its steps in schedule order on two lanes, one for what it sends and one
 //   for what it receives (a device is full duplex); a step starts when the previous step of each
 //   of its lanes is complete. A send is complete when the receiver has the data: over
-//   tag-matched transports the receiver answers each message with a one-byte acknowledgement
-//   (neither a completed eager send, done once the bytes are buffered, nor a completed
-//   synchronous one, done once the first fragment matched, says that the transfer is over; over
-//   NCCL a send holds its stream until received). Before a step the rank waits for a token from
+//   tag-matched transports the receiver answers with a one-byte acknowledgement each message
+//   that the backend may complete before delivery (an eager send is done once its bytes are
+//   buffered, a synchronous one once its first fragment matched; a rendezvous send once its data
+//   has gone, so it needs none: an acknowledgement crosses the receiver's NIC, where it can queue
+//   behind data). Over NCCL a send holds its stream until received. Before a step the rank waits for a token from
 //   each device that used one of the step's NIC directions last (devices of one host share their NIC: tokens
 //   go between devices of one host, never across a NIC where they would queue behind data), and
 //   when it completes it passes tokens on. Every NIC direction and every lane then carries one
@@ -4918,8 +4925,17 @@ class executor {
     for (step& x : steps_) x.token_slot = slots, slots += x.tokens_in.size();
     scratch_ = b_.memory().allocate(1 + slots);  // one byte to send from, one per token received
   }
-  // Ordered mode over tag-matched transports: each send waits for its receivers' acknowledgements.
+  // Ordered mode over tag-matched transports: a send that the backend may complete before
+  // delivery waits for its receivers' acknowledgements (both ends decide alike: same size).
   bool acknowledged() const noexcept { return mode_ == execution::ordered && passes_port_tokens<Backend>(); }
+  bool acknowledged(const step& x) const noexcept {
+    if (!acknowledged()) return false;
+    if constexpr (requires(const Backend& b) {
+                    { b.send_completes_early(std::size_t{}) } -> std::convertible_to<bool>;
+                  })
+      return b_.send_completes_early(x.bytes);
+    else return true;
+  }
   void plan_acknowledgements() {
     std::size_t slots = 0;
     for (step& x : steps_)
@@ -4963,7 +4979,7 @@ class executor {
     const tensor_state& t = tensors_[x.tensor];
     if ((x.how == step::receive || (x.how == step::collective && !x.root)) && t.destination_bytes > 0)
       unpack(b_.memory(), buffer(x.buffer), t.dst_tile, t.dst, x.region, t.eb);
-    const bool ack = x.how == step::receive && acknowledged();
+    const bool ack = x.how == step::receive && acknowledged(x);
     if (x.tokens_out.empty() && !ack) return;
     b_.begin_round();
     if (ack) tokens_sent_.push_back(b_.send(acks_->data(), 1, x.peers[0], ack_tag(x)));
@@ -5137,7 +5153,7 @@ class executor {
         }
         for (std::size_t j = 0; j < x.peers.size(); ++j) {
           x.reqs.push_back(b_.send(message, x.bytes, x.peers[j], x.tag));
-          if (acknowledged()) x.reqs.push_back(b_.recv(acks_->data() + 1 + x.ack_slot + j, 1, x.peers[j], ack_tag(x)));
+          if (acknowledged(x)) x.reqs.push_back(b_.recv(acks_->data() + 1 + x.ack_slot + j, 1, x.peers[j], ack_tag(x)));
         }
         break;
       }

@@ -21,6 +21,9 @@
 
 namespace meshcast {
 
+/// The eager threshold the MPI backend assumes by default (see `mpi_backend::send_completes_early`).
+inline constexpr std::size_t eager_limit_bytes = std::size_t{1} << 20;
+
 class mpi_backend {
  public:
   /// Largest tag the executor uses (data, ordered-mode tokens and acknowledgements: 3 * 32768 - 1).
@@ -53,9 +56,10 @@ class mpi_backend {
 
   /// Rank r of `comm` plays device r. `timeout_s` bounds every wait (0: no bound); chains move
   /// `chain_chunk` bytes per message.
-  explicit mpi_backend(MPI_Comm comm = MPI_COMM_WORLD, double timeout_s = 60, std::size_t chain_chunk = chain_chunk_bytes)
+  explicit mpi_backend(MPI_Comm comm = MPI_COMM_WORLD, double timeout_s = 60, std::size_t chain_chunk = chain_chunk_bytes,
+                       std::size_t eager_limit = eager_limit_bytes)
       : comm_(comm), timeout_s_(detail::checked_seconds(timeout_s, "the MPI backend's timeout")),
-        chunk_(chain_chunk < 1 ? 1 : chain_chunk) {
+        chunk_(chain_chunk < 1 ? 1 : chain_chunk), eager_limit_(eager_limit) {
     int r = 0, n = 0, found = 0;
     MPI_Comm_rank(comm_, &r);
     MPI_Comm_size(comm_, &n);
@@ -78,6 +82,11 @@ class mpi_backend {
     check(MPI_Isend(data, count(n), MPI_BYTE, static_cast<int>(peer), tag, comm_, &r.mpi), "MPI_Isend", r.peer);
     return r;
   }
+  /// Whether a completed send of `n` bytes may still be on its way: messages up to the transport's
+  /// eager threshold complete once buffered (`eager_limit`, by default 1 MiB, the UCX_RNDV_THRESH
+  /// the launcher sets; every rank must use the same). The ordered executor then waits for the
+  /// receiver's acknowledgement.
+  bool send_completes_early(std::size_t n) const noexcept { return n <= eager_limit_; }
   request recv(std::byte* data, std::size_t n, index_t peer, int tag) {
     request r;
     r.peer = static_cast<int>(peer);
@@ -244,6 +253,7 @@ class mpi_backend {
   MPI_Comm comm_;
   double timeout_s_;
   std::size_t chunk_ = chain_chunk_bytes;
+  std::size_t eager_limit_ = eager_limit_bytes;
   static constexpr std::size_t chain_window = 2;
   std::vector<chain_state> chains_;
   index_t rank_ = 0;
