@@ -351,6 +351,9 @@ cmd_mpiexec() {
   fi
   export UCX_TLS=${UCX_TLS:-tcp,self}
   export UCX_NET_DEVICES=${UCX_NET_DEVICES:-eth0}
+  # MC_CLUSTER_RNDV_DEFAULT=1 tells meshcast-reshard that the threshold is this script's default,
+  # which its concurrent mode may raise (examples/cli/reshard_main.hpp), not the user's choice.
+  [ -n "${UCX_RNDV_THRESH:-}" ] || export MC_CLUSTER_RNDV_DEFAULT=1
   export UCX_RNDV_THRESH=${UCX_RNDV_THRESH:-1mb}
   local genv=()
   if [ "${MC_CLUSTER_FINALIZE_FIX:-1}" != 0 ] && [ -f "$STATE/libucx_finalize_progress.so" ]; then
