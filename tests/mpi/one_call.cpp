@@ -12,17 +12,12 @@
 
 #include "cli/fill.hpp"
 
+#include "rank_checks.hpp"
+
 using namespace meshcast;
+using namespace meshcast_test;
 
 namespace {
-int failures = 0, rank = 0, size = 0;
-
-void expect(bool ok, const std::string& what) {
-  if (!ok) {
-    std::fprintf(stderr, "rank %d: %s\n", rank, what.c_str());
-    ++failures;
-  }
-}
 
 // The shard of `l` on device `device` filled with each element's global row-major index.
 template <class T>

@@ -15,17 +15,12 @@
 
 #include <meshcast/mpi.hpp>
 
+#include "rank_checks.hpp"
+
 using namespace meshcast;
+using namespace meshcast_test;
 
 namespace {
-int failures = 0, rank = 0, size = 0;
-
-void expect(bool ok, const std::string& what) {
-  if (!ok) {
-    std::fprintf(stderr, "rank %d: %s\n", rank, what.c_str());
-    ++failures;
-  }
-}
 
 // Tensor k: a vector of size * (1 + k % 7) elements, element i holding k * 1000 + i.
 index_t length(std::size_t k) { return static_cast<index_t>(size) * static_cast<index_t>(1 + k % 7); }
