@@ -128,23 +128,28 @@ void gather_trace(const Executor& exec, const meshcast::schedule& s, const std::
   if (rank != 0) return;
   cli::json_writer j;
   j.begin_object().key("displayTimeUnit").value("ms").key("traceEvents").begin_array();
-  auto event = [&](const std::string& name, long long pid, long long tid, double a, double b, const char* cat) {
+  // Every event names its transfer, that transfer's sender and its bytes in "args", for programs that read the trace.
+  auto event = [&](const std::string& name, long long pid, long long tid, double a, double b, const char* cat,
+                   std::size_t i) {
     j.begin_object().key("ph").value("X").key("cat").value(cat).key("name").value(name);
-    j.key("pid").value(pid).key("tid").value(tid).key("ts").value(a * 1e6).key("dur").value((b - a) * 1e6).end_object();
+    j.key("pid").value(pid).key("tid").value(tid).key("ts").value(a * 1e6).key("dur").value((b - a) * 1e6);
+    j.key("args").begin_object().key("transfer").value(static_cast<long long>(i));
+    j.key("sender").value(static_cast<long long>(s.transfers[i].sender));
+    j.key("bytes").value(static_cast<long long>(s.transfers[i].bytes)).end_object().end_object();
   };
   for (int d = 0; d < size; ++d)
     for (int k = offsets[static_cast<std::size_t>(d)]; k + 3 < offsets[static_cast<std::size_t>(d)] + counts[static_cast<std::size_t>(d)]; k += 4) {
       const auto i = static_cast<std::size_t>(all[static_cast<std::size_t>(k)]);
       const std::string name = std::string(to_string(s.transfers[i].kind)) + " " + std::to_string(i);
       if (all[static_cast<std::size_t>(k) + 2] > all[static_cast<std::size_t>(k) + 1])
-        event("wait " + std::to_string(i), 0, d, all[static_cast<std::size_t>(k) + 1], all[static_cast<std::size_t>(k) + 2], "wait");
-      event(name, 0, d, all[static_cast<std::size_t>(k) + 2], all[static_cast<std::size_t>(k) + 3], "measured");
+        event("wait " + std::to_string(i), 0, d, all[static_cast<std::size_t>(k) + 1], all[static_cast<std::size_t>(k) + 2], "wait", i);
+      event(name, 0, d, all[static_cast<std::size_t>(k) + 2], all[static_cast<std::size_t>(k) + 3], "measured", i);
     }
   for (std::size_t i = 0; i < s.transfers.size(); ++i) {
     const std::string name = std::string(to_string(s.transfers[i].kind)) + " " + std::to_string(i);
-    event(name, 1, s.transfers[i].sender, s.model[i].start, s.model[i].end, "model");
+    event(name, 1, s.transfers[i].sender, s.model[i].start, s.model[i].end, "model", i);
     for (index_t rcv : s.transfers[i].receivers)
-      if (rcv != s.transfers[i].sender) event(name, 1, rcv, s.model[i].start, s.model[i].end, "model");
+      if (rcv != s.transfers[i].sender) event(name, 1, rcv, s.model[i].start, s.model[i].end, "model", i);
   }
   j.end_array().end_object();
   cli::write_file(path, j.str() + "\n", "execution trace");

@@ -4602,6 +4602,12 @@ inline std::uint64_t fingerprint(const plan& p, const schedule& s) { return fing
 //   when it completes it passes tokens on. Every NIC direction and every lane then carries one
 //   transfer at a time in schedule order, as the ordered model assumes. While it waits, a rank
 //   completes whatever else it has posted, so tokens never wait on it.
+//   A send to a peer and a receive from the same peer that the model starts at one time (the two
+//   directions of an exchange) are posted together, the rendezvous send first. Over a transport
+//   with one connection per pair of devices (UCX over TCP), the handshake of a transfer travels
+//   against the other direction's data: posted apart, one end's receive lets the reverse data
+//   flow first, and the handshake of its own send then waits behind all of it (a transfer took
+//   twice its time). Posted together, both handshakes go before either direction's data.
 // concurrent: every step is posted at once, a forward when the receives it passes on are complete
 //   (over NCCL, whose calls go in one order on every rank, steps are posted in list order).
 // Every transfer a rank waits for comes earlier in the schedule, so no cycle of waits can form in
@@ -4710,6 +4716,7 @@ class executor {
     plan_steps(s);
     if (mode_ == execution::ordered) plan_lanes(s);
     if (mode_ == execution::ordered && !s.model.empty() && passes_port_tokens<Backend>()) plan_tokens(s);
+    if (mode_ == execution::ordered && !s.model.empty()) plan_exchanges(s);
     if (acknowledged()) plan_acknowledgements();
   }
 
@@ -4787,6 +4794,8 @@ class executor {
     bool send_lane = false, receive_lane = false;  // ordered mode: the lanes it holds
     std::size_t prev_send = none, prev_receive = none;  // the steps before it on those lanes
     std::size_t next_send = none, next_receive = none;  // the steps after it on those lanes
+    std::size_t partner = none;  // ordered mode: the other direction of an exchange, posted with it
+    double latest_dependency = -1;  // ordered mode: the latest model start of what it waits on (-1: none)
     std::size_t token_slot = 0;                          // its first token byte
     std::size_t ack_slot = 0;                            // send: its first acknowledgement byte
     std::vector<request> token_reqs;
@@ -4902,6 +4911,53 @@ class executor {
     }
   }
 
+  // Ordered mode: pairs a send to one peer with the receive from that peer that the model starts
+  // at the same time (exactly: one model time, on every rank). Posting one waits until the other
+  // may start too. They are paired only where everything either waits on (the steps before it on
+  // its lanes, the receives it passes on, the transfers whose tokens it takes) starts earlier in
+  // the model: then every wait points to an earlier model time, or to the partner at the same
+  // time that itself waits only on earlier ones, and no cycle of waits can form. That holds where
+  // the model's times follow the schedule's order (as `simulate` sets them); a schedule whose
+  // times do not (one read from elsewhere) is run without pairing.
+  static bool times_follow_order(const schedule& s) {
+    std::map<int, double> free;  // resource -> end of its last transfer
+    for (std::size_t i = 0; i < s.transfers.size(); ++i) {
+      const transfer_model& m = s.model[i];
+      if (!(m.end > m.start)) return false;
+      for (std::int32_t w : s.transfers[i].waits_for)
+        if (m.start < s.model[static_cast<std::size_t>(w)].end) return false;
+      for (int r : m.resources) {
+        auto [it, fresh] = free.try_emplace(r, m.end);
+        if (!fresh && m.start < std::exchange(it->second, m.end)) return false;
+      }
+    }
+    return true;
+  }
+  void plan_exchanges(const schedule& s) {
+    if (!times_follow_order(s)) return;
+    for (step& x : steps_) {
+      auto after = [&](std::size_t k) {
+        if (k != none) x.latest_dependency = std::max(x.latest_dependency, steps_[k].model_start);
+      };
+      after(x.prev_send);
+      after(x.prev_receive);
+      for (std::size_t n : x.needs) after(n);
+    }
+    std::map<std::pair<index_t, double>, std::size_t> receive_at;  // (peer, model start) -> receive step
+    for (std::size_t k = 0; k < steps_.size(); ++k)
+      if (steps_[k].how == step::receive) receive_at.emplace(std::pair{steps_[k].peers[0], steps_[k].model_start}, k);
+    for (std::size_t k = 0; k < steps_.size(); ++k) {
+      step& x = steps_[k];
+      if (x.how != step::send || x.peers.size() != 1) continue;
+      auto it = receive_at.find({x.peers[0], x.model_start});
+      if (it == receive_at.end()) continue;
+      step& y = steps_[it->second];
+      if (y.partner != none || !(x.latest_dependency < x.model_start) || !(y.latest_dependency < y.model_start)) continue;
+      x.partner = it->second;
+      y.partner = k;
+    }
+  }
+
   // Ordered mode: who passes each NIC direction (or any other resource two devices share) on to
   // whom, in schedule order.
   void plan_tokens(const schedule& s) {
@@ -4915,7 +4971,11 @@ class executor {
         if (it != last.end() && it->second.second != holder) {
           const auto [before, from] = it->second;
           const int tag = transfer_tags + static_cast<int>(before % transfer_tags);
-          if (holder == me_) add_token(steps_[step_of_.at(i)].tokens_in, from, tag);
+          if (holder == me_) {
+            step& x = steps_[step_of_.at(i)];
+            add_token(x.tokens_in, from, tag);
+            x.latest_dependency = std::max(x.latest_dependency, s.model[before].start);
+          }
           if (from == me_) add_token(steps_[step_of_.at(before)].tokens_out, holder, tag);
         }
         last[r] = {i, holder};
@@ -5117,17 +5177,29 @@ class executor {
       if (x.how == step::copy) finish(x);
       else in_flight_.push_back(k);
     };
+    auto ready = [&](std::size_t k) {
+      const step& x = steps_[k];
+      // A step on both lanes starts when it is next on both.
+      if ((x.send_lane && next_send != k) || (x.receive_lane && next_receive != k)) return false;
+      return may_start(steps_[k]);
+    };
     auto advance = [&] {
       bool moved = true;
       while (moved) {
         moved = false;
         for (std::size_t k : {next_send, next_receive}) {
-          if (k == none || steps_[k].posted) continue;
-          step& x = steps_[k];
-          // A step on both lanes starts when it is next on both.
-          if ((x.send_lane && next_send != k) || (x.receive_lane && next_receive != k)) continue;
-          if (!may_start(x)) continue;
-          start(k);
+          if (k == none || steps_[k].posted || !ready(k)) continue;
+          const std::size_t p = steps_[k].partner;
+          if (p != none && !steps_[p].posted) {
+            if (!ready(p)) continue;
+            // An eager send needs no handshake: the receive's handshake goes first, then its data.
+            const std::size_t send = steps_[k].how == step::send ? k : p, receive = send == k ? p : k;
+            const bool eager = acknowledged(steps_[send]);
+            start(eager ? receive : send);
+            start(eager ? send : receive);
+          } else {
+            start(k);
+          }
           moved = true;
         }
       }
