@@ -38,6 +38,8 @@ inline void write_schedule(json_writer& j, const schedule& s) {
     j.key("ingress_hosts").int_array(m.ingress_hosts);
     j.key("start_s").value(m.start);
     j.key("end_s").value(m.end);
+    // When the sender's NIC egress and send lane are free again (a chain's: once it has sent).
+    j.key("sender_free_s").value(m.held_briefly > 0 ? m.start + m.brief_s : m.end);
     j.end_object();
   }
   j.end_array();

@@ -178,11 +178,12 @@ inline lower_bound_parts lower_bound(const instance& in) {
     for (std::size_t k = 0; k < u.options.size(); ++k) {
       std::map<int, double> mine;
       for (const op& x : u.options[k].ops)
-        for (int r : x.resources) {
+        for (std::size_t j = 0; j < x.resources.size(); ++j) {
+          const int r = x.resources[j];
           if (r >= rs.ports && r < 2 * rs.ports)
             mine[r] += static_cast<double>(x.bytes) / net.ingress_bps(r - rs.ports) + (ordered ? net.latency_s() : 0.0);
           else if (r >= 2 * rs.ports && ordered)
-            mine[r] += x.duration;
+            mine[r] += x.held_for(j);
         }
       if (k == 0) least = mine;
       for (auto& [r, t] : least) t = std::min(t, mine.count(r) ? mine[r] : 0.0);

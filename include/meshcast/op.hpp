@@ -76,7 +76,15 @@ struct transfer_model {
   double latency_s = 0;                ///< the fixed part of `duration`
   double duration = 0;                 ///< on an otherwise idle network
   double start = 0, end = 0;           ///< when the schedule's model runs it
+  /// The first `held_briefly` resources are free again `brief_s` after the start, the others
+  /// after `duration`: a chain's sender (its send lane and NIC egress) has passed its last chunk on
+  /// well before the chain's last member has it, and its executor step is then over.
+  int held_briefly = 0;
+  double brief_s = 0;
   friend bool operator==(const transfer_model&, const transfer_model&) = default;
+
+  /// How long the transfer holds its k-th resource.
+  double held_for(std::size_t k) const noexcept { return static_cast<int>(k) < held_briefly ? brief_s : duration; }
 
   bool uses_nic(const resource_space& rs) const noexcept {
     for (int r : resources)

@@ -1,6 +1,7 @@
 // The ordered model's clock, the one engine every solver and the simulator place ops with:
 // every resource (NIC direction, device lane) is free from some time on, and an op placed next
-// starts when all its resources are free, and occupies them for its duration.
+// starts when all its resources are free, and occupies them for its duration (some of them
+// for less: transfer_model::held_for).
 //
 // resource_clock places ops for good (list schedules, the simulator), or with an undo log (the
 // searches, which take placements back); trial_clock asks what a sequence of ops appended to a
@@ -35,22 +36,30 @@ class resource_clock {
     for (int r : o.resources) t = std::max(t, free_[r]);
     return t;
   }
-  /// Occupies `o`'s resources from `start` for `duration` (its own, or one the caller rounded,
-  /// as ilp's whole slots); returns the end.
-  double occupy(const transfer_model& o, double start, double duration) noexcept {
-    const double end = start + duration;
-    for (int r : o.resources) free_[r] = end;
+  /// Occupies `o`'s resources from `start`, each for as long as `o` holds it; returns the end.
+  double occupy(const transfer_model& o, double start) noexcept {
+    for (std::size_t k = 0; k < o.resources.size(); ++k) free_[o.resources[k]] = start + o.held_for(k);
+    const double end = start + o.duration;
+    makespan_ = std::max(makespan_, end);
+    return end;
+  }
+  /// Occupies `o`'s resources from `start`, each for `length(time it holds it)` (ilp's whole
+  /// slots); returns the end, `start + length(duration)`.
+  template <class Length>
+  double occupy_as(const transfer_model& o, double start, Length&& length) {
+    for (std::size_t k = 0; k < o.resources.size(); ++k) free_[o.resources[k]] = start + length(o.held_for(k));
+    const double end = start + length(o.duration);
     makespan_ = std::max(makespan_, end);
     return end;
   }
   /// Places `o` as the next op (not before `not_before`): sets its start and end, returns its end.
   double place(transfer_model& o, double not_before = 0) noexcept {
     o.start = earliest_start(o, not_before);
-    o.end = occupy(o, o.start, o.duration);
+    o.end = occupy(o, o.start);
     return o.end;
   }
   /// Places an op without recording its times; returns its end.
-  double place(const transfer_model& o) noexcept { return occupy(o, earliest_start(o), o.duration); }
+  double place(const transfer_model& o) noexcept { return occupy(o, earliest_start(o)); }
 
   /// Starts `log` afresh: the placements made with it from now on can be taken back.
   void mark(undo_log& log) const {
@@ -61,7 +70,7 @@ class resource_clock {
   double place(const transfer_model& o, undo_log& log) {
     const double start = earliest_start(o);
     for (int r : o.resources) log.saved.push_back({r, free_[r]});
-    return occupy(o, start, o.duration);
+    return occupy(o, start);
   }
   /// Takes back every placement noted in `log` since its `mark`.
   void undo(const undo_log& log) noexcept {
@@ -91,9 +100,9 @@ class trial_clock {
     for (const auto& x : ops) {
       double start = 0;
       for (int r : x.resources) start = std::max(start, stamp_[r] == epoch_ ? time_[r] : base.free_at(r));
-      const double end = start + x.duration;
-      for (int r : x.resources) stamp_[r] = epoch_, time_[r] = end;
-      finish = std::max(finish, end);
+      for (std::size_t k = 0; k < x.resources.size(); ++k)
+        stamp_[x.resources[k]] = epoch_, time_[x.resources[k]] = start + x.held_for(k);
+      finish = std::max(finish, start + x.duration);
     }
     return finish;
   }

@@ -1408,7 +1408,15 @@ struct transfer_model {
   double latency_s = 0;                ///< the fixed part of `duration`
   double duration = 0;                 ///< on an otherwise idle network
   double start = 0, end = 0;           ///< when the schedule's model runs it
+  /// The first `held_briefly` resources are free again `brief_s` after the start, the others
+  /// after `duration`: a chain's sender (its send lane and NIC egress) has passed its last chunk on
+  /// well before the chain's last member has it, and its executor step is then over.
+  int held_briefly = 0;
+  double brief_s = 0;
   friend bool operator==(const transfer_model&, const transfer_model&) = default;
+
+  /// How long the transfer holds its k-th resource.
+  double held_for(std::size_t k) const noexcept { return static_cast<int>(k) < held_briefly ? brief_s : duration; }
 
   bool uses_nic(const resource_space& rs) const noexcept {
     for (int r : resources)
@@ -1464,7 +1472,8 @@ inline execution parse_execution(std::string_view name) {
 // ---- begin meshcast/ordered_engine.hpp ----
 // The ordered model's clock, the one engine every solver and the simulator place ops with:
 // every resource (NIC direction, device lane) is free from some time on, and an op placed next
-// starts when all its resources are free, and occupies them for its duration.
+// starts when all its resources are free, and occupies them for its duration (some of them
+// for less: transfer_model::held_for).
 //
 // resource_clock places ops for good (list schedules, the simulator), or with an undo log (the
 // searches, which take placements back); trial_clock asks what a sequence of ops appended to a
@@ -1497,22 +1506,30 @@ class resource_clock {
     for (int r : o.resources) t = std::max(t, free_[r]);
     return t;
   }
-  /// Occupies `o`'s resources from `start` for `duration` (its own, or one the caller rounded,
-  /// as ilp's whole slots); returns the end.
-  double occupy(const transfer_model& o, double start, double duration) noexcept {
-    const double end = start + duration;
-    for (int r : o.resources) free_[r] = end;
+  /// Occupies `o`'s resources from `start`, each for as long as `o` holds it; returns the end.
+  double occupy(const transfer_model& o, double start) noexcept {
+    for (std::size_t k = 0; k < o.resources.size(); ++k) free_[o.resources[k]] = start + o.held_for(k);
+    const double end = start + o.duration;
+    makespan_ = std::max(makespan_, end);
+    return end;
+  }
+  /// Occupies `o`'s resources from `start`, each for `length(time it holds it)` (ilp's whole
+  /// slots); returns the end, `start + length(duration)`.
+  template <class Length>
+  double occupy_as(const transfer_model& o, double start, Length&& length) {
+    for (std::size_t k = 0; k < o.resources.size(); ++k) free_[o.resources[k]] = start + length(o.held_for(k));
+    const double end = start + length(o.duration);
     makespan_ = std::max(makespan_, end);
     return end;
   }
   /// Places `o` as the next op (not before `not_before`): sets its start and end, returns its end.
   double place(transfer_model& o, double not_before = 0) noexcept {
     o.start = earliest_start(o, not_before);
-    o.end = occupy(o, o.start, o.duration);
+    o.end = occupy(o, o.start);
     return o.end;
   }
   /// Places an op without recording its times; returns its end.
-  double place(const transfer_model& o) noexcept { return occupy(o, earliest_start(o), o.duration); }
+  double place(const transfer_model& o) noexcept { return occupy(o, earliest_start(o)); }
 
   /// Starts `log` afresh: the placements made with it from now on can be taken back.
   void mark(undo_log& log) const {
@@ -1523,7 +1540,7 @@ class resource_clock {
   double place(const transfer_model& o, undo_log& log) {
     const double start = earliest_start(o);
     for (int r : o.resources) log.saved.push_back({r, free_[r]});
-    return occupy(o, start, o.duration);
+    return occupy(o, start);
   }
   /// Takes back every placement noted in `log` since its `mark`.
   void undo(const undo_log& log) noexcept {
@@ -1553,9 +1570,9 @@ class trial_clock {
     for (const auto& x : ops) {
       double start = 0;
       for (int r : x.resources) start = std::max(start, stamp_[r] == epoch_ ? time_[r] : base.free_at(r));
-      const double end = start + x.duration;
-      for (int r : x.resources) stamp_[r] = epoch_, time_[r] = end;
-      finish = std::max(finish, end);
+      for (std::size_t k = 0; k < x.resources.size(); ++k)
+        stamp_[x.resources[k]] = epoch_, time_[x.resources[k]] = start + x.held_for(k);
+      finish = std::max(finish, start + x.duration);
     }
     return finish;
   }
@@ -1882,6 +1899,13 @@ struct broadcast {
     const double fill = static_cast<double>(by_host.size() - 1) * chunk + (bytes > chunk_bytes ? chunk : 0.0);
     o.latency_s = static_cast<double>(by_host.size()) * net.latency_s() + fill / slowest + (intra ? net.latency_s() : 0.0);
     o.duration = o.latency_s + static_cast<double>(bytes) / slowest;
+    if (o.kind == transfer_kind::chain) {
+      // The sender's send lane and NIC egress (its first two resources) are free once its last
+      // chunk has gone; the chain's members still pass it on. (A collective broadcast keeps its
+      // root busy in algorithm steps of its own: all its resources are held to the end.)
+      o.held_briefly = 2;
+      o.brief_s = net.latency_s() + static_cast<double>(bytes) / slowest;
+    }
     out.push_back(std::move(o));
   }
 };
@@ -2441,11 +2465,12 @@ inline lower_bound_parts lower_bound(const instance& in) {
     for (std::size_t k = 0; k < u.options.size(); ++k) {
       std::map<int, double> mine;
       for (const op& x : u.options[k].ops)
-        for (int r : x.resources) {
+        for (std::size_t j = 0; j < x.resources.size(); ++j) {
+          const int r = x.resources[j];
           if (r >= rs.ports && r < 2 * rs.ports)
             mine[r] += static_cast<double>(x.bytes) / net.ingress_bps(r - rs.ports) + (ordered ? net.latency_s() : 0.0);
           else if (r >= 2 * rs.ports && ordered)
-            mine[r] += x.duration;
+            mine[r] += x.held_for(j);
         }
       if (k == 0) least = mine;
       for (auto& [r, t] : least) t = std::min(t, mine.count(r) ? mine[r] : 0.0);
@@ -2760,8 +2785,8 @@ struct alpa_dfs {
             if (busy[port_of(k)] < busy[port_of(pick)]) pick = k;
         }
         for (const op& x : un.options[pick].ops)
-          for (int r : x.resources)
-            if (in.resources.is_port(r)) busy[r] += x.duration;
+          for (std::size_t j = 0; j < x.resources.size(); ++j)
+            if (in.resources.is_port(x.resources[j])) busy[x.resources[j]] += x.held_for(j);
       }
       double e = makespan;
       for (int r = 0; r < 2 * in.resources.ports; ++r) e = std::max(e, busy[r]);
@@ -3274,14 +3299,14 @@ struct greedy {
       for (std::size_t k = 0; k < un.options.size(); ++k) {
         double peak = 0;
         for (const op& x : un.options[k].ops)
-          for (int r : x.resources)
-            if (in.resources.is_port(r)) peak = std::max(peak, load[r] + x.duration);
+          for (std::size_t j = 0; j < x.resources.size(); ++j)
+            if (in.resources.is_port(x.resources[j])) peak = std::max(peak, load[x.resources[j]] + x.held_for(j));
         if (peak < best_load) best_load = peak, best = static_cast<int>(k);
       }
       forced[u] = best;
       for (const op& x : un.options[best].ops)
-        for (int r : x.resources)
-          if (in.resources.is_port(r)) load[r] += x.duration;
+        for (std::size_t j = 0; j < x.resources.size(); ++j)
+          if (in.resources.is_port(x.resources[j])) load[x.resources[j]] += x.held_for(j);
     }
     return forced;
   }
@@ -3413,7 +3438,7 @@ struct branch_and_bound {
     const detail::deadline& deadline;
     bool timed_out = false;
     std::uint64_t nodes = 0;
-    // per unit and option: resource -> total duration
+    // per unit and option: resource -> total time held
     std::vector<std::vector<std::vector<std::pair<int, double>>>> load;
     resource_clock clock;  // the ops placed so far
     std::vector<int> chosen;
@@ -3431,10 +3456,11 @@ struct branch_and_bound {
         for (const option& o : in.units[u].options) {
           std::vector<std::pair<int, double>> m;
           for (const op& x : o.ops)
-            for (int r : x.resources) {
+            for (std::size_t j = 0; j < x.resources.size(); ++j) {
+              const int r = x.resources[j];
               auto it = std::find_if(m.begin(), m.end(), [&](auto& p) { return p.first == r; });
-              if (it == m.end()) m.push_back({r, x.duration});
-              else it->second += x.duration;
+              if (it == m.end()) m.push_back({r, x.held_for(j)});
+              else it->second += x.held_for(j);
             }
           load[u].push_back(std::move(m));
         }
@@ -3479,7 +3505,7 @@ struct branch_and_bound {
           const auto& ops = in.units[u].options[chosen[u]].ops;
           for (std::size_t j = 0; j < ops.size(); ++j)
             if (!(done[u] >> j & 1))
-              for (int r : ops[j].resources) demand[r] += ops[j].duration;
+              for (std::size_t q = 0; q < ops[j].resources.size(); ++q) demand[ops[j].resources[q]] += ops[j].held_for(q);
           continue;
         }
         // Unchosen: what every option puts on a resource is certain; the sender's extra is not,
@@ -4413,7 +4439,7 @@ inline void copy_region(const box& from_tile, std::span<const std::byte> from, c
 namespace meshcast {
 
 namespace detail {
-inline constexpr std::int64_t wire_magic = 0x6d63617374310002;  // "mcast1", version 2
+inline constexpr std::int64_t wire_magic = 0x6d63617374310003;  // "mcast1", version 3
 
 class wire_writer {
  public:
@@ -4513,6 +4539,8 @@ inline std::vector<std::int64_t> to_wire(const schedule& s) {
     w.list(m.egress_hosts);
     w.list(m.ingress_hosts);
     for (double v : {m.latency_s, m.duration, m.start, m.end}) w.real(v);
+    w.word(m.held_briefly);
+    w.real(m.brief_s);
   }
   return w.done();
 }
@@ -4551,6 +4579,12 @@ inline schedule from_wire(const std::vector<std::int64_t>& words) {
     m.egress_hosts = r.list<index_t>();
     m.ingress_hosts = r.list<index_t>();
     for (double* v : {&m.latency_s, &m.duration, &m.start, &m.end}) *v = r.real();
+    const std::int64_t briefly = r.word();
+    if (briefly < 0 || briefly > static_cast<std::int64_t>(m.resources.size()))
+      throw error("a schedule message frees more resources early than a transfer holds");
+    m.held_briefly = static_cast<int>(briefly);
+    m.brief_s = r.real();
+    if (!(m.brief_s >= 0 && m.brief_s <= m.duration)) throw error("a schedule message frees resources outside a transfer's time");
   }
   if (!r.at_end()) throw error("a schedule message has trailing words");
   return s;
@@ -4926,9 +4960,10 @@ class executor {
       if (!(m.end > m.start)) return false;
       for (std::int32_t w : s.transfers[i].waits_for)
         if (m.start < s.model[static_cast<std::size_t>(w)].end) return false;
-      for (int r : m.resources) {
-        auto [it, fresh] = free.try_emplace(r, m.end);
-        if (!fresh && m.start < std::exchange(it->second, m.end)) return false;
+      for (std::size_t k = 0; k < m.resources.size(); ++k) {
+        const double until = m.start + m.held_for(k);
+        auto [it, fresh] = free.try_emplace(m.resources[k], until);
+        if (!fresh && m.start < std::exchange(it->second, until)) return false;
       }
     }
     return true;

@@ -71,26 +71,38 @@ inline std::string check_schedule(const plan& p, const std::vector<index_t>& hos
     });
     if (!ok) return "device " + std::to_string(dev) + " does not receive its tile exactly once";
   }
-  // Ordered model: one op at a time per NIC direction (single-NIC hosts) and per device.
-  auto overlap = [&](const transfer_model& a, const transfer_model& b) { return a.start < b.end - eps && b.start < a.end - eps; };
+  // Ordered model: one op at a time per NIC direction (single-NIC hosts) and per device. A chain's
+  // sender holds its NIC egress and its send lane only until it has sent (brief_s after the start).
+  struct use {
+    index_t who;
+    double from, to;
+  };
+  std::vector<std::vector<use>> egress(s.transfers.size()), ingress(s.transfers.size()), sending(s.transfers.size()),
+      receiving(s.transfers.size());
+  for (std::size_t i = 0; i < s.transfers.size() && s.mode == execution::ordered; ++i) {
+    const transfer& t = s.transfers[i];
+    const transfer_model& m = s.model[i];
+    const double sender_to = m.held_briefly > 0 ? m.start + m.brief_s : m.end;
+    for (index_t h : m.egress_hosts) egress[i].push_back({h, m.start, h == host_of[t.sender] ? sender_to : m.end});
+    for (index_t h : m.ingress_hosts) ingress[i].push_back({h, m.start, m.end});
+    sending[i].push_back({t.sender, m.start, sender_to});
+    // A local copy does both; a chain's members but the last pass the bytes on.
+    if (t.kind == transfer_kind::chain)
+      for (std::size_t k = 0; k + 1 < t.receivers.size(); ++k) sending[i].push_back({t.receivers[k], m.start, m.end});
+    for (index_t r : t.receivers) receiving[i].push_back({r, m.start, m.end});
+  }
+  auto clash = [&](const std::vector<use>& u, const std::vector<use>& v) {
+    for (const use& a : u)
+      for (const use& b : v)
+        if (a.who == b.who && a.from < b.to - eps && b.from < a.to - eps) return true;
+    return false;
+  };
   for (std::size_t a = 0; a < s.transfers.size() && s.mode == execution::ordered; ++a)
     for (std::size_t b = a + 1; b < s.transfers.size(); ++b) {
-      const transfer &x = s.transfers[a], &y = s.transfers[b];
-      const transfer_model &mx = s.model[a], &my = s.model[b];
-      if (!overlap(mx, my)) continue;
-      auto shares = [](const std::vector<index_t>& u, const std::vector<index_t>& v) {
-        return std::any_of(u.begin(), u.end(), [&](index_t h) { return std::find(v.begin(), v.end(), h) != v.end(); });
-      };
-      if (single_nic_hosts && (shares(mx.egress_hosts, my.egress_hosts) || shares(mx.ingress_hosts, my.ingress_hosts)))
+      if (s.model[a].start >= s.model[b].end - eps || s.model[b].start >= s.model[a].end - eps) continue;
+      if (single_nic_hosts && (clash(egress[a], egress[b]) || clash(ingress[a], ingress[b])))
         return "two ops overlap on one NIC direction";
-      // A device sends one transfer at a time and receives one at a time (a local copy does both;
-      // a chain's members but the last pass the bytes on).
-      auto sends = [](const transfer& t) {
-        std::vector<index_t> v{t.sender};
-        if (t.kind == transfer_kind::chain) v.insert(v.end(), t.receivers.begin(), t.receivers.end() - 1);
-        return v;
-      };
-      if (shares(sends(x), sends(y)) || shares(x.receivers, y.receivers)) return "two ops overlap on one device lane";
+      if (clash(sending[a], sending[b]) || clash(receiving[a], receiving[b])) return "two ops overlap on one device lane";
     }
   // Hosts named by ops match the host map.
   for (std::size_t i = 0; i < s.transfers.size(); ++i) {

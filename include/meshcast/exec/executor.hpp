@@ -348,9 +348,10 @@ class executor {
       if (!(m.end > m.start)) return false;
       for (std::int32_t w : s.transfers[i].waits_for)
         if (m.start < s.model[static_cast<std::size_t>(w)].end) return false;
-      for (int r : m.resources) {
-        auto [it, fresh] = free.try_emplace(r, m.end);
-        if (!fresh && m.start < std::exchange(it->second, m.end)) return false;
+      for (std::size_t k = 0; k < m.resources.size(); ++k) {
+        const double until = m.start + m.held_for(k);
+        auto [it, fresh] = free.try_emplace(m.resources[k], until);
+        if (!fresh && m.start < std::exchange(it->second, until)) return false;
       }
     }
     return true;

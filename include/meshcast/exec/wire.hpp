@@ -18,7 +18,7 @@
 namespace meshcast {
 
 namespace detail {
-inline constexpr std::int64_t wire_magic = 0x6d63617374310002;  // "mcast1", version 2
+inline constexpr std::int64_t wire_magic = 0x6d63617374310003;  // "mcast1", version 3
 
 class wire_writer {
  public:
@@ -118,6 +118,8 @@ inline std::vector<std::int64_t> to_wire(const schedule& s) {
     w.list(m.egress_hosts);
     w.list(m.ingress_hosts);
     for (double v : {m.latency_s, m.duration, m.start, m.end}) w.real(v);
+    w.word(m.held_briefly);
+    w.real(m.brief_s);
   }
   return w.done();
 }
@@ -156,6 +158,12 @@ inline schedule from_wire(const std::vector<std::int64_t>& words) {
     m.egress_hosts = r.list<index_t>();
     m.ingress_hosts = r.list<index_t>();
     for (double* v : {&m.latency_s, &m.duration, &m.start, &m.end}) *v = r.real();
+    const std::int64_t briefly = r.word();
+    if (briefly < 0 || briefly > static_cast<std::int64_t>(m.resources.size()))
+      throw error("a schedule message frees more resources early than a transfer holds");
+    m.held_briefly = static_cast<int>(briefly);
+    m.brief_s = r.real();
+    if (!(m.brief_s >= 0 && m.brief_s <= m.duration)) throw error("a schedule message frees resources outside a transfer's time");
   }
   if (!r.at_end()) throw error("a schedule message has trailing words");
   return s;

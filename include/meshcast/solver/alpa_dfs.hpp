@@ -70,8 +70,8 @@ struct alpa_dfs {
             if (busy[port_of(k)] < busy[port_of(pick)]) pick = k;
         }
         for (const op& x : un.options[pick].ops)
-          for (int r : x.resources)
-            if (in.resources.is_port(r)) busy[r] += x.duration;
+          for (std::size_t j = 0; j < x.resources.size(); ++j)
+            if (in.resources.is_port(x.resources[j])) busy[x.resources[j]] += x.held_for(j);
       }
       double e = makespan;
       for (int r = 0; r < 2 * in.resources.ports; ++r) e = std::max(e, busy[r]);

@@ -59,7 +59,7 @@ struct branch_and_bound {
     const detail::deadline& deadline;
     bool timed_out = false;
     std::uint64_t nodes = 0;
-    // per unit and option: resource -> total duration
+    // per unit and option: resource -> total time held
     std::vector<std::vector<std::vector<std::pair<int, double>>>> load;
     resource_clock clock;  // the ops placed so far
     std::vector<int> chosen;
@@ -77,10 +77,11 @@ struct branch_and_bound {
         for (const option& o : in.units[u].options) {
           std::vector<std::pair<int, double>> m;
           for (const op& x : o.ops)
-            for (int r : x.resources) {
+            for (std::size_t j = 0; j < x.resources.size(); ++j) {
+              const int r = x.resources[j];
               auto it = std::find_if(m.begin(), m.end(), [&](auto& p) { return p.first == r; });
-              if (it == m.end()) m.push_back({r, x.duration});
-              else it->second += x.duration;
+              if (it == m.end()) m.push_back({r, x.held_for(j)});
+              else it->second += x.held_for(j);
             }
           load[u].push_back(std::move(m));
         }
@@ -125,7 +126,7 @@ struct branch_and_bound {
           const auto& ops = in.units[u].options[chosen[u]].ops;
           for (std::size_t j = 0; j < ops.size(); ++j)
             if (!(done[u] >> j & 1))
-              for (int r : ops[j].resources) demand[r] += ops[j].duration;
+              for (std::size_t q = 0; q < ops[j].resources.size(); ++q) demand[ops[j].resources[q]] += ops[j].held_for(q);
           continue;
         }
         // Unchosen: what every option puts on a resource is certain; the sender's extra is not,

@@ -213,14 +213,14 @@ struct greedy {
       for (std::size_t k = 0; k < un.options.size(); ++k) {
         double peak = 0;
         for (const op& x : un.options[k].ops)
-          for (int r : x.resources)
-            if (in.resources.is_port(r)) peak = std::max(peak, load[r] + x.duration);
+          for (std::size_t j = 0; j < x.resources.size(); ++j)
+            if (in.resources.is_port(x.resources[j])) peak = std::max(peak, load[x.resources[j]] + x.held_for(j));
         if (peak < best_load) best_load = peak, best = static_cast<int>(k);
       }
       forced[u] = best;
       for (const op& x : un.options[best].ops)
-        for (int r : x.resources)
-          if (in.resources.is_port(r)) load[r] += x.duration;
+        for (std::size_t j = 0; j < x.resources.size(); ++j)
+          if (in.resources.is_port(x.resources[j])) load[x.resources[j]] += x.held_for(j);
     }
     return forced;
   }

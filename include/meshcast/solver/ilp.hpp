@@ -5,7 +5,8 @@
 // starts in slot t, binary y[u,k] that unit u uses option k. Every op of the chosen option starts
 // once; no resource (NIC direction or device stream) carries two ops in one slot; an op waits for
 // the op named by its `after`; C >= every end; minimise C. The greedy schedule is the MIP start.
-// When every duration is a whole number of slots, the optimum is the ordered model's optimum.
+// A resource an op frees early (a chain's sender) is held for its own whole slots. When every
+// such time is a whole number of slots, the optimum is the ordered model's optimum.
 // The model is built only when it stays small (`max_nonzeros`) and time is left; otherwise, and
 // whenever CBC ends without a complete solution, the answer is the greedy schedule.
 //
@@ -57,8 +58,10 @@ struct ilp {
     double shortest = std::numeric_limits<double>::infinity();
     for (const unit& u : in.units)
       for (const option& o : u.options)
-        for (const op& x : o.ops)
+        for (const op& x : o.ops) {
           if (x.duration > 0) shortest = std::min(shortest, x.duration);
+          if (x.held_briefly > 0 && x.brief_s > 0) shortest = std::min(shortest, x.brief_s);
+        }
     if (!std::isfinite(shortest)) shortest = 1;
     // Prefer a slot that divides every duration (then the program is exact), e.g. 768 and 640
     // bytes at one bandwidth: slot = 128 bytes' worth.
@@ -66,7 +69,8 @@ struct ilp {
       for (const unit& u : in.units)
         for (const option& o : u.options)
           for (const op& x : o.ops)
-            if (double q = x.duration / d; std::abs(q - std::round(q)) > 1e-6 * std::max(1.0, q)) return false;
+            for (double v : {x.duration, x.held_briefly > 0 ? x.brief_s : 0.0})
+              if (double q = v / d; std::abs(q - std::round(q)) > 1e-6 * std::max(1.0, q)) return false;
       return true;
     };
     double delta = shortest;
@@ -96,7 +100,9 @@ struct ilp {
     bool exact = true;
     for (const unit& u : in.units)
       for (const option& o : u.options)
-        for (const op& x : o.ops) exact &= std::abs(slots(x.duration) * delta - x.duration) <= 1e-9 * delta;
+        for (const op& x : o.ops)
+          for (double v : {x.duration, x.held_briefly > 0 ? x.brief_s : 0.0})
+            exact &= v <= 0 || std::abs(slots(v) * delta - v) <= 1e-9 * delta;
 
     // Columns.
     struct column_set {
@@ -156,8 +162,10 @@ struct ilp {
           for (int t = 0; t < cs.count; ++t) {
             once.push_back({cs.first + t, 1});
             end.push_back({cs.first + t, t + d});
-            for (int r : ops[j].resources)
-              for (int s = t; s < t + d; ++s) busy[dense[r]][s].push_back({cs.first + t, 1});
+            for (std::size_t q = 0; q < ops[j].resources.size(); ++q) {
+              const int held = slots(ops[j].held_for(q));
+              for (int s = t; s < t + held; ++s) busy[dense[ops[j].resources[q]]][s].push_back({cs.first + t, 1});
+            }
           }
           add_row(once, 0, 0);
           add_row(end, -inf, 0);
@@ -179,8 +187,9 @@ struct ilp {
       for (std::size_t k = 0; k < in.units[u].options.size(); ++k)
         for (std::size_t j = 0; j < in.units[u].options[k].ops.size(); ++j) {
           const op& o = in.units[u].options[k].ops[j];
-          for (int r : o.resources)
-            for (int t = 0; t < x[u][k][j].count; ++t) work[dense[r]].push_back({x[u][k][j].first + t, slots(o.duration)});
+          for (std::size_t q = 0; q < o.resources.size(); ++q)
+            for (int t = 0; t < x[u][k][j].count; ++t)
+              work[dense[o.resources[q]]].push_back({x[u][k][j].first + t, slots(o.held_for(q))});
         }
     for (auto& w : work)
       if (!w.empty()) {
@@ -284,7 +293,7 @@ struct ilp {
     for (std::size_t u : g.order)
       for (const op& x : in.units[u].options[g.choice[u]].ops) {
         const double s = clock.earliest_start(x);
-        clock.occupy(x, s, slots(x.duration));
+        clock.occupy_as(x, s, slots);
         if (starts) (*starts)[u].push_back(static_cast<int>(std::min(s, 1e9)));
       }
     return clock.makespan();

@@ -73,6 +73,13 @@ struct broadcast {
     const double fill = static_cast<double>(by_host.size() - 1) * chunk + (bytes > chunk_bytes ? chunk : 0.0);
     o.latency_s = static_cast<double>(by_host.size()) * net.latency_s() + fill / slowest + (intra ? net.latency_s() : 0.0);
     o.duration = o.latency_s + static_cast<double>(bytes) / slowest;
+    if (o.kind == transfer_kind::chain) {
+      // The sender's send lane and NIC egress (its first two resources) are free once its last
+      // chunk has gone; the chain's members still pass it on. (A collective broadcast keeps its
+      // root busy in algorithm steps of its own: all its resources are held to the end.)
+      o.held_briefly = 2;
+      o.brief_s = net.latency_s() + static_cast<double>(bytes) / slowest;
+    }
     out.push_back(std::move(o));
   }
 };
