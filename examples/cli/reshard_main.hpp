@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <fstream>
 #include <new>
 #include <optional>
 #include <string>
@@ -173,6 +174,43 @@ inline void concurrent_runs_send_eagerly(int argc, char** argv) {
   if (concurrent && !user_chose) ::setenv("UCX_RNDV_THRESH", "64mb", 1);
 }
 
+// The payload fraction of the line rate where the run's data goes over TCP/IPv4 and Ethernet (UCX
+// limited to TCP, as scripts/cluster.sh sets it): a full frame of MTU + 14 bytes carries MTU - 52
+// bytes of payload (IP and TCP headers with timestamps), 1448 of 1514 at MTU 1500. The MTU is that
+// of UCX's first NIC (UCX_NET_DEVICES), 1500 when it cannot be read. None for other transports.
+struct payload_fraction {
+  double value = 1;
+  std::string from;
+};
+inline std::optional<payload_fraction> tcp_payload_fraction() {
+  const char* tls = std::getenv("UCX_TLS");
+  if (!tls) return std::nullopt;
+  bool tcp = false;
+  for (std::string_view rest = tls; !rest.empty();) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view t = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    if (t == "tcp") tcp = true;
+    else if (t != "self" && t != "sm" && t != "shm" && t != "posix" && t != "sysv" && t != "cma" && t != "knem" &&
+             t != "xpmem")
+      return std::nullopt;  // a transport that may carry the data another way
+  }
+  if (!tcp) return std::nullopt;
+  std::string device = "eth0";
+  if (const char* d = std::getenv("UCX_NET_DEVICES")) {
+    device = std::string(d).substr(0, std::string(d).find_first_of(",:"));
+    if (device.empty() || device == "all" || device.find('/') != std::string::npos) device.clear();
+  }
+  long mtu = 1500;
+  if (!device.empty()) {
+    std::ifstream in("/sys/class/net/" + device + "/mtu");
+    long m = 0;
+    if (in >> m && m >= 576 && m <= 65536) mtu = m;
+  }
+  return payload_fraction{static_cast<double>(mtu - 52) / static_cast<double>(mtu + 14),
+                          "TCP over Ethernet, MTU " + std::to_string(mtu)};
+}
+
 }  // namespace meshcast::cli::reshard_detail
 
 namespace meshcast::cli {
@@ -198,6 +236,7 @@ int reshard_main(int argc, char** argv) {
   std::vector<index_t> host_of;
   failure failed;
   bool json = false;
+  std::string efficiency_from = "the default";  // where the model's payload fraction comes from
   auto agree = [&](const char* what) {  // every rank learns whether all are fine; bounded in time
     try {
       return all_ok(MPI_COMM_WORLD, !failed, extra.timeout_s, what);
@@ -239,11 +278,15 @@ int reshard_main(int argc, char** argv) {
                     "  --repeat N              reshard N times (1..%d), report the best time\n"
                     "  --exec-trace FILE       write a Chrome trace: each rank's steps in the last run beside the model\n"
                     "  (--json: one JSON object on rank 0's stdout: seconds, predicted_seconds, lower_bound_seconds,\n"
-                    "   physical_bound_seconds, bytes_delivered, wrong_elements, strategy, solver, mode, ...)\n",
+                    "   physical_bound_seconds, bytes_delivered, wrong_elements, strategy, solver, mode, ...)\n"
+                    "  (without --nic-efficiency, where UCX_TLS names TCP and no network transport besides it, the\n"
+                    "   model takes TCP over Ethernet's payload fraction at the MTU of UCX's NIC: 1448/1514 at 1500)\n",
                     cli::plan_flags_help(), cli::schedule_flags_help<Solvers, Strategies>().c_str(), max_repeat);
       return finish(0);
     }
     json = flags.json;
+    if (!sched.nic_efficiency_given)
+      if (auto f = tcp_payload_fraction()) sched.nic_efficiency = f->value, efficiency_from = f->from;
     p = cli::plan_from_flags(flags);
     if (p.device_count != size)
       throw error("the layouts use " + std::to_string(p.device_count) + " devices but " + std::to_string(size) +
@@ -384,6 +427,8 @@ int reshard_main(int argc, char** argv) {
         j.key("strategy").value(strategy);
         j.key("solver").value(solver);
         j.key("mode").value(std::string(to_string(s.mode)));
+        j.key("nic_efficiency").value(sched.nic_efficiency);
+        j.key("nic_efficiency_from").value(sched.nic_efficiency_given ? std::string("--nic-efficiency") : efficiency_from);
         j.key("ranks").value(static_cast<long long>(size));
         j.key("repeat").value(static_cast<long long>(extra.repeat));
         j.key("transfers").value(static_cast<long long>(s.transfers.size()));

@@ -40,6 +40,7 @@ struct schedule_flags {
   std::string solver, strategy;
   bool split_replicas = false;
   double nic_gbps = 10, intra_gbps = 800, latency_us = 10, nic_efficiency = 1;
+  bool nic_efficiency_given = false;
   int nics_per_host = 1;
   double time_limit_ms = 1000;
   std::uint64_t seed = 1;
@@ -86,7 +87,7 @@ bool parse_schedule_flag(schedule_flags& f, const std::string& arg, Next&& next)
   // time limits up to meshcast::max_time_limit_s.
   else if (arg == "--nic-gbps") f.nic_gbps = parse_real(arg, next(), 8e-9, 8e6);
   else if (arg == "--intra-gbps") f.intra_gbps = parse_real(arg, next(), 8e-9, 8e6);
-  else if (arg == "--nic-efficiency") f.nic_efficiency = parse_real(arg, next(), 1e-3, 1);
+  else if (arg == "--nic-efficiency") f.nic_efficiency = parse_real(arg, next(), 1e-3, 1), f.nic_efficiency_given = true;
   else if (arg == "--latency-us") f.latency_us = parse_real(arg, next(), 0, 3.6e9);
   else if (arg == "--nics-per-host") f.nics_per_host = static_cast<int>(parse_count(arg, next(), 1, max_nics_per_host));
   else if (arg == "--time-limit-ms") f.time_limit_ms = parse_real(arg, next(), 0, max_time_limit_s * 1000);
