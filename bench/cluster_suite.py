@@ -142,7 +142,9 @@ def run_one(build, case, strategy, solver, mode, model, repeat):
     r = sh(*cmd, timeout=900, check=False)
     lines = [l for l in r.stdout.splitlines() if l.startswith("{")]
     if r.returncode != 0 or not lines:
-        return {"error": (r.stderr or r.stdout)[-400:].replace("\n", " ")}
+        # The ranks' own lines first (hydra's follow them and say only that a rank ended badly).
+        own = [l for l in (r.stderr or r.stdout).splitlines() if l.strip() and not l.startswith(("[mpiexec@", "[proxy:"))]
+        return {"error": f"exit {r.returncode}: " + " | ".join(own)[-1500:], "stderr": (r.stderr or "")[-6000:]}
     return json.loads(lines[-1])
 
 
