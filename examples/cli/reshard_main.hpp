@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cctype>
 #include <cstdlib>
 #include <exception>
 #include <fstream>
@@ -211,6 +212,28 @@ inline std::optional<payload_fraction> tcp_payload_fraction() {
                           "TCP over Ethernet, MTU " + std::to_string(mtu)};
 }
 
+// UCX's eager limit as UCX_RNDV_THRESH gives it ("1mb", "65536", "64k", "inf"); nothing when it
+// is not set, "auto" or unreadable.
+inline std::optional<index_t> ucx_eager_bytes() {
+  const char* v = std::getenv("UCX_RNDV_THRESH");
+  if (!v) return std::nullopt;
+  std::string s(v);
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (s == "inf") return index_t{1} << 40;
+  std::size_t used = 0;
+  unsigned long long n = 0;
+  try {
+    n = std::stoull(s, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  std::string unit = s.substr(used);
+  if (!unit.empty() && unit.back() == 'b') unit.pop_back();
+  const unsigned long long scale = unit.empty() ? 1 : unit == "k" ? 1ull << 10 : unit == "m" ? 1ull << 20 : unit == "g" ? 1ull << 30 : 0;
+  if (scale == 0 || n > (1ull << 40) / scale) return std::nullopt;
+  return static_cast<index_t>(n * scale);
+}
+
 }  // namespace meshcast::cli::reshard_detail
 
 namespace meshcast::cli {
@@ -287,6 +310,11 @@ int reshard_main(int argc, char** argv) {
     json = flags.json;
     if (!sched.nic_efficiency_given)
       if (auto f = tcp_payload_fraction()) sched.nic_efficiency = f->value, efficiency_from = f->from;
+    // The transport's eager limit, which the backend and the model must both know: UCX's setting
+    // unless --eager-bytes says otherwise (read before concurrent runs raise it, which only
+    // concurrent mode, unacknowledged, sees).
+    if (!sched.eager_bytes_given)
+      if (auto e = ucx_eager_bytes()) sched.eager_bytes = *e;
     p = cli::plan_from_flags(flags);
     if (p.device_count != size)
       throw error("the layouts use " + std::to_string(p.device_count) + " devices but " + std::to_string(size) +
@@ -331,7 +359,7 @@ int reshard_main(int argc, char** argv) {
   // 3. Buffers and the executor: this rank's own resources.
   const std::size_t eb = static_cast<std::size_t>(p.element_bytes);
   const std::string strategy = sched.strategy.empty() ? "send_recv" : sched.strategy;
-  mpi_backend backend(MPI_COMM_WORLD, extra.timeout_s);
+  mpi_backend backend(MPI_COMM_WORLD, extra.timeout_s, chain_chunk_bytes, static_cast<std::size_t>(sched.eager_bytes));
   std::size_t wrong = 0;
   double seconds = 0;
   const bool is_destination = std::find(p.dst_devices.begin(), p.dst_devices.end(), rank) != p.dst_devices.end();
@@ -428,6 +456,7 @@ int reshard_main(int argc, char** argv) {
         j.key("solver").value(solver);
         j.key("mode").value(std::string(to_string(s.mode)));
         j.key("nic_efficiency").value(sched.nic_efficiency);
+        j.key("eager_bytes").value(static_cast<long long>(sched.eager_bytes));
         j.key("nic_efficiency_from").value(sched.nic_efficiency_given ? std::string("--nic-efficiency") : efficiency_from);
         j.key("ranks").value(static_cast<long long>(size));
         j.key("repeat").value(static_cast<long long>(extra.repeat));

@@ -42,6 +42,8 @@ struct schedule_flags {
   double nic_gbps = 10, intra_gbps = 800, latency_us = 10, nic_efficiency = 1;
   bool nic_efficiency_given = false;
   int nics_per_host = 1;
+  index_t eager_bytes = static_cast<index_t>(std::size_t{1} << 20);  // the MPI backend's eager limit
+  bool eager_bytes_given = false;
   double time_limit_ms = 1000;
   std::uint64_t seed = 1;
   std::string trace;
@@ -89,6 +91,8 @@ bool parse_schedule_flag(schedule_flags& f, const std::string& arg, Next&& next)
   else if (arg == "--intra-gbps") f.intra_gbps = parse_real(arg, next(), 8e-9, 8e6);
   else if (arg == "--nic-efficiency") f.nic_efficiency = parse_real(arg, next(), 1e-3, 1), f.nic_efficiency_given = true;
   else if (arg == "--latency-us") f.latency_us = parse_real(arg, next(), 0, 3.6e9);
+  else if (arg == "--eager-bytes")
+    f.eager_bytes = static_cast<index_t>(parse_count(arg, next(), 0, std::int64_t{1} << 40)), f.eager_bytes_given = true;
   else if (arg == "--nics-per-host") f.nics_per_host = static_cast<int>(parse_count(arg, next(), 1, max_nics_per_host));
   else if (arg == "--time-limit-ms") f.time_limit_ms = parse_real(arg, next(), 0, max_time_limit_s * 1000);
   else if (arg == "--seed") f.seed = parse_u64(arg, next());
@@ -107,7 +111,8 @@ bool parse_schedule_flag(schedule_flags& f, const std::string& arg, Next&& next)
 inline network network_from_flags(const schedule_flags& f, std::vector<index_t> host_of) {
   return network::uniform(std::move(host_of), network::gbit_per_s(f.nic_gbps), network::gbit_per_s(f.intra_gbps),
                           f.latency_us * 1e-6, f.nics_per_host)
-      .with_payload_fraction(f.nic_efficiency);
+      .with_payload_fraction(f.nic_efficiency)
+      .with_eager_bytes(f.eager_bytes);
 }
 
 /// Runs the named solver of `Solvers` on the named strategy of `Strategies`; throws `error` for
@@ -141,6 +146,9 @@ std::string schedule_flags_help() {
          "                          default 1; measure it with meshcast-calibrate)\n"
          "  --intra-gbps X          intra-host link bandwidth, Gbit/s (default 800)\n"
          "  --latency-us X          per-message latency, microseconds (default 10)\n"
+         "  --eager-bytes N         the transport sends messages up to N bytes eagerly and ordered mode\n"
+         "                          waits for their receivers' acknowledgements (default 1048576, the MPI\n"
+         "                          backend's eager limit; 0 for NCCL)\n"
          "  --time-limit-ms N       limit for the searching solvers (default 1000)\n"
          "  --seed N                seed for the randomised solvers (default 1)\n"
          "  --trace FILE            write a Chrome trace-event JSON of the schedule (open in Perfetto)\n"

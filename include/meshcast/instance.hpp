@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "connections.hpp"
 #include "execution.hpp"
 #include "network.hpp"
 #include "plan.hpp"
@@ -49,6 +50,8 @@ struct instance {
   bool split_replicas = false;
   execution mode = execution::ordered;  ///< the mode its schedules are made for
   std::vector<unit> units;
+  /// Ordered mode over a transport with eager messages: the connections' slots.
+  connection_map connections;
 };
 
 struct instance_options {
@@ -162,6 +165,10 @@ instance make_instance(std::vector<std::shared_ptr<const plan>> plans, std::shar
     }
   }
   }
+  if (in.mode == execution::ordered && net.eager_bytes() > 0)
+    for (unit& u : in.units)
+      for (option& o : u.options)
+        for (op& x : o.ops) in.connections.apply(x, net);
   return in;
 }
 

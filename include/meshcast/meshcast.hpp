@@ -19,6 +19,7 @@
 #include "slice.hpp"
 #include "strategy.hpp"
 #include "strategies.hpp"
+#include "connections.hpp"
 #include "instance.hpp"
 #include "schedule.hpp"
 #include "lower_bound.hpp"

@@ -155,7 +155,8 @@ class batch_resharder {
           options_.devices_per_host > 0
               ? default_hosts(plans_[0].device_count, static_cast<index_t>(plans_[0].src_devices.size()), options_.devices_per_host)
               : discover_hosts(comm_);
-      net_ = network_from(options_, hosts);
+      // The MPI backend's eager messages are acknowledged in ordered mode (connections.hpp).
+      net_ = network_from(options_, hosts).with_eager_bytes(static_cast<index_t>(eager_limit_bytes));
       if (rank == 0) {
         instance in = make_instance(plans_, net_, strategy, {.split_replicas = options_.split_replicas, .mode = options_.mode});
         schedule_ = solve(in, solver, {.time_limit_s = options_.time_limit_s, .seed = options_.seed});

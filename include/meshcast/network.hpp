@@ -102,6 +102,14 @@ class network {
     payload_fraction_ = f;
     return *this;
   }
+  /// The transport sends messages of up to this many bytes eagerly (0: none, as NCCL), and the
+  /// ordered executor then waits for the receiver's acknowledgement (connections.hpp).
+  index_t eager_bytes() const noexcept { return eager_bytes_; }
+  network& with_eager_bytes(index_t bytes) {
+    if (bytes < 0) throw error("the eager limit (" + std::to_string(bytes) + " bytes) must not be negative");
+    eager_bytes_ = bytes;
+    return *this;
+  }
   int first_port(index_t h) const noexcept { return port_base_[h]; }
   int nic_count(index_t h) const noexcept { return hosts_[h].count; }
   double intra_bps() const noexcept { return intra_bps_; }
@@ -126,6 +134,7 @@ class network {
   double intra_bps_ = 1;
   double latency_s_ = 0;
   double payload_fraction_ = 1;
+  index_t eager_bytes_ = 0;
   std::vector<int> port_base_;
   std::vector<int> port_of_;
 };

@@ -81,6 +81,10 @@ struct transfer_model {
   /// well before the chain's last member has it, and its executor step is then over.
   int held_briefly = 0;
   double brief_s = 0;
+  /// Its connection's slot for its direction (the other direction: `connection ^ 1`), or -1, and
+  /// whether it goes eagerly (connections.hpp).
+  int connection = -1;
+  bool eager = false;
   friend bool operator==(const transfer_model&, const transfer_model&) = default;
 
   /// How long the transfer holds its k-th resource.

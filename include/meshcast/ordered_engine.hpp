@@ -3,6 +3,10 @@
 // starts when all its resources are free, and occupies them for its duration (some of them
 // for less: transfer_model::held_for).
 //
+// A transfer that names a connection slot also keeps the connection rule (connections.hpp): in
+// opposite directions between two devices, transfers start together (both by rendezvous) or one
+// after the other.
+//
 // resource_clock places ops for good (list schedules, the simulator), or with an undo log (the
 // searches, which take placements back); trial_clock asks what a sequence of ops appended to a
 // clock would finish at, without changing the clock (greedy's choice of a sender).
@@ -17,29 +21,48 @@
 
 namespace meshcast {
 
+/// The last transfer placed on one direction of a connection (connections.hpp).
+struct connection_use {
+  double start = 0, end = 0;
+  bool eager = false, used = false;
+  friend bool operator==(const connection_use&, const connection_use&) = default;
+};
+
+/// When a transfer whose resources are free from `t` may start, given the last transfer the
+/// other way on its connection: at `t` if that one has ended; with it, if both go by
+/// rendezvous and it starts no earlier than `t`; else once it has ended.
+inline double connection_start(const transfer_model& o, double t, const connection_use& other) noexcept {
+  if (!other.used || t >= other.end) return t;
+  if (!o.eager && !other.eager && t <= other.start) return other.start;
+  return other.end;
+}
+
 class resource_clock {
  public:
   /// What placements overwrote since `mark`, so that `undo` can take them back.
   struct undo_log {
     std::vector<std::pair<int, double>> saved;  ///< (resource, free time before), in order
+    std::vector<std::pair<int, connection_use>> connections;  ///< (slot, its use before), in order
     double makespan = 0;
   };
 
   explicit resource_clock(int resources) : free_(static_cast<std::size_t>(resources), 0.0) {}
   void reset() {
     std::fill(free_.begin(), free_.end(), 0.0);
+    connections_.clear();
     makespan_ = 0;
   }
   /// When `o` can start if placed next (not before `not_before`).
   double earliest_start(const transfer_model& o, double not_before = 0) const noexcept {
     double t = not_before;
     for (int r : o.resources) t = std::max(t, free_[r]);
-    return t;
+    return o.connection >= 0 ? connection_start(o, t, use(o.connection ^ 1)) : t;
   }
   /// Occupies `o`'s resources from `start`, each for as long as `o` holds it; returns the end.
-  double occupy(const transfer_model& o, double start) noexcept {
+  double occupy(const transfer_model& o, double start) {
     for (std::size_t k = 0; k < o.resources.size(); ++k) free_[o.resources[k]] = start + o.held_for(k);
     const double end = start + o.duration;
+    if (o.connection >= 0) slot(o.connection) = {start, end, o.eager, true};
     makespan_ = std::max(makespan_, end);
     return end;
   }
@@ -49,41 +72,55 @@ class resource_clock {
   double occupy_as(const transfer_model& o, double start, Length&& length) {
     for (std::size_t k = 0; k < o.resources.size(); ++k) free_[o.resources[k]] = start + length(o.held_for(k));
     const double end = start + length(o.duration);
+    if (o.connection >= 0) slot(o.connection) = {start, end, o.eager, true};
     makespan_ = std::max(makespan_, end);
     return end;
   }
   /// Places `o` as the next op (not before `not_before`): sets its start and end, returns its end.
-  double place(transfer_model& o, double not_before = 0) noexcept {
+  double place(transfer_model& o, double not_before = 0) {
     o.start = earliest_start(o, not_before);
     o.end = occupy(o, o.start);
     return o.end;
   }
   /// Places an op without recording its times; returns its end.
-  double place(const transfer_model& o) noexcept { return occupy(o, earliest_start(o)); }
+  double place(const transfer_model& o) { return occupy(o, earliest_start(o)); }
 
   /// Starts `log` afresh: the placements made with it from now on can be taken back.
   void mark(undo_log& log) const {
     log.saved.clear();
+    log.connections.clear();
     log.makespan = makespan_;
   }
   /// Places an op, noting in `log` what it overwrites; returns its end.
   double place(const transfer_model& o, undo_log& log) {
     const double start = earliest_start(o);
     for (int r : o.resources) log.saved.push_back({r, free_[r]});
+    if (o.connection >= 0) log.connections.push_back({o.connection, use(o.connection)});
     return occupy(o, start);
   }
   /// Takes back every placement noted in `log` since its `mark`.
   void undo(const undo_log& log) noexcept {
     for (auto it = log.saved.rbegin(); it != log.saved.rend(); ++it) free_[it->first] = it->second;
+    for (auto it = log.connections.rbegin(); it != log.connections.rend(); ++it)
+      connections_[static_cast<std::size_t>(it->first)] = it->second;
     makespan_ = log.makespan;
   }
 
   double free_at(int resource) const noexcept { return free_[resource]; }
   double makespan() const noexcept { return makespan_; }
   const std::vector<double>& free_times() const noexcept { return free_; }
+  /// The last transfer placed on connection slot `k` (unused if none).
+  connection_use use(int k) const noexcept {
+    return static_cast<std::size_t>(k) < connections_.size() ? connections_[static_cast<std::size_t>(k)] : connection_use{};
+  }
 
  private:
+  connection_use& slot(int k) {
+    if (static_cast<std::size_t>(k) >= connections_.size()) connections_.resize(static_cast<std::size_t>(k) + 1);
+    return connections_[static_cast<std::size_t>(k)];
+  }
   std::vector<double> free_;
+  std::vector<connection_use> connections_;  // grows with the slots its ops name
   double makespan_ = 0;
 };
 
@@ -96,20 +133,30 @@ class trial_clock {
   template <class Ops>
   double finish(const Ops& ops, const resource_clock& base) {
     ++epoch_;
+    touched_.clear();
     double finish = 0;
     for (const auto& x : ops) {
       double start = 0;
       for (int r : x.resources) start = std::max(start, stamp_[r] == epoch_ ? time_[r] : base.free_at(r));
+      if (x.connection >= 0) start = connection_start(x, start, use(x.connection ^ 1, base));
       for (std::size_t k = 0; k < x.resources.size(); ++k)
         stamp_[x.resources[k]] = epoch_, time_[x.resources[k]] = start + x.held_for(k);
+      if (x.connection >= 0) touched_.push_back({x.connection, {start, start + x.duration, x.eager, true}});
       finish = std::max(finish, start + x.duration);
     }
     return finish;
   }
 
  private:
+  // The trial's own use of a slot if it made one (the latest), else the clock's.
+  connection_use use(int k, const resource_clock& base) const {
+    for (auto it = touched_.rbegin(); it != touched_.rend(); ++it)
+      if (it->first == k) return it->second;
+    return base.use(k);
+  }
   std::vector<std::uint64_t> stamp_;
   std::vector<double> time_;
+  std::vector<std::pair<int, connection_use>> touched_;  // a trial's few ops
   std::uint64_t epoch_ = 0;
 };
 

@@ -1301,6 +1301,14 @@ class network {
     payload_fraction_ = f;
     return *this;
   }
+  /// The transport sends messages of up to this many bytes eagerly (0: none, as NCCL), and the
+  /// ordered executor then waits for the receiver's acknowledgement (connections.hpp).
+  index_t eager_bytes() const noexcept { return eager_bytes_; }
+  network& with_eager_bytes(index_t bytes) {
+    if (bytes < 0) throw error("the eager limit (" + std::to_string(bytes) + " bytes) must not be negative");
+    eager_bytes_ = bytes;
+    return *this;
+  }
   int first_port(index_t h) const noexcept { return port_base_[h]; }
   int nic_count(index_t h) const noexcept { return hosts_[h].count; }
   double intra_bps() const noexcept { return intra_bps_; }
@@ -1325,6 +1333,7 @@ class network {
   double intra_bps_ = 1;
   double latency_s_ = 0;
   double payload_fraction_ = 1;
+  index_t eager_bytes_ = 0;
   std::vector<int> port_base_;
   std::vector<int> port_of_;
 };
@@ -1413,6 +1422,10 @@ struct transfer_model {
   /// well before the chain's last member has it, and its executor step is then over.
   int held_briefly = 0;
   double brief_s = 0;
+  /// Its connection's slot for its direction (the other direction: `connection ^ 1`), or -1, and
+  /// whether it goes eagerly (connections.hpp).
+  int connection = -1;
+  bool eager = false;
   friend bool operator==(const transfer_model&, const transfer_model&) = default;
 
   /// How long the transfer holds its k-th resource.
@@ -1475,6 +1488,10 @@ inline execution parse_execution(std::string_view name) {
 // starts when all its resources are free, and occupies them for its duration (some of them
 // for less: transfer_model::held_for).
 //
+// A transfer that names a connection slot also keeps the connection rule (connections.hpp): in
+// opposite directions between two devices, transfers start together (both by rendezvous) or one
+// after the other.
+//
 // resource_clock places ops for good (list schedules, the simulator), or with an undo log (the
 // searches, which take placements back); trial_clock asks what a sequence of ops appended to a
 // clock would finish at, without changing the clock (greedy's choice of a sender).
@@ -1487,29 +1504,48 @@ inline execution parse_execution(std::string_view name) {
 
 namespace meshcast {
 
+/// The last transfer placed on one direction of a connection (connections.hpp).
+struct connection_use {
+  double start = 0, end = 0;
+  bool eager = false, used = false;
+  friend bool operator==(const connection_use&, const connection_use&) = default;
+};
+
+/// When a transfer whose resources are free from `t` may start, given the last transfer the
+/// other way on its connection: at `t` if that one has ended; with it, if both go by
+/// rendezvous and it starts no earlier than `t`; else once it has ended.
+inline double connection_start(const transfer_model& o, double t, const connection_use& other) noexcept {
+  if (!other.used || t >= other.end) return t;
+  if (!o.eager && !other.eager && t <= other.start) return other.start;
+  return other.end;
+}
+
 class resource_clock {
  public:
   /// What placements overwrote since `mark`, so that `undo` can take them back.
   struct undo_log {
     std::vector<std::pair<int, double>> saved;  ///< (resource, free time before), in order
+    std::vector<std::pair<int, connection_use>> connections;  ///< (slot, its use before), in order
     double makespan = 0;
   };
 
   explicit resource_clock(int resources) : free_(static_cast<std::size_t>(resources), 0.0) {}
   void reset() {
     std::fill(free_.begin(), free_.end(), 0.0);
+    connections_.clear();
     makespan_ = 0;
   }
   /// When `o` can start if placed next (not before `not_before`).
   double earliest_start(const transfer_model& o, double not_before = 0) const noexcept {
     double t = not_before;
     for (int r : o.resources) t = std::max(t, free_[r]);
-    return t;
+    return o.connection >= 0 ? connection_start(o, t, use(o.connection ^ 1)) : t;
   }
   /// Occupies `o`'s resources from `start`, each for as long as `o` holds it; returns the end.
-  double occupy(const transfer_model& o, double start) noexcept {
+  double occupy(const transfer_model& o, double start) {
     for (std::size_t k = 0; k < o.resources.size(); ++k) free_[o.resources[k]] = start + o.held_for(k);
     const double end = start + o.duration;
+    if (o.connection >= 0) slot(o.connection) = {start, end, o.eager, true};
     makespan_ = std::max(makespan_, end);
     return end;
   }
@@ -1519,41 +1555,55 @@ class resource_clock {
   double occupy_as(const transfer_model& o, double start, Length&& length) {
     for (std::size_t k = 0; k < o.resources.size(); ++k) free_[o.resources[k]] = start + length(o.held_for(k));
     const double end = start + length(o.duration);
+    if (o.connection >= 0) slot(o.connection) = {start, end, o.eager, true};
     makespan_ = std::max(makespan_, end);
     return end;
   }
   /// Places `o` as the next op (not before `not_before`): sets its start and end, returns its end.
-  double place(transfer_model& o, double not_before = 0) noexcept {
+  double place(transfer_model& o, double not_before = 0) {
     o.start = earliest_start(o, not_before);
     o.end = occupy(o, o.start);
     return o.end;
   }
   /// Places an op without recording its times; returns its end.
-  double place(const transfer_model& o) noexcept { return occupy(o, earliest_start(o)); }
+  double place(const transfer_model& o) { return occupy(o, earliest_start(o)); }
 
   /// Starts `log` afresh: the placements made with it from now on can be taken back.
   void mark(undo_log& log) const {
     log.saved.clear();
+    log.connections.clear();
     log.makespan = makespan_;
   }
   /// Places an op, noting in `log` what it overwrites; returns its end.
   double place(const transfer_model& o, undo_log& log) {
     const double start = earliest_start(o);
     for (int r : o.resources) log.saved.push_back({r, free_[r]});
+    if (o.connection >= 0) log.connections.push_back({o.connection, use(o.connection)});
     return occupy(o, start);
   }
   /// Takes back every placement noted in `log` since its `mark`.
   void undo(const undo_log& log) noexcept {
     for (auto it = log.saved.rbegin(); it != log.saved.rend(); ++it) free_[it->first] = it->second;
+    for (auto it = log.connections.rbegin(); it != log.connections.rend(); ++it)
+      connections_[static_cast<std::size_t>(it->first)] = it->second;
     makespan_ = log.makespan;
   }
 
   double free_at(int resource) const noexcept { return free_[resource]; }
   double makespan() const noexcept { return makespan_; }
   const std::vector<double>& free_times() const noexcept { return free_; }
+  /// The last transfer placed on connection slot `k` (unused if none).
+  connection_use use(int k) const noexcept {
+    return static_cast<std::size_t>(k) < connections_.size() ? connections_[static_cast<std::size_t>(k)] : connection_use{};
+  }
 
  private:
+  connection_use& slot(int k) {
+    if (static_cast<std::size_t>(k) >= connections_.size()) connections_.resize(static_cast<std::size_t>(k) + 1);
+    return connections_[static_cast<std::size_t>(k)];
+  }
   std::vector<double> free_;
+  std::vector<connection_use> connections_;  // grows with the slots its ops name
   double makespan_ = 0;
 };
 
@@ -1566,20 +1616,30 @@ class trial_clock {
   template <class Ops>
   double finish(const Ops& ops, const resource_clock& base) {
     ++epoch_;
+    touched_.clear();
     double finish = 0;
     for (const auto& x : ops) {
       double start = 0;
       for (int r : x.resources) start = std::max(start, stamp_[r] == epoch_ ? time_[r] : base.free_at(r));
+      if (x.connection >= 0) start = connection_start(x, start, use(x.connection ^ 1, base));
       for (std::size_t k = 0; k < x.resources.size(); ++k)
         stamp_[x.resources[k]] = epoch_, time_[x.resources[k]] = start + x.held_for(k);
+      if (x.connection >= 0) touched_.push_back({x.connection, {start, start + x.duration, x.eager, true}});
       finish = std::max(finish, start + x.duration);
     }
     return finish;
   }
 
  private:
+  // The trial's own use of a slot if it made one (the latest), else the clock's.
+  connection_use use(int k, const resource_clock& base) const {
+    for (auto it = touched_.rbegin(); it != touched_.rend(); ++it)
+      if (it->first == k) return it->second;
+    return base.use(k);
+  }
   std::vector<std::uint64_t> stamp_;
   std::vector<double> time_;
+  std::vector<std::pair<int, connection_use>> touched_;  // a trial's few ops
   std::uint64_t epoch_ = 0;
 };
 
@@ -1996,6 +2056,58 @@ decltype(auto) visit_strategy(std::string_view name, F&& f) {
 
 }  // namespace meshcast
 // ---- end meshcast/strategies.hpp ----
+// ---- begin meshcast/connections.hpp ----
+// Connections of the ordered model. Over a transport with one connection per pair of devices on
+// different hosts (UCX over TCP), each direction's data shares the connection with the other
+// direction's control messages: a rendezvous handshake, and the acknowledgement the ordered
+// executor waits for after an eager message (one of up to network::eager_bytes() bytes). Both
+// queue behind whatever data already travels their way. So two transfers in opposite directions
+// between two devices either start together, both rendezvous (the executor posts them as one
+// exchange and both handshakes go first), or one starts once the other has ended: a handshake
+// posted while the other direction's data flows waits for all of it, and an eager transfer's
+// acknowledgement for all data sent the other way meanwhile.
+//
+// The ordered engine (ordered_engine.hpp) applies this rule to every transfer that names a
+// connection slot (transfer_model::connection: one slot per direction, the opposite direction's
+// slot is `slot ^ 1`); `connection_map` gives transfers their slots when an instance is made for
+// ordered execution over a network with eager messages.
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+
+namespace meshcast {
+
+class connection_map {
+ public:
+  /// Whether the rule concerns `o`: one message from its sender to one device on another host.
+  static bool concerns(const transfer& o, const network& net) {
+    return (o.kind == transfer_kind::point_to_point || o.kind == transfer_kind::forward) && o.receivers.size() == 1 &&
+           o.receivers[0] != o.sender && net.host_of(o.sender) != net.host_of(o.receivers[0]);
+  }
+  /// Gives `o` the slot of its direction and says whether it goes eagerly; a transfer the rule
+  /// does not concern gets none. (A solver that cuts a transfer into pieces calls it for each.)
+  void apply(op& o, const network& net) {
+    o.connection = -1;
+    o.eager = false;
+    if (!concerns(o, net)) return;
+    const index_t s = o.sender, r = o.receivers[0];
+    auto [it, fresh] = pairs_.try_emplace({std::min(s, r), std::max(s, r)}, 2 * static_cast<int>(pairs_.size()));
+    o.connection = it->second + (s < r ? 0 : 1);
+    o.eager = o.bytes <= net.eager_bytes();
+  }
+  /// After `o` was cut to a piece of another size: whether it goes eagerly.
+  static void resize(op& o, const network& net) { o.eager = o.connection >= 0 && o.bytes <= net.eager_bytes(); }
+  /// Connection slots handed out (two per pair of devices).
+  int slots() const noexcept { return 2 * static_cast<int>(pairs_.size()); }
+
+ private:
+  std::map<std::pair<index_t, index_t>, int> pairs_;  // (lower, higher device) -> its first slot
+};
+
+}  // namespace meshcast
+// ---- end meshcast/connections.hpp ----
 // ---- begin meshcast/instance.hpp ----
 // A scheduling instance: the plan's tasks turned, by a strategy, into units of work with one
 // option per possible sender. Solvers choose an option per unit and an order for all the ops.
@@ -2042,6 +2154,8 @@ struct instance {
   bool split_replicas = false;
   execution mode = execution::ordered;  ///< the mode its schedules are made for
   std::vector<unit> units;
+  /// Ordered mode over a transport with eager messages: the connections' slots.
+  connection_map connections;
 };
 
 struct instance_options {
@@ -2155,6 +2269,10 @@ instance make_instance(std::vector<std::shared_ptr<const plan>> plans, std::shar
     }
   }
   }
+  if (in.mode == execution::ordered && net.eager_bytes() > 0)
+    for (unit& u : in.units)
+      for (option& o : u.options)
+        for (op& x : o.ops) in.connections.apply(x, net);
   return in;
 }
 
@@ -3484,9 +3602,19 @@ struct branch_and_bound {
         out.ops.clear();
         for (const step& s : best_path) out.ops.push_back(in.units[s.u].options[s.k].ops[s.j]);
       }
-      out.proven_optimal = !timed_out;
-      out.bound_s = timed_out ? std::min(root, best) : best;
+      // The search lists schedules by start time; with the connection rule (transfers that wait
+      // for, or start with, the other direction's) that may not be all of them: no proof then.
+      out.proven_optimal = !timed_out && !uses_connections();
+      out.bound_s = out.proven_optimal ? best : std::min(root, best);
       return out;
+    }
+
+    bool uses_connections() const {
+      for (const unit& u : in.units)
+        for (const option& o : u.options)
+          for (const op& x : o.ops)
+            if (x.connection >= 0) return true;
+      return false;
     }
 
     bool complete(std::size_t u) const {
@@ -3721,6 +3849,7 @@ struct open_shop {
             c.region = piece;
             c.bytes = piece.volume() * element_bytes;
             c.duration = net.transfer_time(model.sender, model.receivers[0], c.bytes);
+            connection_map::resize(c, net);  // a piece may go eagerly where the whole did not
             chunks.push_back(std::move(c));
           }
         }
@@ -4439,7 +4568,7 @@ inline void copy_region(const box& from_tile, std::span<const std::byte> from, c
 namespace meshcast {
 
 namespace detail {
-inline constexpr std::int64_t wire_magic = 0x6d63617374310003;  // "mcast1", version 3
+inline constexpr std::int64_t wire_magic = 0x6d63617374310004;  // "mcast1", version 4
 
 class wire_writer {
  public:
@@ -4541,6 +4670,8 @@ inline std::vector<std::int64_t> to_wire(const schedule& s) {
     for (double v : {m.latency_s, m.duration, m.start, m.end}) w.real(v);
     w.word(m.held_briefly);
     w.real(m.brief_s);
+    w.word(m.connection);
+    w.word(m.eager ? 1 : 0);
   }
   return w.done();
 }
@@ -4585,6 +4716,10 @@ inline schedule from_wire(const std::vector<std::int64_t>& words) {
     m.held_briefly = static_cast<int>(briefly);
     m.brief_s = r.real();
     if (!(m.brief_s >= 0 && m.brief_s <= m.duration)) throw error("a schedule message frees resources outside a transfer's time");
+    const std::int64_t connection = r.word();
+    if (connection < -1 || connection > std::numeric_limits<int>::max()) throw error("a schedule message has a bad connection slot");
+    m.connection = static_cast<int>(connection);
+    m.eager = r.word() != 0;
   }
   if (!r.at_end()) throw error("a schedule message has trailing words");
   return s;
@@ -4635,7 +4770,9 @@ inline std::uint64_t fingerprint(const plan& p, const schedule& s) { return fing
 //   go between devices of one host, never across a NIC where they would queue behind data), and
 //   when it completes it passes tokens on. Every NIC direction and every lane then carries one
 //   transfer at a time in schedule order, as the ordered model assumes. While it waits, a rank
-//   completes whatever else it has posted, so tokens never wait on it.
+//   completes whatever else it has posted, so tokens never wait on it. Between two devices, a
+//   transfer that the model does not start with the last one the other way (connections.hpp)
+//   waits for it to complete.
 //   A send to a peer and a receive from the same peer that the model starts at one time (the two
 //   directions of an exchange) are posted together, the rendezvous send first. Over a transport
 //   with one connection per pair of devices (UCX over TCP), the handshake of a transfer travels
@@ -4829,6 +4966,7 @@ class executor {
     std::size_t prev_send = none, prev_receive = none;  // the steps before it on those lanes
     std::size_t next_send = none, next_receive = none;  // the steps after it on those lanes
     std::size_t partner = none;  // ordered mode: the other direction of an exchange, posted with it
+    std::size_t after_other = none;  // ordered mode: the step the other way on its connection it follows
     double latest_dependency = -1;  // ordered mode: the latest model start of what it waits on (-1: none)
     std::size_t token_slot = 0;                          // its first token byte
     std::size_t ack_slot = 0;                            // send: its first acknowledgement byte
@@ -4969,6 +5107,19 @@ class executor {
     return true;
   }
   void plan_exchanges(const schedule& s) {
+    // The connection rule (connections.hpp): a transfer that the model does not start with the
+    // last one the other way between the same two devices starts once that one is complete
+    // here (both ends keep this order; the receiver of an eager transfer then sends its
+    // acknowledgement before its own data the other way).
+    std::map<int, std::size_t> last_on;  // connection slot -> my last step on it
+    for (std::size_t k = 0; k < steps_.size(); ++k) {
+      step& x = steps_[k];
+      const int slot = s.model[x.transfer].connection;
+      if (slot < 0 || (x.how != step::send && x.how != step::receive)) continue;
+      auto other = last_on.find(slot ^ 1);
+      if (other != last_on.end() && steps_[other->second].model_start != x.model_start) x.after_other = other->second;
+      last_on[slot] = k;
+    }
     if (!times_follow_order(s)) return;
     for (step& x : steps_) {
       auto after = [&](std::size_t k) {
@@ -4976,6 +5127,7 @@ class executor {
       };
       after(x.prev_send);
       after(x.prev_receive);
+      after(x.after_other);
       for (std::size_t n : x.needs) after(n);
     }
     std::map<std::pair<index_t, double>, std::size_t> receive_at;  // (peer, model start) -> receive step
@@ -5144,6 +5296,7 @@ class executor {
     if (x.prev_receive != none && !steps_[x.prev_receive].done) return false;
     for (std::size_t n : x.needs)
       if (!steps_[n].done) return false;
+    if (x.after_other != none && !steps_[x.after_other].done) return false;
     for (request& r : x.token_reqs)
       if (!b_.test(r)) return false;
     return true;

@@ -17,7 +17,9 @@
 //   go between devices of one host, never across a NIC where they would queue behind data), and
 //   when it completes it passes tokens on. Every NIC direction and every lane then carries one
 //   transfer at a time in schedule order, as the ordered model assumes. While it waits, a rank
-//   completes whatever else it has posted, so tokens never wait on it.
+//   completes whatever else it has posted, so tokens never wait on it. Between two devices, a
+//   transfer that the model does not start with the last one the other way (connections.hpp)
+//   waits for it to complete.
 //   A send to a peer and a receive from the same peer that the model starts at one time (the two
 //   directions of an exchange) are posted together, the rendezvous send first. Over a transport
 //   with one connection per pair of devices (UCX over TCP), the handshake of a transfer travels
@@ -217,6 +219,7 @@ class executor {
     std::size_t prev_send = none, prev_receive = none;  // the steps before it on those lanes
     std::size_t next_send = none, next_receive = none;  // the steps after it on those lanes
     std::size_t partner = none;  // ordered mode: the other direction of an exchange, posted with it
+    std::size_t after_other = none;  // ordered mode: the step the other way on its connection it follows
     double latest_dependency = -1;  // ordered mode: the latest model start of what it waits on (-1: none)
     std::size_t token_slot = 0;                          // its first token byte
     std::size_t ack_slot = 0;                            // send: its first acknowledgement byte
@@ -357,6 +360,19 @@ class executor {
     return true;
   }
   void plan_exchanges(const schedule& s) {
+    // The connection rule (connections.hpp): a transfer that the model does not start with the
+    // last one the other way between the same two devices starts once that one is complete
+    // here (both ends keep this order; the receiver of an eager transfer then sends its
+    // acknowledgement before its own data the other way).
+    std::map<int, std::size_t> last_on;  // connection slot -> my last step on it
+    for (std::size_t k = 0; k < steps_.size(); ++k) {
+      step& x = steps_[k];
+      const int slot = s.model[x.transfer].connection;
+      if (slot < 0 || (x.how != step::send && x.how != step::receive)) continue;
+      auto other = last_on.find(slot ^ 1);
+      if (other != last_on.end() && steps_[other->second].model_start != x.model_start) x.after_other = other->second;
+      last_on[slot] = k;
+    }
     if (!times_follow_order(s)) return;
     for (step& x : steps_) {
       auto after = [&](std::size_t k) {
@@ -364,6 +380,7 @@ class executor {
       };
       after(x.prev_send);
       after(x.prev_receive);
+      after(x.after_other);
       for (std::size_t n : x.needs) after(n);
     }
     std::map<std::pair<index_t, double>, std::size_t> receive_at;  // (peer, model start) -> receive step
@@ -532,6 +549,7 @@ class executor {
     if (x.prev_receive != none && !steps_[x.prev_receive].done) return false;
     for (std::size_t n : x.needs)
       if (!steps_[n].done) return false;
+    if (x.after_other != none && !steps_[x.after_other].done) return false;
     for (request& r : x.token_reqs)
       if (!b_.test(r)) return false;
     return true;

@@ -18,7 +18,7 @@
 namespace meshcast {
 
 namespace detail {
-inline constexpr std::int64_t wire_magic = 0x6d63617374310003;  // "mcast1", version 3
+inline constexpr std::int64_t wire_magic = 0x6d63617374310004;  // "mcast1", version 4
 
 class wire_writer {
  public:
@@ -120,6 +120,8 @@ inline std::vector<std::int64_t> to_wire(const schedule& s) {
     for (double v : {m.latency_s, m.duration, m.start, m.end}) w.real(v);
     w.word(m.held_briefly);
     w.real(m.brief_s);
+    w.word(m.connection);
+    w.word(m.eager ? 1 : 0);
   }
   return w.done();
 }
@@ -164,6 +166,10 @@ inline schedule from_wire(const std::vector<std::int64_t>& words) {
     m.held_briefly = static_cast<int>(briefly);
     m.brief_s = r.real();
     if (!(m.brief_s >= 0 && m.brief_s <= m.duration)) throw error("a schedule message frees resources outside a transfer's time");
+    const std::int64_t connection = r.word();
+    if (connection < -1 || connection > std::numeric_limits<int>::max()) throw error("a schedule message has a bad connection slot");
+    m.connection = static_cast<int>(connection);
+    m.eager = r.word() != 0;
   }
   if (!r.at_end()) throw error("a schedule message has trailing words");
   return s;

@@ -105,9 +105,19 @@ struct branch_and_bound {
         out.ops.clear();
         for (const step& s : best_path) out.ops.push_back(in.units[s.u].options[s.k].ops[s.j]);
       }
-      out.proven_optimal = !timed_out;
-      out.bound_s = timed_out ? std::min(root, best) : best;
+      // The search lists schedules by start time; with the connection rule (transfers that wait
+      // for, or start with, the other direction's) that may not be all of them: no proof then.
+      out.proven_optimal = !timed_out && !uses_connections();
+      out.bound_s = out.proven_optimal ? best : std::min(root, best);
       return out;
+    }
+
+    bool uses_connections() const {
+      for (const unit& u : in.units)
+        for (const option& o : u.options)
+          for (const op& x : o.ops)
+            if (x.connection >= 0) return true;
+      return false;
     }
 
     bool complete(std::size_t u) const {

@@ -100,9 +100,11 @@ struct ilp {
     bool exact = true;
     for (const unit& u : in.units)
       for (const option& o : u.options)
-        for (const op& x : o.ops)
+        for (const op& x : o.ops) {
           for (double v : {x.duration, x.held_briefly > 0 ? x.brief_s : 0.0})
             exact &= v <= 0 || std::abs(slots(v) * delta - v) <= 1e-9 * delta;
+          exact &= x.connection < 0;  // the program does not state the connection rule
+        }
 
     // Columns.
     struct column_set {

@@ -96,6 +96,7 @@ struct open_shop {
             c.region = piece;
             c.bytes = piece.volume() * element_bytes;
             c.duration = net.transfer_time(model.sender, model.receivers[0], c.bytes);
+            connection_map::resize(c, net);  // a piece may go eagerly where the whole did not
             chunks.push_back(std::move(c));
           }
         }
