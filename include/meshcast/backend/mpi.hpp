@@ -26,8 +26,9 @@ inline constexpr std::size_t eager_limit_bytes = std::size_t{1} << 20;
 
 class mpi_backend {
  public:
-  /// Largest tag the executor uses (data, ordered-mode tokens and acknowledgements: 3 * 32768 - 1).
-  static constexpr int max_tag = 3 * 32768 - 1;
+  /// Largest tag the executor uses (data, ordered-mode tokens, acknowledgements and clearances:
+  /// 4 * 32768 - 1).
+  static constexpr int max_tag = 4 * 32768 - 1;
   using memory_type = host_memory;
   /// An MPI request; a chain's members also keep the chain's state (see `chain`).
   struct request {

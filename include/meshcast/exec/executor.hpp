@@ -12,7 +12,10 @@
 //   that the backend may complete before delivery (an eager send is done once its bytes are
 //   buffered, a synchronous one once its first fragment matched; a rendezvous send once its data
 //   has gone, so it needs none: an acknowledgement crosses the receiver's NIC, where it can queue
-//   behind data). Over NCCL a send holds its stream until received. Before a step the rank waits for a token from
+//   behind data). Such a send of more than 64 KiB also waits for its receiver's clearance, sent
+//   when the receive step starts: eager data would otherwise flow as soon as it is sent, into a
+//   NIC still busy with the transfer before it in schedule order (a rendezvous is held back by
+//   its handshake). Over NCCL a send holds its stream until received. Before a step the rank waits for a token from
 //   each device that used one of the step's NIC directions last (devices of one host share their NIC: tokens
 //   go between devices of one host, never across a NIC where they would queue behind data), and
 //   when it completes it passes tokens on. Every NIC direction and every lane then carries one
@@ -52,8 +55,9 @@
 namespace meshcast {
 
 /// Data messages of transfer i use tag `i % transfer_tags`; ordered-mode tokens use
-/// `transfer_tags + i % transfer_tags` and ordered-mode acknowledgements `2 * transfer_tags + i %
-/// transfer_tags` (messages of one tag between one pair match in posting order).
+/// `transfer_tags + i % transfer_tags`, ordered-mode acknowledgements `2 * transfer_tags + i %
+/// transfer_tags` and clearances `3 * transfer_tags + i % transfer_tags` (messages of one tag
+/// between one pair match in posting order).
 inline constexpr int transfer_tags = 32768;
 
 /// Whether a backend passes ordered-mode NIC tokens between devices (the default). A backend whose
@@ -223,6 +227,8 @@ class executor {
     double latest_dependency = -1;  // ordered mode: the latest model start of what it waits on (-1: none)
     std::size_t token_slot = 0;                          // its first token byte
     std::size_t ack_slot = 0;                            // send: its first acknowledgement byte
+    std::vector<request> clear_reqs;  // acknowledged send: its receivers' clearances (data waits for them)
+    bool data_sent = false;
     std::vector<request> token_reqs;
     double model_start = 0;  // when the ordered model starts it (rounds for stream backends)
     request req{};
@@ -440,9 +446,15 @@ class executor {
     std::size_t slots = 0;
     for (step& x : steps_)
       if (x.how == step::send) x.ack_slot = slots, slots += x.peers.size();
-    acks_ = b_.memory().allocate(1 + slots);  // one byte to send from, one per acknowledgement received
+    acks_ = b_.memory().allocate(1 + slots);    // one byte to send from, one per acknowledgement received
+    clears_ = b_.memory().allocate(1 + slots);  // the same for clearances
   }
   static int ack_tag(const step& x) noexcept { return 2 * transfer_tags + x.tag; }
+  static int clear_tag(const step& x) noexcept { return 3 * transfer_tags + x.tag; }
+  // An acknowledged message longer than this waits for its receiver's clearance (shorter ones
+  // would hardly share a NIC, and would pay a round trip each).
+  static constexpr std::size_t cleared_above = std::size_t{64} << 10;
+  bool cleared(const step& x) const noexcept { return x.bytes > cleared_above && acknowledged(x); }
   static void add_token(std::vector<std::pair<index_t, int>>& list, index_t device, int tag) {
     if (std::find(list.begin(), list.end(), std::pair{device, tag}) == list.end()) list.push_back({device, tag});
   }
@@ -465,6 +477,14 @@ class executor {
       case step::copy: return true;
       case step::receive: return b_.test(x.req);
       case step::send:
+        if (!x.data_sent) {
+          for (request& r : x.clear_reqs)
+            if (!b_.test(r)) return false;
+          b_.begin_round();
+          send_data(x);
+          b_.end_round();
+          return false;
+        }
         for (request& r : x.reqs)
           if (!b_.test(r)) return false;
         return true;
@@ -600,6 +620,10 @@ class executor {
       x.token_reqs.clear();
       for (std::size_t t = 0; t < x.tokens_in.size(); ++t)
         x.token_reqs.push_back(b_.recv(token_in(x.token_slot + t), 1, x.tokens_in[t].first, x.tokens_in[t].second));
+      x.clear_reqs.clear();
+      if (x.how == step::send && cleared(x))
+        for (std::size_t j = 0; j < x.peers.size(); ++j)
+          x.clear_reqs.push_back(b_.recv(clears_->data() + 1 + x.ack_slot + j, 1, x.peers[j], clear_tag(x)));
     }
     b_.end_round();
     std::size_t next_send = first_send_, next_receive = first_receive_, started = 0;
@@ -659,19 +683,17 @@ class executor {
         copy_region(mem, t.src_tile, t.src, t.dst_tile, t.dst, x.region, t.eb);
         break;
       case step::send: {
-        const std::byte* message = x.from_buffer != none ? buffer(x.from_buffer) : buffer(x.buffer);
         if (x.from_buffer == none) {
           if (x.from_source) pack(mem, t.src_tile, t.src, x.region, t.eb, buffer(x.buffer));
           else pack(mem, t.dst_tile, t.dst, x.region, t.eb, buffer(x.buffer));
         }
-        for (std::size_t j = 0; j < x.peers.size(); ++j) {
-          x.reqs.push_back(b_.send(message, x.bytes, x.peers[j], x.tag));
-          if (acknowledged(x)) x.reqs.push_back(b_.recv(acks_->data() + 1 + x.ack_slot + j, 1, x.peers[j], ack_tag(x)));
-        }
+        x.data_sent = false;
+        if (!cleared(x)) send_data(x);  // else once every receiver has cleared it (completed)
         break;
       }
       case step::receive:
         x.req = b_.recv(buffer(x.buffer), x.bytes, x.peers[0], x.tag);
+        if (cleared(x)) tokens_sent_.push_back(b_.send(clears_->data(), 1, x.peers[0], clear_tag(x)));
         break;
       case step::collective: {
         if (x.root) pack(mem, t.src_tile, t.src, x.region, t.eb, buffer(x.buffer));
@@ -680,6 +702,18 @@ class executor {
                                                : b_.broadcast(buffer(x.buffer), x.bytes, g.members.front(), g);
         break;
       }
+    }
+  }
+
+  // Sends a posted step's message to each receiver (and, acknowledged, waits for their answers).
+  void send_data(step& x) {
+    const std::byte* message = x.from_buffer != none ? buffer(x.from_buffer) : buffer(x.buffer);
+    if (x.data_sent) return;
+    x.data_sent = true;
+    if (cleared(x)) mark(x, &step_time::start);  // the data starts now
+    for (std::size_t j = 0; j < x.peers.size(); ++j) {
+      x.reqs.push_back(b_.send(message, x.bytes, x.peers[j], x.tag));
+      if (acknowledged(x)) x.reqs.push_back(b_.recv(acks_->data() + 1 + x.ack_slot + j, 1, x.peers[j], ack_tag(x)));
     }
   }
 
@@ -776,6 +810,7 @@ class executor {
   std::vector<typename Backend::memory_type::buffer> buffers_;
   std::optional<typename Backend::memory_type::buffer> scratch_;  // the token byte
   std::optional<typename Backend::memory_type::buffer> acks_;     // acknowledgement bytes
+  std::optional<typename Backend::memory_type::buffer> clears_;   // clearance bytes
   std::vector<std::size_t> in_flight_;  // ordered mode: posted steps not yet complete
   std::size_t first_send_ = none, first_receive_ = none;  // ordered mode: each lane's first step
   std::vector<request> tokens_sent_;
