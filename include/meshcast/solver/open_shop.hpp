@@ -2,7 +2,8 @@
 //
 // 1. Spread every unit over its replicas in the proportions of the egress bound's optimal flow
 //    (with replica splitting; otherwise each unit goes whole to its largest share).
-// 2. Cut every NIC transfer into chunks of about (lower bound / rounds) seconds.
+// 2. Cut every NIC transfer into chunks of about (lower bound / rounds) seconds (in ordered mode
+//    over a transport with eager messages, one between hosts that goes by rendezvous stays whole).
 // 3. The chunks form a bipartite multigraph between egress and ingress ports. By Koenig's
 //    theorem its edges can be coloured with as many colours as the largest degree; each colour is
 //    a round in which no port is used twice. Rounds are issued one after another.
@@ -90,7 +91,14 @@ struct open_shop {
           const op& model = un.options[k].ops[j];
           index_t block_bytes = blocks[k].volume() * element_bytes;
           double t = net.transfer_time(model.sender, model.receivers[0], block_bytes);
-          auto pieces = slice_along(blocks[k], d, static_cast<index_t>(std::clamp(std::round(t / chunk_s), 1.0, 1e6)));
+          index_t n = static_cast<index_t>(std::clamp(std::round(t / chunk_s), 1.0, 1e6));
+          // Under the connection rule (connections.hpp) transfers the other way between two
+          // devices start together only if both go by rendezvous and the model starts them at
+          // one time: pieces would go eagerly or drift apart by a row and run one after the
+          // other (a same-mesh transpose's rounds took twice as long), so such a transfer
+          // stays whole.
+          if (model.connection >= 0 && block_bytes > net.eager_bytes()) n = 1;
+          auto pieces = slice_along(blocks[k], d, n);
           for (const box& piece : pieces) {
             op c = model;
             c.region = piece;
