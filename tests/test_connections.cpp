@@ -41,6 +41,17 @@ std::string breach(const schedule& s, const network& net) {
   return "";
 }
 
+// A same-mesh reshard of `shape` on `mesh` from `src` to `dst`, on hosts of two devices.
+plan same_mesh(const char* mesh, const char* src, const char* dst, const char* shape) {
+  const dynamic_shape sh = parse_shape(shape);
+  return make_plan(dynamic_layout(parse_mesh(mesh), dynamic_spec(src), sh),
+                   dynamic_layout(parse_mesh(mesh), dynamic_spec(dst), sh), {.devices = device_map::same()});
+}
+
+std::vector<index_t> hosts_of_two(const plan& p) {
+  return default_hosts(p.device_count, static_cast<index_t>(p.src_devices.size()), 2);
+}
+
 }  // namespace
 
 TEST_CASE("connection_start: with the other direction, or after it") {
@@ -93,10 +104,8 @@ TEST_CASE("resource_clock and trial_clock keep the connection rule; undo restore
 }
 
 TEST_CASE("instances for ordered runs with eager messages give NIC transfers their connections") {
-  const dynamic_shape sh = parse_shape("1500x62x93");
-  plan p = make_plan(dynamic_layout(parse_mesh("2x2x2"), dynamic_spec("S0,S1,S2"), sh),
-                     dynamic_layout(parse_mesh("2x2x2"), dynamic_spec("R,S1,S02"), sh), {.devices = device_map::same()});
-  const auto hosts = default_hosts(p.device_count, static_cast<index_t>(p.src_devices.size()), 2);
+  const plan p = same_mesh("2x2x2", "S0,S1,S2", "R,S1,S02", "1500x62x93");
+  const auto hosts = hosts_of_two(p);
   const network net = network::uniform(hosts, network::gbit_per_s(0.2), network::gbit_per_s(20), 100e-6)
                           .with_eager_bytes(index_t{1} << 20);
   {
@@ -130,10 +139,8 @@ TEST_CASE("every solver's ordered schedule keeps the connection rule") {
                                {"8", "R,S0", "S0,R", "300x256"},
                                {"4x2", "S0,S1", "S1,S0", "512x512"}};
   for (const layout_case& c : cases) {
-    const dynamic_shape sh = parse_shape(c.shape);
-    plan p = make_plan(dynamic_layout(parse_mesh(c.mesh), dynamic_spec(c.src), sh),
-                       dynamic_layout(parse_mesh(c.mesh), dynamic_spec(c.dst), sh), {.devices = device_map::same()});
-    const auto hosts = default_hosts(p.device_count, static_cast<index_t>(p.src_devices.size()), 2);
+    const plan p = same_mesh(c.mesh, c.src, c.dst, c.shape);
+    const auto hosts = hosts_of_two(p);
     const network net = network::uniform(hosts, network::gbit_per_s(0.2), network::gbit_per_s(20), 100e-6)
                             .with_eager_bytes(index_t{64} << 10);
     INFO(c.mesh, " ", c.src, " -> ", c.dst, " ", c.shape);
@@ -157,10 +164,8 @@ TEST_CASE("every solver's ordered schedule keeps the connection rule") {
 TEST_CASE("a transpose's exchanges of large pieces start together") {
   // (4,2) S0,S1 -> S1,S0: every remote piece is 64 KiB, above the eager limit of 32 KiB, and the
   // greedy schedule pairs devices that send each other a piece at once.
-  const dynamic_shape sh = parse_shape("512x512");
-  plan p = make_plan(dynamic_layout(parse_mesh("4x2"), dynamic_spec("S0,S1"), sh),
-                     dynamic_layout(parse_mesh("4x2"), dynamic_spec("S1,S0"), sh), {.devices = device_map::same()});
-  const auto hosts = default_hosts(p.device_count, static_cast<index_t>(p.src_devices.size()), 2);
+  const plan p = same_mesh("4x2", "S0,S1", "S1,S0", "512x512");
+  const auto hosts = hosts_of_two(p);
   const network net = network::uniform(hosts, network::gbit_per_s(0.2), network::gbit_per_s(20), 100e-6);
   const schedule without = solve(make_instance(p, net, send_recv{}), greedy{});
   const network eager = network(net).with_eager_bytes(index_t{32} << 10);
@@ -187,10 +192,8 @@ TEST_CASE("open_shop does not cut a rendezvous transfer into pieces the rule wou
   // pieces the other way went eagerly or drifted apart by a row, ran one after the other, and the
   // ordered model took twice the lower bound (the executor as well, on a NIC without a token
   // bucket's burst).
-  const dynamic_shape sh = parse_shape("4096x4096");
-  plan p = make_plan(dynamic_layout(parse_mesh("4x2"), dynamic_spec("S0,S1"), sh),
-                     dynamic_layout(parse_mesh("4x2"), dynamic_spec("S1,S0"), sh), {.devices = device_map::same()});
-  const auto hosts = default_hosts(p.device_count, static_cast<index_t>(p.src_devices.size()), 2);
+  const plan p = same_mesh("4x2", "S0,S1", "S1,S0", "4096x4096");
+  const auto hosts = hosts_of_two(p);
   const network net = network::uniform(hosts, network::gbit_per_s(0.2), network::gbit_per_s(27), 10e-6)
                           .with_eager_bytes(index_t{1} << 20);
   for (bool split : {false, true}) {
