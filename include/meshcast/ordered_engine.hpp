@@ -60,11 +60,7 @@ class resource_clock {
   }
   /// Occupies `o`'s resources from `start`, each for as long as `o` holds it; returns the end.
   double occupy(const transfer_model& o, double start) {
-    for (std::size_t k = 0; k < o.resources.size(); ++k) free_[o.resources[k]] = start + o.held_for(k);
-    const double end = start + o.duration;
-    if (o.connection >= 0) slot(o.connection) = {start, end, o.eager, true};
-    makespan_ = std::max(makespan_, end);
-    return end;
+    return occupy_as(o, start, [](double length) { return length; });
   }
   /// Occupies `o`'s resources from `start`, each for `length(time it holds it)` (ilp's whole
   /// slots); returns the end, `start + length(duration)`.

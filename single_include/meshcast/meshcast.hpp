@@ -1543,11 +1543,7 @@ class resource_clock {
   }
   /// Occupies `o`'s resources from `start`, each for as long as `o` holds it; returns the end.
   double occupy(const transfer_model& o, double start) {
-    for (std::size_t k = 0; k < o.resources.size(); ++k) free_[o.resources[k]] = start + o.held_for(k);
-    const double end = start + o.duration;
-    if (o.connection >= 0) slot(o.connection) = {start, end, o.eager, true};
-    makespan_ = std::max(makespan_, end);
-    return end;
+    return occupy_as(o, start, [](double length) { return length; });
   }
   /// Occupies `o`'s resources from `start`, each for `length(time it holds it)` (ilp's whole
   /// slots); returns the end, `start + length(duration)`.
@@ -5462,9 +5458,9 @@ class executor {
 
   // Sends a posted step's message to each receiver (and, acknowledged, waits for their answers).
   void send_data(step& x) {
-    const std::byte* message = x.from_buffer != none ? buffer(x.from_buffer) : buffer(x.buffer);
     if (x.data_sent) return;
     x.data_sent = true;
+    const std::byte* message = x.from_buffer != none ? buffer(x.from_buffer) : buffer(x.buffer);
     if (cleared(x)) mark(x, &step_time::start);  // the data starts now
     for (std::size_t j = 0; j < x.peers.size(); ++j) {
       x.reqs.push_back(b_.send(message, x.bytes, x.peers[j], x.tag));

@@ -707,9 +707,9 @@ class executor {
 
   // Sends a posted step's message to each receiver (and, acknowledged, waits for their answers).
   void send_data(step& x) {
-    const std::byte* message = x.from_buffer != none ? buffer(x.from_buffer) : buffer(x.buffer);
     if (x.data_sent) return;
     x.data_sent = true;
+    const std::byte* message = x.from_buffer != none ? buffer(x.from_buffer) : buffer(x.buffer);
     if (cleared(x)) mark(x, &step_time::start);  // the data starts now
     for (std::size_t j = 0; j < x.peers.size(); ++j) {
       x.reqs.push_back(b_.send(message, x.bytes, x.peers[j], x.tag));
