@@ -62,6 +62,15 @@
 #                          already in the NIC's queue (up to 25 ms here), so a chain whose chunks
 #                          each wait for a handshake ran at 0.84 s instead of 0.75 s (16 MiB to 3
 #                          hosts at 200 Mbit/s; the model says 0.73 s, the line 0.67 s).
+#   UCX_ZCOPY_THRESH=inf   UCX copies into its own buffers instead of sending from the user's
+#                          (zero copy). UCX 1.13.1's TCP transport, when a peer dies while zero-copy
+#                          sends to it are outstanding, completes them twice and aborts the rank
+#                          that survived ("uct_iface.h:884 Assertion `comp->count > 0' failed ...
+#                          status=-80"); when both ranks of a host abort, hydra's mpiexec exits 255
+#                          (control_cb assert (!closed)) within 0.2 s, before any rank has named the
+#                          lost host. Measured with a killed host (cluster.fault_kill_concurrent):
+#                          an abort in 10 of 20 runs and 4 of 20 runs naming nothing with zero copy,
+#                          none in 40 without (docs/faults.md). No cost seen at these rates.
 # and loads the finalize fix into every rank (mpiexec -genv LD_PRELOAD, unless MC_CLUSTER_FINALIZE_FIX=0):
 #   <state>/libucx_finalize_progress.so (scripts/cluster/ucx_finalize_progress.c). MPICH 4.0.2's UCX
 #   finalize closes all endpoints, waits for its own flushes, then blocks in a PMI barrier without
@@ -333,9 +342,12 @@ cmd_status() {
     rx=$(tc -n "$SW" -s qdisc show dev "p$k" | awk '/Sent/ {sub(",", "", $7); print $2 " B (dropped " $7 ")"; exit}')
     printf 'h%-3d %-15s link %-3s delay %s ms loss %s%%  sent: %s  received: %s\n' "$k" "$NET.$((k + 1))" "$link" \
       "${nt% *}" "${nt#* }" "$tx" "$rx"
+    local log="$STATE/delayline.$k.log" before
+    before=$(wc -l < "$log" 2>/dev/null || echo 0)
     if [ -f "$STATE/delayline.$k.pid" ] && kill -USR1 "$(cat "$STATE/delayline.$k.pid")" 2>/dev/null; then
-      sleep 0.2
-      echo "     $(tail -1 "$STATE/delayline.$k.log")"
+      # The delay line answers with a line of counts; wait for it (up to 5 s on a busy machine).
+      for _ in $(seq 50); do [ "$(wc -l < "$log")" -gt "$before" ] && break; sleep 0.1; done
+      echo "     $(tail -1 "$log")"
     fi
   done
 }
@@ -381,6 +393,7 @@ cmd_mpiexec() {
   # which its concurrent mode may raise (examples/cli/reshard_main.hpp), not the user's choice.
   [ -n "${UCX_RNDV_THRESH:-}" ] || export MC_CLUSTER_RNDV_DEFAULT=1
   export UCX_RNDV_THRESH=${UCX_RNDV_THRESH:-1mb}
+  export UCX_ZCOPY_THRESH=${UCX_ZCOPY_THRESH:-inf}
   local genv=()
   if [ "${MC_CLUSTER_FINALIZE_FIX:-1}" != 0 ] && [ -f "$STATE/libucx_finalize_progress.so" ]; then
     # AddressSanitizer refuses to start when a preloaded library comes before its runtime.

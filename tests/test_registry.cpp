@@ -33,7 +33,7 @@ static_assert(solver<first_option_in_order>);
 TEST_CASE("registry: built-in names are generated from the lists") {
   CHECK(names_text<builtin_solvers>() ==
         "naive, alpa_least_loaded, alpa_greedy, alpa_dfs, greedy, branch_and_bound or open_shop");
-  CHECK(names_text<builtin_strategies>() == "send_recv, send_recv_allgather or broadcast");
+  CHECK(names_text<builtin_strategies>() == "send_recv, send_recv_allgather, broadcast or auto");
   CHECK(has_name<builtin_solvers>("greedy"));
   CHECK(!has_name<builtin_solvers>("Greedy"));
   static_assert(has_name<builtin_strategies>("broadcast"));
@@ -44,7 +44,7 @@ TEST_CASE("registry: one error contract for every kind of policy") {
         "unknown solver 'fastest' (expected naive, alpa_least_loaded, alpa_greedy, alpa_dfs, greedy, branch_and_bound or "
         "open_shop)");
   CHECK(thrown([] { visit_strategy("pigeon", [](auto) {}); }) ==
-        "unknown strategy 'pigeon' (expected send_recv, send_recv_allgather or broadcast)");
+        "unknown strategy 'pigeon' (expected send_recv, send_recv_allgather, broadcast or auto)");
   CHECK(thrown([] { visit_solver(std::string("a\nb"), [](auto) {}); }).find("unknown solver 'a\\x0ab'") == 0);
   CHECK(thrown([] { visit_solver("", [](auto) {}); }).find("unknown solver ''") == 0);
 }

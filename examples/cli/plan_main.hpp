@@ -10,6 +10,7 @@
 #include <meshcast/meshcast.hpp>
 
 #include "json_writer.hpp"
+#include "manifest_plan.hpp"
 #include "plan_options.hpp"
 #include "plan_report.hpp"
 #include "schedule_options.hpp"
@@ -23,10 +24,13 @@ template <class Solvers = default_solvers, class Strategies = builtin_strategies
 int plan_main(int argc, char** argv) {
   auto usage = [](std::FILE* out) {
   std::fprintf(out, "usage: meshcast-plan --shape 1024x512 --src-mesh 2x4 --src-spec S0,R\n"
-                    "                     --dst-mesh 3x4 --dst-spec R,S01 [options]\n%s%s",
+                    "                     --dst-mesh 3x4 --dst-spec R,S01 [options]\n"
+                    "       meshcast-plan --manifest FILE [--devices-per-host N] [--json] [schedule options]\n%s%s",
                plan_flags_help(), schedule_flags_help<Solvers, Strategies>().c_str());
   };
   try {
+    for (int i = 1; i < argc; ++i)
+      if (std::string(argv[i]) == "--manifest") return plan_manifest_main<Solvers, Strategies>(argc, argv);
     cli::plan_flags flags;
     cli::schedule_flags sched;
     for (int i = 1; i < argc; ++i) {

@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include <meshcast/meshcast.hpp>
+#include <meshcast/solve_batch.hpp>
 #if MESHCAST_HAS_CBC
 #include <meshcast/solver/ilp.hpp>
 #endif
@@ -128,8 +129,27 @@ schedule schedule_from_flags(const schedule_flags& f, const plan& p, const netwo
   return visit_strategy<Strategies>(strategy, [&](auto s) {
     if constexpr (std::is_same_v<decltype(s), broadcast>)
       if (f.group_broadcast) s.how = transfer_kind::group_broadcast;
-    instance in = make_instance(p, net, s, {.split_replicas = f.split_replicas, .mode = f.mode});
-    return visit_solver<Solvers>(solver_name, [&](auto solver) { return solve(in, solver, o); });
+    return visit_solver<Solvers>(solver_name, [&](auto solver) {
+      return solve_batch(std::vector<std::shared_ptr<const plan>>{std::make_shared<const plan>(p)},
+                         std::make_shared<const network>(net), s, solver, {.split_replicas = f.split_replicas, .mode = f.mode}, o);
+    });
+  });
+}
+
+/// The same for a batch of plans (a model's tensors), solved as one schedule; `auto` by default.
+template <class Solvers = default_solvers, class Strategies = builtin_strategies>
+schedule schedule_batch_from_flags(const schedule_flags& f, const std::vector<plan>& plans, const network& net) {
+  const std::string strategy = f.strategy.empty() ? "auto" : f.strategy;
+  const std::string solver_name = f.solver.empty() ? "greedy" : f.solver;
+  solver_options o;
+  o.time_limit_s = f.time_limit_ms / 1000;
+  o.seed = f.seed;
+  return visit_strategy<Strategies>(strategy, [&](auto s) {
+    if constexpr (std::is_same_v<decltype(s), broadcast>)
+      if (f.group_broadcast) s.how = transfer_kind::group_broadcast;
+    return visit_solver<Solvers>(solver_name, [&](auto solver) {
+      return solve_batch(plans, net, s, solver, {.split_replicas = f.split_replicas, .mode = f.mode}, o);
+    });
   });
 }
 

@@ -157,9 +157,20 @@ instance make_instance(std::vector<std::shared_ptr<const plan>> plans, std::shar
           sender_choices(net, senders, task * static_cast<index_t>(slices.size()) + static_cast<index_t>(k));
       unit u{task, static_cast<std::int32_t>(tensor), slice, slice.volume() * p.element_bytes, {}};
       for (index_t s : choices) {
-        option o{s, {}};
-        st.remote_ops(net, in.resources, task, slice, u.bytes, s, remote, o.ops);
-        u.options.push_back(std::move(o));
+        if constexpr (strategy_with_alternatives<S>) {
+          const std::size_t first = u.options.size();
+          for (std::size_t a = 0; a < S::alternatives(); ++a) {
+            option o{s, {}};
+            st.remote_ops_of(a, net, in.resources, task, slice, u.bytes, s, remote, o.ops);
+            bool repeated = false;
+            for (std::size_t k = first; k < u.options.size() && !repeated; ++k) repeated = detail::same_ops(u.options[k].ops, o.ops);
+            if (!repeated) u.options.push_back(std::move(o));
+          }
+        } else {
+          option o{s, {}};
+          st.remote_ops(net, in.resources, task, slice, u.bytes, s, remote, o.ops);
+          u.options.push_back(std::move(o));
+        }
       }
       detail::add_unit(in, std::move(u));
     }

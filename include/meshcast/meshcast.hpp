@@ -28,6 +28,8 @@
 #include "solvers.hpp"
 #include "simulate.hpp"
 #include "solve.hpp"
+#include "solve_batch.hpp"
+#include "tensor_layouts.hpp"
 #include "validate.hpp"
 #include "memory.hpp"
 #include "memory/host.hpp"

@@ -1,6 +1,7 @@
 // The resharding plan: the exact set of N-to-M send tasks that turns one layout into another.
 #pragma once
 
+#include <algorithm>
 #include <span>
 #include <vector>
 
@@ -32,13 +33,19 @@ struct replica_groups {
 struct plan_options {
   index_t element_bytes = 4;
   device_map devices{};
+  /// Global id of each source mesh position; empty: 0..N-1. A model's tensors may start on
+  /// different devices (a pipeline stage's mesh, an expert-parallel group).
+  std::vector<index_t> src_devices{};
+  /// Smallest `plan::device_count` (0: the largest device id + 1): the tensors of one batch share
+  /// the devices of the whole job.
+  index_t device_count = 0;
 };
 
 struct plan {
   layout_value src;
   layout_value dst;
   index_t element_bytes = 4;
-  std::vector<index_t> src_devices;  ///< global id of each source mesh position (always 0..N-1)
+  std::vector<index_t> src_devices;  ///< global id of each source mesh position (default 0..N-1)
   std::vector<index_t> dst_devices;  ///< global id of each destination mesh position
   index_t device_count = 0;          ///< global ids lie in [0, device_count)
   replica_groups src_groups;         ///< indexed by the source tile's chunk key
@@ -104,6 +111,22 @@ constexpr replica_groups group_by_tile(const layout_value& l, const std::vector<
   for (index_t i = 0; i < n; ++i) g.members[fill[key_of[i]]++] = ids[i];
   return g;
 }
+
+// The source devices a plan was given: one distinct id in [0, max_devices) per mesh position.
+constexpr std::vector<index_t> listed_sources(const std::vector<index_t>& ids, index_t n) {
+  if (static_cast<index_t>(ids.size()) != n)
+    throw error("the source device list has " + std::to_string(ids.size()) + " entries but the source mesh has " +
+                std::to_string(n) + " devices");
+  std::vector<index_t> sorted = ids;
+  std::sort(sorted.begin(), sorted.end());
+  for (std::size_t j = 0; j < sorted.size(); ++j) {
+    if (sorted[j] < 0 || sorted[j] >= max_devices)
+      throw error("source device id " + std::to_string(sorted[j]) + " is outside 0.." + std::to_string(max_devices - 1) +
+                  " (meshcast::max_devices)");
+    if (j > 0 && sorted[j] == sorted[j - 1]) throw error("source device id " + std::to_string(sorted[j]) + " is listed twice");
+  }
+  return ids;
+}
 }  // namespace detail
 
 /// Computes the send tasks from value-form layouts (both validated here).
@@ -126,10 +149,21 @@ constexpr plan make_plan(const layout_value& src, const layout_value& dst, const
   p.dst = dst;
   p.element_bytes = options.element_bytes;
   index_t n = src.device_count(), m = dst.device_count();
-  p.src_devices.reserve(static_cast<std::size_t>(n));
-  for (index_t i = 0; i < n; ++i) p.src_devices.push_back(i);
-  p.dst_devices = options.devices.destination_ids(n, m);
-  p.device_count = n;
+  index_t after_sources = n;  // where disjoint destinations start
+  if (options.src_devices.empty()) {
+    p.src_devices.reserve(static_cast<std::size_t>(n));
+    for (index_t i = 0; i < n; ++i) p.src_devices.push_back(i);
+  } else {
+    p.src_devices = detail::listed_sources(options.src_devices, n);
+    after_sources = *std::max_element(p.src_devices.begin(), p.src_devices.end()) + 1;
+  }
+  p.dst_devices = options.devices.destination_ids(options.devices.how == device_map::kind::disjoint ? after_sources : n, m);
+  if (options.devices.how == device_map::kind::same) p.dst_devices = p.src_devices;
+  if (options.device_count < 0 || options.device_count > max_devices)
+    throw error("plan_options::device_count " + std::to_string(options.device_count) + " is outside 0.." +
+                std::to_string(max_devices));
+  p.device_count = options.device_count;
+  for (index_t id : p.src_devices) p.device_count = id + 1 > p.device_count ? id + 1 : p.device_count;
   for (index_t id : p.dst_devices) p.device_count = id + 1 > p.device_count ? id + 1 : p.device_count;
   p.src_groups = detail::group_by_tile(src, p.src_devices);
   p.dst_groups = detail::group_by_tile(dst, p.dst_devices);

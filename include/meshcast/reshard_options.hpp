@@ -19,6 +19,9 @@ struct reshard_options {
   /// Devices per host for the network model; 0 (the default) takes each rank's host from the
   /// communicator (the ranks that share memory, MPI_COMM_TYPE_SHARED).
   index_t devices_per_host = 0;
+  /// The host of every device, given outright (a manifest's d / devices_per_host); overrides
+  /// `devices_per_host` when not empty.
+  std::vector<index_t> host_of{};
   /// How the schedule runs (see execution.hpp); the solver optimises that mode's model.
   execution mode = execution::ordered;
   /// Let several replicas of a region send slices of it.
@@ -62,6 +65,7 @@ inline std::uint64_t agreement_key(const layout_value& src, const layout_value& 
   mix(static_cast<std::int64_t>(o.devices.how));
   for (index_t d : o.devices.dst_ids) mix(d);
   mix(o.devices_per_host), mix(static_cast<std::int64_t>(o.mode)), mix(o.split_replicas), mix(o.nics_per_host);
+  for (index_t h : o.host_of) mix(h);
   mix(static_cast<std::int64_t>(o.seed));
   for (char c : policies) mix(c);
   return h;

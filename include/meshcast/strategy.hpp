@@ -29,6 +29,28 @@ concept strategy = std::copy_constructible<S> &&
                      s.remote_ops(net, rs, task, region, bytes, sender, remote, out);
                    };
 
+/// A strategy that offers several alternatives per sender (as `auto_strategy` does): alternative k of sender s
+/// is `remote_ops_of(k, ...)`; make_instance offers each distinct one as an option.
+template <class S>
+concept strategy_with_alternatives =
+    strategy<S> && requires(const S& s, const network& net, const resource_space& rs, index_t task, const box& region,
+                            index_t bytes, index_t sender, std::span<const index_t> remote, std::vector<op>& out) {
+      { S::alternatives() } -> std::convertible_to<std::size_t>;
+      s.remote_ops_of(std::size_t{0}, net, rs, task, region, bytes, sender, remote, out);
+    };
+
+namespace detail {
+// Whether two alternatives do the same thing (the strategies agree on a lone remote receiver).
+inline bool same_ops(const std::vector<op>& a, const std::vector<op>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i].kind != b[i].kind || a[i].sender != b[i].sender || a[i].receivers != b[i].receivers ||
+        a[i].bytes != b[i].bytes || !(a[i].region == b[i].region))
+      return false;
+  return true;
+}
+}  // namespace detail
+
 /// A point-to-point transfer from `s` to `r`: a local copy, an intra-host copy, or a NIC transfer.
 inline op make_transfer(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,
                         index_t s, index_t r, transfer_kind kind = transfer_kind::point_to_point) {

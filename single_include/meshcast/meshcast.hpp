@@ -988,6 +988,7 @@ inline std::vector<index_t> default_hosts(index_t device_count, index_t src_coun
 // ---- begin meshcast/plan.hpp ----
 // The resharding plan: the exact set of N-to-M send tasks that turns one layout into another.
 
+#include <algorithm>
 #include <span>
 #include <vector>
 
@@ -1016,13 +1017,19 @@ struct replica_groups {
 struct plan_options {
   index_t element_bytes = 4;
   device_map devices{};
+  /// Global id of each source mesh position; empty: 0..N-1. A model's tensors may start on
+  /// different devices (a pipeline stage's mesh, an expert-parallel group).
+  std::vector<index_t> src_devices{};
+  /// Smallest `plan::device_count` (0: the largest device id + 1): the tensors of one batch share
+  /// the devices of the whole job.
+  index_t device_count = 0;
 };
 
 struct plan {
   layout_value src;
   layout_value dst;
   index_t element_bytes = 4;
-  std::vector<index_t> src_devices;  ///< global id of each source mesh position (always 0..N-1)
+  std::vector<index_t> src_devices;  ///< global id of each source mesh position (default 0..N-1)
   std::vector<index_t> dst_devices;  ///< global id of each destination mesh position
   index_t device_count = 0;          ///< global ids lie in [0, device_count)
   replica_groups src_groups;         ///< indexed by the source tile's chunk key
@@ -1088,6 +1095,22 @@ constexpr replica_groups group_by_tile(const layout_value& l, const std::vector<
   for (index_t i = 0; i < n; ++i) g.members[fill[key_of[i]]++] = ids[i];
   return g;
 }
+
+// The source devices a plan was given: one distinct id in [0, max_devices) per mesh position.
+constexpr std::vector<index_t> listed_sources(const std::vector<index_t>& ids, index_t n) {
+  if (static_cast<index_t>(ids.size()) != n)
+    throw error("the source device list has " + std::to_string(ids.size()) + " entries but the source mesh has " +
+                std::to_string(n) + " devices");
+  std::vector<index_t> sorted = ids;
+  std::sort(sorted.begin(), sorted.end());
+  for (std::size_t j = 0; j < sorted.size(); ++j) {
+    if (sorted[j] < 0 || sorted[j] >= max_devices)
+      throw error("source device id " + std::to_string(sorted[j]) + " is outside 0.." + std::to_string(max_devices - 1) +
+                  " (meshcast::max_devices)");
+    if (j > 0 && sorted[j] == sorted[j - 1]) throw error("source device id " + std::to_string(sorted[j]) + " is listed twice");
+  }
+  return ids;
+}
 }  // namespace detail
 
 /// Computes the send tasks from value-form layouts (both validated here).
@@ -1110,10 +1133,21 @@ constexpr plan make_plan(const layout_value& src, const layout_value& dst, const
   p.dst = dst;
   p.element_bytes = options.element_bytes;
   index_t n = src.device_count(), m = dst.device_count();
-  p.src_devices.reserve(static_cast<std::size_t>(n));
-  for (index_t i = 0; i < n; ++i) p.src_devices.push_back(i);
-  p.dst_devices = options.devices.destination_ids(n, m);
-  p.device_count = n;
+  index_t after_sources = n;  // where disjoint destinations start
+  if (options.src_devices.empty()) {
+    p.src_devices.reserve(static_cast<std::size_t>(n));
+    for (index_t i = 0; i < n; ++i) p.src_devices.push_back(i);
+  } else {
+    p.src_devices = detail::listed_sources(options.src_devices, n);
+    after_sources = *std::max_element(p.src_devices.begin(), p.src_devices.end()) + 1;
+  }
+  p.dst_devices = options.devices.destination_ids(options.devices.how == device_map::kind::disjoint ? after_sources : n, m);
+  if (options.devices.how == device_map::kind::same) p.dst_devices = p.src_devices;
+  if (options.device_count < 0 || options.device_count > max_devices)
+    throw error("plan_options::device_count " + std::to_string(options.device_count) + " is outside 0.." +
+                std::to_string(max_devices));
+  p.device_count = options.device_count;
+  for (index_t id : p.src_devices) p.device_count = id + 1 > p.device_count ? id + 1 : p.device_count;
   for (index_t id : p.dst_devices) p.device_count = id + 1 > p.device_count ? id + 1 : p.device_count;
   p.src_groups = detail::group_by_tile(src, p.src_devices);
   p.dst_groups = detail::group_by_tile(dst, p.dst_devices);
@@ -1726,6 +1760,28 @@ concept strategy = std::copy_constructible<S> &&
                      s.remote_ops(net, rs, task, region, bytes, sender, remote, out);
                    };
 
+/// A strategy that offers several alternatives per sender (as `auto_strategy` does): alternative k of sender s
+/// is `remote_ops_of(k, ...)`; make_instance offers each distinct one as an option.
+template <class S>
+concept strategy_with_alternatives =
+    strategy<S> && requires(const S& s, const network& net, const resource_space& rs, index_t task, const box& region,
+                            index_t bytes, index_t sender, std::span<const index_t> remote, std::vector<op>& out) {
+      { S::alternatives() } -> std::convertible_to<std::size_t>;
+      s.remote_ops_of(std::size_t{0}, net, rs, task, region, bytes, sender, remote, out);
+    };
+
+namespace detail {
+// Whether two alternatives do the same thing (the strategies agree on a lone remote receiver).
+inline bool same_ops(const std::vector<op>& a, const std::vector<op>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i].kind != b[i].kind || a[i].sender != b[i].sender || a[i].receivers != b[i].receivers ||
+        a[i].bytes != b[i].bytes || !(a[i].region == b[i].region))
+      return false;
+  return true;
+}
+}  // namespace detail
+
 /// A point-to-point transfer from `s` to `r`: a local copy, an intra-host copy, or a NIC transfer.
 inline op make_transfer(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,
                         index_t s, index_t r, transfer_kind kind = transfer_kind::point_to_point) {
@@ -1881,6 +1937,18 @@ decltype(auto) visit_by_name(std::string_view what, std::string_view name, F&& f
 
 }  // namespace meshcast
 // ---- end meshcast/registry.hpp ----
+// ---- begin meshcast/strategy/auto.hpp ----
+// auto: the strategy chosen per task. Each unit offers, for each of its senders, what send_recv,
+// send_recv_allgather and broadcast would do (distinct alternatives only), and the solver picks
+// per unit whichever makes the batch finish first under its model. `solve_for`
+// (solve_for.hpp) also solves under each single strategy and keeps the shortest, so `auto` is
+// never predicted slower than the best of them.
+
+#include <array>
+#include <cstddef>
+#include <string_view>
+#include <vector>
+
 // ---- begin meshcast/strategy/broadcast.hpp ----
 // broadcast: one sender to all remote receivers as a pipelined chain over the receiving hosts
 // (sender -> the receivers of one host, ascending -> those of the next host ...); a single remote
@@ -2041,10 +2109,35 @@ struct send_recv_allgather {
 
 namespace meshcast {
 
-using builtin_strategies = type_list<send_recv, send_recv_allgather, broadcast>;
+struct auto_strategy {
+  static constexpr std::string_view name = "auto";
+  static constexpr bool point_to_point = false;  // its chains are not
+  /// The strategies it chooses among, in the order their alternatives are offered.
+  static constexpr std::array<std::string_view, 3> choices{send_recv::name, send_recv_allgather::name, broadcast::name};
+
+  static constexpr std::size_t alternatives() noexcept { return choices.size(); }
+  /// The ops of alternative `k` (a strategy of `choices`).
+  void remote_ops_of(std::size_t k, const network& net, const resource_space& rs, index_t task, const box& region,
+                     index_t bytes, index_t sender, std::span<const index_t> remote, std::vector<op>& out) const {
+    if (k == 0) send_recv{}.remote_ops(net, rs, task, region, bytes, sender, remote, out);
+    else if (k == 1) send_recv_allgather{}.remote_ops(net, rs, task, region, bytes, sender, remote, out);
+    else broadcast{}.remote_ops(net, rs, task, region, bytes, sender, remote, out);
+  }
+  /// As a plain strategy (one alternative per sender): send_recv's.
+  void remote_ops(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,
+                  index_t sender, std::span<const index_t> remote, std::vector<op>& out) const {
+    remote_ops_of(0, net, rs, task, region, bytes, sender, remote, out);
+  }
+};
+}  // namespace meshcast
+// ---- end meshcast/strategy/auto.hpp ----
+
+namespace meshcast {
+
+using builtin_strategies = type_list<send_recv, send_recv_allgather, broadcast, auto_strategy>;
 
 /// Calls `f(S{})` for the strategy of `List` named `name` and returns what it returns; throws
-/// `meshcast::error` "unknown strategy 'x' (expected send_recv, send_recv_allgather or broadcast)".
+/// `meshcast::error` "unknown strategy 'x' (expected send_recv, send_recv_allgather, broadcast or auto)".
 template <class List = builtin_strategies, class F>
 decltype(auto) visit_strategy(std::string_view name, F&& f) {
   return visit_by_name<List>("strategy", name, static_cast<F&&>(f));
@@ -2257,9 +2350,20 @@ instance make_instance(std::vector<std::shared_ptr<const plan>> plans, std::shar
           sender_choices(net, senders, task * static_cast<index_t>(slices.size()) + static_cast<index_t>(k));
       unit u{task, static_cast<std::int32_t>(tensor), slice, slice.volume() * p.element_bytes, {}};
       for (index_t s : choices) {
-        option o{s, {}};
-        st.remote_ops(net, in.resources, task, slice, u.bytes, s, remote, o.ops);
-        u.options.push_back(std::move(o));
+        if constexpr (strategy_with_alternatives<S>) {
+          const std::size_t first = u.options.size();
+          for (std::size_t a = 0; a < S::alternatives(); ++a) {
+            option o{s, {}};
+            st.remote_ops_of(a, net, in.resources, task, slice, u.bytes, s, remote, o.ops);
+            bool repeated = false;
+            for (std::size_t k = first; k < u.options.size() && !repeated; ++k) repeated = detail::same_ops(u.options[k].ops, o.ops);
+            if (!repeated) u.options.push_back(std::move(o));
+          }
+        } else {
+          option o{s, {}};
+          st.remote_ops(net, in.resources, task, slice, u.bytes, s, remote, o.ops);
+          u.options.push_back(std::move(o));
+        }
       }
       detail::add_unit(in, std::move(u));
     }
@@ -4288,6 +4392,132 @@ schedule solve(const instance& in, const S& s, const solver_options& options = {
 
 }  // namespace meshcast
 // ---- end meshcast/solve.hpp ----
+// ---- begin meshcast/solve_batch.hpp ----
+// Solving a batch of plans under a strategy in one call, and what each strategy serves. Under
+// `auto_strategy` the solver runs on the instance whose units offer every strategy's ops and on
+// each single strategy's instance, sharing the time limit, and the shortest schedule is kept: so
+// `auto` is never predicted slower than the best single strategy that solver reaches.
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+
+namespace meshcast {
+
+/// The schedule of `plans` (one per tensor, on the devices of `net`) under strategy `st`.
+template <solver Solver, strategy Strategy>
+schedule solve_batch(std::vector<std::shared_ptr<const plan>> plans, std::shared_ptr<const network> net, const Strategy& st,
+                     const Solver& sv, instance_options io = {}, solver_options so = {}) {
+  if constexpr (!std::is_same_v<Strategy, auto_strategy>) {
+    return solve(make_instance(std::move(plans), std::move(net), st, io), sv, so);
+  } else {
+    so.time_limit_s = detail::checked_seconds(so.time_limit_s, "the solver time limit") / 4;
+    std::optional<schedule> best;
+    std::string why;
+    auto consider = [&](const auto& strategy) {
+      instance in = make_instance(plans, net, strategy, io);
+      if (const char* no = sv.supports(in)) {
+        why = no;
+        return;
+      }
+      schedule s = solve(in, sv, so);
+      if (!best || s.makespan_s < best->makespan_s) best = std::move(s);
+    };
+    consider(st);
+    consider(send_recv{});
+    consider(send_recv_allgather{});
+    consider(broadcast{});
+    if (!best) throw error("solver '" + std::string(Solver::name) + "' does not apply to any strategy: " + why);
+    best->strategy = std::string(auto_strategy::name);
+    return *best;
+  }
+}
+
+/// The same, sharing copies of the plans and the network.
+template <solver Solver, strategy Strategy>
+schedule solve_batch(const std::vector<plan>& plans, const network& net, const Strategy& st, const Solver& sv,
+                     instance_options io = {}, solver_options so = {}) {
+  std::vector<std::shared_ptr<const plan>> shared;
+  shared.reserve(plans.size());
+  for (const plan& p : plans) shared.push_back(std::make_shared<const plan>(p));
+  return solve_batch(std::move(shared), std::make_shared<const network>(net), st, sv, io, so);
+}
+
+/// How many tasks of the plans each strategy serves in `s`. Under a single strategy, all of them;
+/// under `auto`, a task is counted by what its transfers are: a chain or group broadcast is
+/// `broadcast`, forwards on a receiving host are `send_recv_allgather`, anything else (one
+/// message per receiver, or copies that never leave the host) `send_recv`.
+inline std::map<std::string, index_t> tasks_by_strategy(const schedule& s, const std::vector<plan>& plans) {
+  index_t tasks = 0;
+  for (const plan& p : plans) tasks += static_cast<index_t>(p.tasks.size());
+  if (s.strategy != auto_strategy::name) return {{s.strategy, tasks}};
+  std::vector<std::size_t> first(plans.size() + 1, 0);
+  for (std::size_t k = 0; k < plans.size(); ++k) first[k + 1] = first[k] + plans[k].tasks.size();
+  std::vector<std::uint8_t> kind(first.back(), 0);  // 0 send_recv, 1 send_recv_allgather, 2 broadcast
+  for (const transfer& t : s.transfers) {
+    const std::size_t at = first[static_cast<std::size_t>(t.tensor)] + static_cast<std::size_t>(t.task);
+    const std::uint8_t k = t.kind == transfer_kind::chain || t.kind == transfer_kind::group_broadcast ? 2
+                           : t.kind == transfer_kind::forward                                         ? 1
+                                                                                                     : 0;
+    kind[at] = std::max(kind[at], k);
+  }
+  std::map<std::string, index_t> out{{std::string(send_recv::name), 0}, {std::string(send_recv_allgather::name), 0},
+                                     {std::string(broadcast::name), 0}};
+  for (std::uint8_t k : kind) ++out[std::string(auto_strategy::choices[k])];
+  return out;
+}
+
+}  // namespace meshcast
+// ---- end meshcast/solve_batch.hpp ----
+// ---- begin meshcast/tensor_layouts.hpp ----
+// One tensor of a batch: its two layouts, element size and, where they are not the batch's
+// defaults, the devices that hold it before and after; and the plans of a batch.
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+
+namespace meshcast {
+
+struct tensor_layouts {
+  layout_value src, dst;
+  std::size_t element_bytes = 4;
+  /// Global id of each source mesh position; empty: 0..N-1.
+  std::vector<index_t> src_devices{};
+  /// Global id of each destination mesh position; empty: the batch's `device_map`.
+  std::vector<index_t> dst_devices{};
+  /// A name for messages (a model's parameter name); may be empty.
+  std::string name{};
+};
+
+/// The plan of every tensor of a batch, all over the same `device_count` devices (0: each its own).
+inline std::vector<plan> make_plans(const std::vector<tensor_layouts>& tensors, const device_map& devices = {},
+                                    index_t device_count = 0) {
+  std::vector<plan> plans;
+  plans.reserve(tensors.size());
+  for (std::size_t k = 0; k < tensors.size(); ++k) {
+    const tensor_layouts& t = tensors[k];
+    try {
+      plan_options o;
+      o.element_bytes = detail::checked_cast<index_t>(t.element_bytes, "the element size");
+      o.devices = t.dst_devices.empty() ? devices : device_map::listed(t.dst_devices);
+      o.src_devices = t.src_devices;
+      o.device_count = device_count;
+      plans.push_back(make_plan(t.src, t.dst, o));
+    } catch (const error& e) {
+      if (tensors.size() == 1 && t.name.empty()) throw;
+      throw error("tensor " + (t.name.empty() ? std::to_string(k) : "\"" + detail::printable(t.name) + "\"") + ": " + e.what());
+    }
+  }
+  return plans;
+}
+
+}  // namespace meshcast
+// ---- end meshcast/tensor_layouts.hpp ----
 // ---- begin meshcast/memory.hpp ----
 // The memory-policy concept: where shards and message buffers live and how bytes are copied
 // there. Executors pack, unpack and copy regions through it (exec/pack.hpp), so a backend only

@@ -99,12 +99,6 @@ inline std::vector<index_t> discover_hosts(MPI_Comm comm) {
   return host_of;
 }
 
-/// One tensor of a batch: its layouts (value form) and element size.
-struct tensor_layouts {
-  layout_value src, dst;
-  std::size_t element_bytes = 4;
-};
-
 /// Reshards a batch of tensors again and again over an MPI communicator, rank r being device r:
 /// their transfers are planned and solved as one schedule, so the NICs are balanced across all of
 /// them (as Alpa balances the tensors of a stage boundary). Built collectively (every rank of
@@ -126,26 +120,33 @@ class batch_resharder {
     try {
       detail::checked_seconds(options_.timeout_s, "reshard_options::timeout_s");
       if (tensors_.empty()) throw error("a batch needs at least one tensor");
-      for (const tensor_layouts& t : tensors_) {
-        plans_.push_back(make_plan(t.src, t.dst,
-                                   {.element_bytes = detail::checked_cast<index_t>(t.element_bytes, "the element size"),
-                                    .devices = options_.devices}));
-        if (plans_.back().device_count != size)
-          throw error("the layouts place " + std::string(tensors_.size() > 1 ? "tensor " + std::to_string(plans_.size() - 1) : "the tensor") +
-                      " on " + std::to_string(plans_.back().device_count) + " devices but the communicator has " +
+      // Tensors that name their devices (a model's manifest) may use some of the ranks only.
+      const bool listed = std::any_of(tensors_.begin(), tensors_.end(),
+                                      [](const tensor_layouts& t) { return !t.src_devices.empty() || !t.dst_devices.empty(); });
+      plans_ = make_plans(tensors_, options_.devices, listed ? size : 0);
+      for (std::size_t k = 0; k < plans_.size(); ++k)
+        if (plans_[k].device_count != size)
+          throw error("the layouts place " + std::string(tensors_.size() > 1 ? "tensor " + std::to_string(k) : "the tensor") +
+                      " on " + std::to_string(plans_[k].device_count) + " devices but the communicator has " +
                       std::to_string(size) +
                       " ranks (rank r is device r; for resharding in place, pass reshard_options{.devices = "
                       "meshcast::device_map::same()})");
-      }
+      if (!options_.host_of.empty() && static_cast<int>(options_.host_of.size()) != size)
+        throw error("reshard_options::host_of names the hosts of " + std::to_string(options_.host_of.size()) +
+                    " devices but the communicator has " + std::to_string(size) + " ranks");
     } catch (const std::exception& e) {
       problem = e.what();
     }
     agree_or_throw(comm_, problem, options_.timeout_s);
     // Every rank must have been given the same layouts, element sizes and options.
     std::uint64_t key = 0;
-    for (const tensor_layouts& t : tensors_)
-      key = key * 1099511628211ULL ^ detail::agreement_key(t.src, t.dst, t.element_bytes, options_,
-                                                            std::string(Solver::name) + "/" + std::string(Strategy::name));
+    for (const tensor_layouts& t : tensors_) {
+      std::string policies = std::string(Solver::name) + "/" + std::string(Strategy::name) + "/";
+      for (index_t d : t.src_devices) policies += std::to_string(d) + ",";
+      policies += "/";
+      for (index_t d : t.dst_devices) policies += std::to_string(d) + ",";
+      key = key * 1099511628211ULL ^ detail::agreement_key(t.src, t.dst, t.element_bytes, options_, policies);
+    }
     const auto low = bounded_allreduce(comm_, key, MPI_MIN, options_.timeout_s, "comparing the ranks' arguments");
     const auto high = bounded_allreduce(comm_, key, MPI_MAX, options_.timeout_s, "comparing the ranks' arguments");
     if (low != high)
@@ -153,15 +154,15 @@ class batch_resharder {
                   "reshard; every rank must pass the same ones");
     try {
       const std::vector<index_t> hosts =
-          options_.devices_per_host > 0
-              ? default_hosts(plans_[0].device_count, static_cast<index_t>(plans_[0].src_devices.size()), options_.devices_per_host)
-              : discover_hosts(comm_);
+          !options_.host_of.empty()       ? options_.host_of
+          : options_.devices_per_host > 0 ? default_hosts(plans_[0].device_count, static_cast<index_t>(plans_[0].src_devices.size()),
+                                                          options_.devices_per_host)
+                                          : discover_hosts(comm_);
       // The MPI backend's eager messages are acknowledged in ordered mode (connections.hpp).
       net_ = network_from(options_, hosts).with_eager_bytes(static_cast<index_t>(eager_limit_bytes));
-      if (rank == 0) {
-        instance in = make_instance(plans_, net_, strategy, {.split_replicas = options_.split_replicas, .mode = options_.mode});
-        schedule_ = solve(in, solver, {.time_limit_s = options_.time_limit_s, .seed = options_.seed});
-      }
+      if (rank == 0)
+        schedule_ = solve_batch(plans_, net_, strategy, solver, {.split_replicas = options_.split_replicas, .mode = options_.mode},
+                                {.time_limit_s = options_.time_limit_s, .seed = options_.seed});
     } catch (const std::exception& e) {
       problem = e.what();
     }

@@ -103,15 +103,25 @@ def main():
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
         for k in range(args.runs):
-            result, parsed = run(args, os.path.join(tmp, f"trace{k}.json"))
+            # The clearance check compares times taken on two ranks, each counted from the moment
+            # it left the start barrier: a rank descheduled there (8 ranks on 2 cores) shifts its
+            # clock by that much. A run flagged only for that is taken again, up to 3 times in
+            # all; a real early send (tens of ms on every attempt) fails all of them.
+            for attempt in range(3 if args.check == "clearance" else 1):
+                result, parsed = run(args, os.path.join(tmp, f"trace{k}.json"))
+                if result is None:
+                    break
+                what, count, bad = (exchanges if args.check == "exchanges" else clearance)(args, *parsed)
+                print(f"check_ordered.py: {what}; measured {result['seconds']:.3f} s, predicted {result['predicted_seconds']:.3f} s "
+                      f"({result['seconds'] / result['predicted_seconds']:.3f}), {result['wrong_elements']} wrong elements")
+                for line in bad:
+                    print("  " + line)
+                if not bad or result["wrong_elements"] != 0 or count == 0:
+                    break
+                print(f"check_ordered.py: run {k}, attempt {attempt + 1}: flagged; taken again")
             if result is None:
                 ok = False
                 continue
-            what, count, bad = (exchanges if args.check == "exchanges" else clearance)(args, *parsed)
-            print(f"check_ordered.py: {what}; measured {result['seconds']:.3f} s, predicted {result['predicted_seconds']:.3f} s "
-                  f"({result['seconds'] / result['predicted_seconds']:.3f}), {result['wrong_elements']} wrong elements")
-            for line in bad:
-                print("  " + line)
             ok &= count > 0 and not bad and result["wrong_elements"] == 0
     print("check_ordered.py: " + ("ok" if ok else "FAILED"))
     return 0 if ok else 1

@@ -2,7 +2,7 @@
 """faults.py: a host fails in the middle of a reshard on the emulated cluster (ctest label `cluster`).
 
     faults.py --reshard PROG --fault cut|kill --mode ordered|concurrent [--hosts 4] [--mbit 50]
-              [--victim 2] [--timeout-s 5] [--slack-s 5] [--auto-cleanup] [--json FILE]
+              [--victim 2] [--timeout-s 5] [--slack-s 8] [--auto-cleanup] [--json FILE]
 
 Brings a cluster up (scripts/cluster.sh, prefix from MC_CLUSTER_PREFIX), starts meshcast-reshard
 across it (2 ranks per host, a 16 MiB same-mesh transpose repeated until stopped, --timeout-s),
@@ -80,7 +80,7 @@ def main():
     ap.add_argument("--mbit", type=float, default=50)
     ap.add_argument("--victim", type=int, default=2)
     ap.add_argument("--timeout-s", type=float, default=5)
-    ap.add_argument("--slack-s", type=float, default=5)
+    ap.add_argument("--slack-s", type=float, default=8)
     ap.add_argument("--auto-cleanup", action="store_true")
     ap.add_argument("--strategy", default="send_recv", help="send_recv (default), broadcast, send_recv_allgather")
     ap.add_argument("--dst-spec", default="S1,S0", help="destination spec on the same mesh (default S1,S0)")

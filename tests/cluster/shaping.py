@@ -91,7 +91,7 @@ def run_case(name, flows, seconds, skip, port):
     start = max(f[0][0] for f in everything) + skip
     end = min(f[-1][0] for f in everything) - 0.05
     if end - start < 0.5:
-        raise SystemExit("shaping.py: flows overlapped too briefly to measure")
+        return None  # a sender started late (a busy machine): no window to measure in
 
     def at(f, t):  # bytes received by time t (linear between samples)
         for (t0, b0), (t1, b1) in zip(f, f[1:]):
@@ -129,6 +129,9 @@ def main():
         over = reached = False
         for attempt in range(1, max(1, a.attempts) + 1):
             rates = run_case(name, flows, a.seconds, a.skip, 47000 + 10 * i + attempt)
+            if rates is None:
+                print(f"{name}, attempt {attempt}: the flows overlapped too briefly to measure (machine busy?)", flush=True)
+                continue
             each = [r for dst in sorted(rates) for r in rates[dst]]
             total = sum(each)
             share = total * wire / mbit

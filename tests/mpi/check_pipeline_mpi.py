@@ -30,6 +30,7 @@ import sys
 import time
 
 failures = []
+timing_failures = []  # bounds on measured times, retried (see `timed`)
 
 
 def check(cond, what):
@@ -140,28 +141,42 @@ def check_report(file, n, k, policies, extra, bounds=True, stated=True):
         print(f"  {pn}: simulated {p['simulated_s']:.4f} s, measured {p['measured_s']:.4f} s (x{ratio:.3f}), "
               f"re-simulated with measured durations {p['resimulated_s']:.4f} s (x{reratio:.3f}); computes x{p['compute_over_stated']:.3f}, "
               f"transfers x{p['transfers_over_stated']:.3f}", flush=True)
-        if bounds:
-            check(0.5 <= reratio <= 1.5, f"{pn}: measured / re-simulated {reratio:.3f} outside [0.5, 1.5]")
-            if j["compute"] != "matmul" and stated:
-                check(0.5 <= ratio <= 2.5, f"{pn}: measured / simulated {ratio:.3f} outside [0.5, 2.5]")
+        if bounds:  # timing: retried by `timed` below when other work slowed the run
+            if not 0.5 <= reratio <= 1.5:
+                timing_failures.append(f"{pn}: measured / re-simulated {reratio:.3f} outside [0.5, 1.5]")
+            if j["compute"] != "matmul" and stated and not 0.5 <= ratio <= 2.5:
+                timing_failures.append(f"{pn}: measured / simulated {ratio:.3f} outside [0.5, 2.5]")
     print(f"  ranking, simulated: {j['ranking']['simulated']}\n  ranking, measured:  {j['ranking']['measured']}", flush=True)
+    return j
+
+
+def timed(*args, **kwargs):
+    """check_report, taken again (up to 3 attempts) while only its timing bounds fail: on a shared
+    2-core machine other work can slow one run; semantics are checked on every attempt."""
+    for attempt in range(1, 4):
+        timing_failures.clear()
+        j = check_report(*args, **kwargs)
+        if not timing_failures:
+            return j
+        print(f"attempt {attempt}: " + "; ".join(timing_failures), flush=True)
+    failures.extend(timing_failures)
     return j
 
 
 if cluster is None:
     # The seed's chain and U-Net, one rank per stage, shared streams, spinning compute.
-    check_report("chain4.json", 4, 1, ["prior_first", "rounds", "list_scheduling"], ["--time-unit-ms", "10", "--repeat", "2"])
+    timed("chain4.json", 4, 1, ["prior_first", "rounds", "list_scheduling"], ["--time-unit-ms", "10", "--repeat", "2"])
     # Meshes of two ranks per stage, sleeping compute (the host waits while an accelerator computes).
-    check_report("unet4.json", 4, 2, ["prior_first", "list_scheduling", "optimal"],
-                 ["--time-unit-ms", "10", "--repeat", "2", "--compute", "sleep"])
+    timed("unet4.json", 4, 2, ["prior_first", "list_scheduling", "optimal"],
+          ["--time-unit-ms", "10", "--repeat", "2", "--compute", "sleep"])
     # Training (eager 1F1B), separate streams: a communication thread per rank; matrix products.
-    check_report("unet4_eager_separate.json", 4, 1, ["prior_first", "list_scheduling"],
-                 ["--time-unit-ms", "5", "--repeat", "1", "--compute", "matmul"])
+    timed("unet4_eager_separate.json", 4, 1, ["prior_first", "list_scheduling"],
+          ["--time-unit-ms", "5", "--repeat", "2", "--compute", "matmul"])
     # Tensor edges given in the file (meshes of 2, 2-byte elements, send_recv_allgather): their
     # times are the reshards' predicted times on 200 Mbit/s NICs, the tensors are resharded as
     # given (through shared memory here: far faster than stated, so no bound against the simulation).
-    j = check_report("tensors3.json", 3, 2, ["prior_first", "list_scheduling"], ["--repeat", "1", "--compute", "sleep"],
-                     stated=False)
+    j = timed("tensors3.json", 3, 2, ["prior_first", "list_scheduling"], ["--repeat", "2", "--compute", "sleep"],
+              stated=False)
     if j:
         check(all(t["tensor_from_file"] and abs(t["stated_s"] - t["predicted_s"]) < 1e-12 for t in j["transfers"]),
               "tensors3.json: a tensor edge's stated time is its predicted time")

@@ -38,7 +38,7 @@ void check(std::size_t tensors, execution mode, index_t devices_per_host, const 
     const double t0 = MPI_Wtime();
     batch_resharder<greedy, Strategy> r(MPI_COMM_WORLD, batch,
                                         {.devices = device_map::same(), .devices_per_host = devices_per_host, .mode = mode,
-                                         .time_limit_s = 5, .timeout_s = 60});
+                                         .time_limit_s = 5, .timeout_s = 300});
     const std::size_t transfers = r.schedule().transfers.size();
     expect(transfers > 32768, name + ": only " + std::to_string(transfers) + " transfers: tags do not repeat");
     std::vector<std::vector<std::int32_t>> in(tensors), out(tensors);

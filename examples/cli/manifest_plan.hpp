@@ -1,0 +1,129 @@
+// `meshcast-plan --manifest FILE`: a whole model's weights planned, solved as one schedule and
+// predicted, with no ranks (the manifest format: include/meshcast/manifest.hpp).
+//
+//   meshcast-plan --manifest llama70b.json --nic-gbps 400 --json
+//
+// JSON: tensors, tasks, bytes (sum of tensor sizes), devices, hosts, devices_per_host, strategy,
+// solver, mode, predicted_seconds, physical_bound_seconds (the busiest NIC direction at line rate,
+// `busiest_nic_bound_s`), lower_bound_seconds (the mode's bound for the strategy), plan_seconds,
+// solve_seconds (instance building included), transfers, tasks_by_strategy.
+#pragma once
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <meshcast/manifest.hpp>
+
+#include "json_writer.hpp"
+#include "plan_options.hpp"
+#include "schedule_options.hpp"
+
+namespace meshcast::cli {
+
+/// What meshcast-plan and meshcast-reshard make of a manifest before any rank moves a byte.
+struct manifest_setup {
+  manifest m;
+  index_t devices_per_host = 0;
+  std::vector<index_t> hosts;
+  std::vector<plan> plans;
+  double plan_s = 0;
+  index_t tasks = 0;
+  index_t bytes = 0;
+};
+
+inline manifest_setup setup_manifest(const std::string& path, index_t devices_per_host_flag) {
+  manifest_setup out;
+  const auto t0 = std::chrono::steady_clock::now();
+  out.m = read_manifest(path);
+  out.devices_per_host = out.m.hosts_of(devices_per_host_flag);
+  out.hosts = hosts_in_order(out.m.device_count, out.devices_per_host);
+  out.plans = make_plans(out.m.tensors, {}, out.m.device_count);
+  out.plan_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (const plan& p : out.plans) {
+    out.tasks += static_cast<index_t>(p.tasks.size());
+    out.bytes = detail::checked_add(out.bytes, p.tensor_bytes(), "the bytes of the manifest");
+  }
+  return out;
+}
+
+inline void write_tasks_by_strategy(json_writer& j, const std::map<std::string, index_t>& counts) {
+  j.key("tasks_by_strategy").begin_object();
+  for (const auto& [name, n] : counts) j.key(name).value(static_cast<long long>(n));
+  j.end_object();
+}
+
+/// meshcast-plan with --manifest: the flags other than the plan's own single-tensor ones.
+template <class Solvers = default_solvers, class Strategies = builtin_strategies>
+int plan_manifest_main(int argc, char** argv) {
+  std::string path;
+  index_t devices_per_host = 0;
+  bool json = false, help = false;
+  schedule_flags sched;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) throw error("flag " + detail::printable(arg) + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--manifest") path = next();
+    else if (arg == "--devices-per-host") devices_per_host = parse_count(arg, next(), 1, max_devices);
+    else if (arg == "--json") json = true;
+    else if (arg == "--help" || arg == "-h") help = true;
+    else if (!parse_schedule_flag(sched, arg, next))
+      throw error("unknown flag '" + detail::printable(arg) + "' with --manifest (the tensors come from the manifest)");
+  }
+  if (help) {
+    std::printf("usage: meshcast-plan --manifest FILE [--devices-per-host N] [--json] [schedule options]\n%s",
+                schedule_flags_help<Solvers, Strategies>().c_str());
+    return 0;
+  }
+  manifest_setup m = setup_manifest(path, devices_per_host);
+  const network net = network_from_flags(sched, m.hosts);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::optional<schedule> s;
+  if (!m.plans.empty()) s = schedule_batch_from_flags<Solvers, Strategies>(sched, m.plans, net);
+  const double solve_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double bound = busiest_nic_bound_s(m.plans, net);
+  const std::string strategy = s ? s->strategy : (sched.strategy.empty() ? "auto" : sched.strategy);
+  const auto counts = s ? tasks_by_strategy(*s, m.plans) : std::map<std::string, index_t>{};
+  if (json) {
+    json_writer j;
+    j.begin_object();
+    j.key("tensors").value(static_cast<long long>(m.plans.size()));
+    j.key("tasks").value(static_cast<long long>(m.tasks));
+    j.key("bytes").value(static_cast<long long>(m.bytes));
+    j.key("devices").value(static_cast<long long>(m.m.device_count));
+    j.key("devices_per_host").value(static_cast<long long>(m.devices_per_host));
+    j.key("hosts").value(static_cast<long long>(net.host_count()));
+    j.key("strategy").value(strategy);
+    j.key("solver").value(s ? s->solver : std::string(sched.solver.empty() ? "greedy" : sched.solver));
+    j.key("mode").value(std::string(to_string(sched.mode)));
+    j.key("predicted_seconds").precise(s ? s->makespan_s : 0.0);
+    j.key("physical_bound_seconds").precise(bound);
+    j.key("lower_bound_seconds").precise(s ? s->lower_bound_s : 0.0);
+    j.key("plan_seconds").precise(m.plan_s);
+    j.key("solve_seconds").precise(solve_s);
+    j.key("transfers").value(static_cast<long long>(s ? s->transfers.size() : 0));
+    write_tasks_by_strategy(j, counts);
+    j.end_object();
+    write_stdout(j.str() + '\n');
+  } else {
+    std::string by;
+    for (const auto& [name, n] : counts) by += (by.empty() ? "" : ", ") + name + " " + std::to_string(n);
+    std::printf("%zu tensors, %lld tasks, %llu bytes on %lld devices (%lld hosts of %lld)\n", m.plans.size(),
+                static_cast<long long>(m.tasks), static_cast<unsigned long long>(m.bytes),
+                static_cast<long long>(m.m.device_count), static_cast<long long>(net.host_count()),
+                static_cast<long long>(m.devices_per_host));
+    std::printf("strategy %s (tasks: %s), solver %s, %s mode: predicted %.6f s, busiest NIC bound %.6f s (x%.3f)\n",
+                strategy.c_str(), by.empty() ? "none" : by.c_str(), s ? s->solver.c_str() : "-",
+                std::string(to_string(sched.mode)).c_str(), s ? s->makespan_s : 0.0, bound,
+                bound > 0 && s ? s->makespan_s / bound : 1.0);
+    std::printf("planned in %.3f s, solved in %.3f s\n", m.plan_s, solve_s);
+    write_stdout("");
+  }
+  return 0;
+}
+
+}  // namespace meshcast::cli

@@ -1,0 +1,85 @@
+// Solving a batch of plans under a strategy in one call, and what each strategy serves. Under
+// `auto_strategy` the solver runs on the instance whose units offer every strategy's ops and on
+// each single strategy's instance, sharing the time limit, and the shortest schedule is kept: so
+// `auto` is never predicted slower than the best single strategy that solver reaches.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "instance.hpp"
+#include "solve.hpp"
+#include "strategy/auto.hpp"
+#include "strategy/broadcast.hpp"
+#include "strategy/send_recv.hpp"
+#include "strategy/send_recv_allgather.hpp"
+
+namespace meshcast {
+
+/// The schedule of `plans` (one per tensor, on the devices of `net`) under strategy `st`.
+template <solver Solver, strategy Strategy>
+schedule solve_batch(std::vector<std::shared_ptr<const plan>> plans, std::shared_ptr<const network> net, const Strategy& st,
+                     const Solver& sv, instance_options io = {}, solver_options so = {}) {
+  if constexpr (!std::is_same_v<Strategy, auto_strategy>) {
+    return solve(make_instance(std::move(plans), std::move(net), st, io), sv, so);
+  } else {
+    so.time_limit_s = detail::checked_seconds(so.time_limit_s, "the solver time limit") / 4;
+    std::optional<schedule> best;
+    std::string why;
+    auto consider = [&](const auto& strategy) {
+      instance in = make_instance(plans, net, strategy, io);
+      if (const char* no = sv.supports(in)) {
+        why = no;
+        return;
+      }
+      schedule s = solve(in, sv, so);
+      if (!best || s.makespan_s < best->makespan_s) best = std::move(s);
+    };
+    consider(st);
+    consider(send_recv{});
+    consider(send_recv_allgather{});
+    consider(broadcast{});
+    if (!best) throw error("solver '" + std::string(Solver::name) + "' does not apply to any strategy: " + why);
+    best->strategy = std::string(auto_strategy::name);
+    return *best;
+  }
+}
+
+/// The same, sharing copies of the plans and the network.
+template <solver Solver, strategy Strategy>
+schedule solve_batch(const std::vector<plan>& plans, const network& net, const Strategy& st, const Solver& sv,
+                     instance_options io = {}, solver_options so = {}) {
+  std::vector<std::shared_ptr<const plan>> shared;
+  shared.reserve(plans.size());
+  for (const plan& p : plans) shared.push_back(std::make_shared<const plan>(p));
+  return solve_batch(std::move(shared), std::make_shared<const network>(net), st, sv, io, so);
+}
+
+/// How many tasks of the plans each strategy serves in `s`. Under a single strategy, all of them;
+/// under `auto`, a task is counted by what its transfers are: a chain or group broadcast is
+/// `broadcast`, forwards on a receiving host are `send_recv_allgather`, anything else (one
+/// message per receiver, or copies that never leave the host) `send_recv`.
+inline std::map<std::string, index_t> tasks_by_strategy(const schedule& s, const std::vector<plan>& plans) {
+  index_t tasks = 0;
+  for (const plan& p : plans) tasks += static_cast<index_t>(p.tasks.size());
+  if (s.strategy != auto_strategy::name) return {{s.strategy, tasks}};
+  std::vector<std::size_t> first(plans.size() + 1, 0);
+  for (std::size_t k = 0; k < plans.size(); ++k) first[k + 1] = first[k] + plans[k].tasks.size();
+  std::vector<std::uint8_t> kind(first.back(), 0);  // 0 send_recv, 1 send_recv_allgather, 2 broadcast
+  for (const transfer& t : s.transfers) {
+    const std::size_t at = first[static_cast<std::size_t>(t.tensor)] + static_cast<std::size_t>(t.task);
+    const std::uint8_t k = t.kind == transfer_kind::chain || t.kind == transfer_kind::group_broadcast ? 2
+                           : t.kind == transfer_kind::forward                                         ? 1
+                                                                                                     : 0;
+    kind[at] = std::max(kind[at], k);
+  }
+  std::map<std::string, index_t> out{{std::string(send_recv::name), 0}, {std::string(send_recv_allgather::name), 0},
+                                     {std::string(broadcast::name), 0}};
+  for (std::uint8_t k : kind) ++out[std::string(auto_strategy::choices[k])];
+  return out;
+}
+
+}  // namespace meshcast

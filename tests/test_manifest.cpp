@@ -1,0 +1,164 @@
+// The model manifest (meshcast/manifest.hpp): the contract's example, every bad field named, plans
+// over listed source devices, and the busiest-NIC bound worked by hand.
+#include <doctest/doctest.h>
+
+#include <meshcast/manifest.hpp>
+#include <meshcast/meshcast.hpp>
+
+#include <string>
+#include <vector>
+
+using namespace meshcast;
+
+namespace {
+const char* example = R"({"devices_per_host": 4,
+  "src": {"mesh": "2x4"},
+  "dst": {"mesh": "2x2", "devices": [8, 9, 10, 11]},
+  "same_mesh": false,
+  "tensors": [
+    {"name": "layers.0.wq", "shape": [512, 512], "dtype_bytes": 2, "src_spec": "S1,S0", "dst_spec": "S0,R"},
+    {"name": "layers.0.experts.w1", "shape": [8, 256, 128], "dtype_bytes": 2,
+     "src_spec": "S0,R,S1", "dst_spec": "S01,R,R", "src": {"mesh": "1x4", "devices": [4, 5, 6, 7]}}
+  ]})";
+
+// The example with `from` replaced by `to` (once).
+std::string with(const std::string& from, const std::string& to) {
+  std::string s = example;
+  const auto at = s.find(from);
+  REQUIRE(at != std::string::npos);
+  return s.replace(at, from.size(), to);
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_manifest(std::string_view(text));
+  } catch (const error& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("the contract's example reads as written") {
+  const manifest m = parse_manifest(std::string_view(example));
+  CHECK(m.devices_per_host == 4);
+  CHECK(m.device_count == 12);
+  REQUIRE(m.tensors.size() == 2);
+  CHECK(m.tensors[0].name == "layers.0.wq");
+  CHECK(m.tensors[0].src_devices == std::vector<index_t>{0, 1, 2, 3, 4, 5, 6, 7});
+  CHECK(m.tensors[0].dst_devices == std::vector<index_t>{8, 9, 10, 11});
+  CHECK(m.tensors[1].src_devices == std::vector<index_t>{4, 5, 6, 7});
+  CHECK(m.tensors[1].element_bytes == 2);
+  const auto plans = make_plans(m.tensors, {}, m.device_count);
+  REQUIRE(plans.size() == 2);
+  for (const plan& p : plans) CHECK(p.device_count == 12);
+  // Tensor 1's source tiles sit on devices 4..7; devices 0..3 hold none of it.
+  CHECK(plans[1].source_tile(0).volume() == 0);
+  CHECK(plans[1].source_tile(4).volume() == 8 * 256 * 128 / 4);
+  index_t delivered = 0;
+  for (index_t d = 8; d < 12; ++d) delivered += plans[1].destination_tile(d).volume();
+  CHECK(delivered == 8 * 256 * 128);  // S01 over 2x2: each of 4 devices holds 2 experts
+  CHECK(m.hosts_of(0) == 4);
+  CHECK(m.hosts_of(2) == 2);
+  CHECK(hosts_in_order(12, 4) == std::vector<index_t>{0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2});
+}
+
+TEST_CASE("defaults: destination devices right after the source's, same_mesh, an empty model") {
+  const manifest a = parse_manifest(std::string_view(
+      R"({"src": {"mesh": "2x2"}, "dst": {"mesh": "4"}, "tensors": [
+          {"name": "w", "shape": [8, 8], "dtype_bytes": 4, "src_spec": "S0,R", "dst_spec": "R,S0",
+           "src": {"mesh": "2", "devices": [6, 7]}, "dst": {"mesh": "2"}}]})"));
+  CHECK(a.dst.devices == std::vector<index_t>{4, 5, 6, 7});
+  CHECK(a.tensors[0].dst_devices == std::vector<index_t>{8, 9});  // after that tensor's sources
+  CHECK(a.device_count == 10);
+  CHECK(a.hosts_of(0) == 2);  // the source mesh's last axis
+  const manifest b = parse_manifest(std::string_view(
+      R"({"devices_per_host": 2, "same_mesh": true, "src": {"mesh": "2x2"}, "dst": {"mesh": "4"}, "tensors": [
+          {"name": "w", "shape": [8, 8], "dtype_bytes": 8, "src_spec": "S0,S1", "dst_spec": "S0,R"}]})"));
+  CHECK(b.tensors[0].dst_devices == std::vector<index_t>{0, 1, 2, 3});
+  CHECK(b.device_count == 4);
+  const manifest c = parse_manifest(std::string_view(R"({"src": {"mesh": "2"}, "dst": {"mesh": "2"}, "tensors": []})"));
+  CHECK(c.tensors.empty());
+  CHECK(c.device_count == 4);
+}
+
+TEST_CASE("every bad field is an error naming the tensor and the field") {
+  struct bad {
+    std::string from, to, expect;
+  };
+  const std::vector<bad> cases{
+      {"\"devices_per_host\": 4", "\"devices_per_host\": 0", "devices_per_host"},
+      {"\"devices_per_host\": 4", "\"devices_per_hosts\": 4", "unknown key \"devices_per_hosts\""},
+      {"\"same_mesh\": false", "\"same_mesh\": 1", "same_mesh"},
+      {"{\"mesh\": \"2x4\"}", "{\"mesh\": \"2y4\"}", "src.mesh"},
+      {"{\"mesh\": \"2x4\"}", "{\"mesh\": \"2x4\", \"extra\": 1}", "unknown key \"extra\""},
+      {"\"devices\": [8, 9, 10, 11]", "\"devices\": [8, 9, 10]", "dst.devices"},
+      {"\"devices\": [8, 9, 10, 11]", "\"devices\": [8, 9, 9, 11]", "listed twice"},
+      {"\"devices\": [8, 9, 10, 11]", "\"devices\": [8, 9, 10, -1]", "dst.devices[3]"},
+      {"\"name\": \"layers.0.wq\", ", "", "tensors[0]: name"},
+      {"\"name\": \"layers.0.wq\"", "\"name\": \"\"", "tensors[0]: name"},
+      {"\"layers.0.experts.w1\"", "\"layers.0.wq\"", "is used twice"},
+      {"\"shape\": [512, 512]", "\"shape\": [512, -2]", "tensor \"layers.0.wq\" (tensors[0]): shape[1]"},
+      {"\"shape\": [512, 512]", "\"shape\": []", "tensor \"layers.0.wq\" (tensors[0]): shape"},
+      {"\"shape\": [512, 512]", "\"shape\": \"512x512\"", "tensor \"layers.0.wq\" (tensors[0]): shape"},
+      {"\"shape\": [512, 512]", "\"shape\": [4294967296, 4294967296]", "tensor \"layers.0.wq\" (tensors[0]): shape"},
+      {"\"dtype_bytes\": 2, \"src_spec\": \"S1", "\"dtype_bytes\": 3, \"src_spec\": \"S1", "tensor \"layers.0.wq\" (tensors[0]): dtype_bytes"},
+      {"\"src_spec\": \"S1,S0\"", "\"src_spec\": \"S2,S0\"", "tensor \"layers.0.wq\" (tensors[0]): src_spec"},
+      {"\"src_spec\": \"S1,S0\"", "\"src_spec\": \"S1,S0,R\"", "tensor \"layers.0.wq\" (tensors[0]): src_spec"},
+      {"\"dst_spec\": \"S0,R\"", "\"dst_spec\": \"Q\"", "tensor \"layers.0.wq\" (tensors[0]): dst_spec"},
+      {"\"dst_spec\": \"S0,R\"}", "\"dst_spec\": \"S0,R\", \"dtype\": \"bf16\"}", "tensor \"layers.0.wq\" (tensors[0]): unknown key \"dtype\""},
+      {"\"src\": {\"mesh\": \"1x4\", \"devices\": [4, 5, 6, 7]}",
+       "\"src\": {\"mesh\": \"1x4\", \"devices\": [4, 5, 6]}", "tensor \"layers.0.experts.w1\" (tensors[1]): src.devices"},
+      {"\"src\": {\"mesh\": \"1x4\", \"devices\": [4, 5, 6, 7]}", "\"src\": {\"devices\": [4, 5, 6, 7]}",
+       "tensor \"layers.0.experts.w1\" (tensors[1]): src: mesh: missing"},
+      {"\"tensors\": [", "\"tensor\": [", "unknown key \"tensor\""},
+  };
+  for (const bad& b : cases) {
+    CAPTURE(b.to);
+    const std::string e = error_of(with(b.from, b.to));
+    CHECK_MESSAGE(e.find(b.expect) != std::string::npos, "got: " << e);
+  }
+  CHECK(error_of("[1]").find("the manifest") != std::string::npos);
+  CHECK(error_of("{\"src\": {\"mesh\": \"2\"}, \"dst\": {\"mesh\": \"2\"}").find("line") != std::string::npos);
+  CHECK(error_of("{\"src\": {\"mesh\": \"2\"}, \"tensors\": []}").find("dst") != std::string::npos);
+  CHECK(error_of("{\"same_mesh\": true, \"src\": {\"mesh\": \"2\"}, \"dst\": {\"mesh\": \"3\"}, \"tensors\": []}")
+            .find("same_mesh") != std::string::npos);
+}
+
+TEST_CASE("the busiest NIC direction bound, worked by hand") {
+  // 2x2 S0,R on hosts 0,1 (2 devices each) -> R,R on hosts 2,3: each destination host needs the
+  // whole tensor (64 x 4 bytes), each source host alone holds its half and sends it at least once.
+  const manifest m = parse_manifest(std::string_view(
+      R"({"devices_per_host": 2, "src": {"mesh": "2x2"}, "dst": {"mesh": "2x2"}, "tensors": [
+          {"name": "w", "shape": [8, 8], "dtype_bytes": 4, "src_spec": "S0,R", "dst_spec": "R,R"}]})"));
+  const auto plans = make_plans(m.tensors, {}, m.device_count);
+  const network net = network::uniform(hosts_in_order(m.device_count, 2), network::gbit_per_s(1), network::gbit_per_s(800), 0);
+  CHECK(busiest_nic_bound_s(plans, net) == doctest::Approx(256.0 * 8 / 1e9));  // ingress of a destination host
+  // Same-mesh R -> S0: nothing crosses a NIC.
+  const manifest same = parse_manifest(std::string_view(
+      R"({"devices_per_host": 2, "same_mesh": true, "src": {"mesh": "4"}, "tensors": [
+          {"name": "w", "shape": [8, 8], "dtype_bytes": 4, "src_spec": "R,R", "dst_spec": "S0,R"}]})"));
+  CHECK(busiest_nic_bound_s(make_plans(same.tensors, {}, same.device_count), net) == 0);
+}
+
+TEST_CASE("plans over listed source devices") {
+  plan_options o;
+  o.src_devices = {5, 3};
+  o.device_count = 8;
+  const plan p = make_plan(dynamic_layout(dynamic_mesh{2}, dynamic_spec("S0"), dynamic_shape{10}),
+                           dynamic_layout(dynamic_mesh{2}, dynamic_spec("R"), dynamic_shape{10}), o);
+  CHECK(p.device_count == 8);
+  CHECK(p.dst_devices == std::vector<index_t>{6, 7});  // disjoint: right after the largest source id
+  CHECK(p.source_tile(5).dims[0].lo == 0);
+  CHECK(p.source_tile(3).dims[0].lo == 5);
+  o.src_devices = {5, 5};
+  CHECK_THROWS_WITH_AS(make_plan(dynamic_layout(dynamic_mesh{2}, dynamic_spec("S0"), dynamic_shape{10}),
+                                 dynamic_layout(dynamic_mesh{2}, dynamic_spec("R"), dynamic_shape{10}), o),
+                       doctest::Contains("source device id 5 is listed twice"), error);
+  o.src_devices = {0, 1};
+  o.devices = device_map::same();
+  o.src_devices = {2, 3};
+  const plan q = make_plan(dynamic_layout(dynamic_mesh{2}, dynamic_spec("S0"), dynamic_shape{10}),
+                           dynamic_layout(dynamic_mesh{2}, dynamic_spec("R"), dynamic_shape{10}), o);
+  CHECK(q.dst_devices == std::vector<index_t>{2, 3});
+}
