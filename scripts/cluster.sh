@@ -69,8 +69,8 @@
 #                          status=-80"); when both ranks of a host abort, hydra's mpiexec exits 255
 #                          (control_cb assert (!closed)) within 0.2 s, before any rank has named the
 #                          lost host. Measured with a killed host (cluster.fault_kill_concurrent):
-#                          an abort in 10 of 20 runs and 4 of 20 runs naming nothing with zero copy,
-#                          none in 40 without (docs/faults.md). No cost seen at these rates.
+#                          with zero copy, an abort in 9 of 26 runs and nothing named in 1 of them;
+#                          without, no abort in 30 (docs/faults.md). No cost seen at 200 Mbit/s.
 # and loads the finalize fix into every rank (mpiexec -genv LD_PRELOAD, unless MC_CLUSTER_FINALIZE_FIX=0):
 #   <state>/libucx_finalize_progress.so (scripts/cluster/ucx_finalize_progress.c). MPICH 4.0.2's UCX
 #   finalize closes all endpoints, waits for its own flushes, then blocks in a PMI barrier without

@@ -238,6 +238,10 @@ inline std::optional<index_t> ucx_eager_bytes() {
 
 namespace meshcast::cli {
 
+/// meshcast-reshard with --manifest (manifest_reshard.hpp).
+template <class Solvers = default_solvers, class Strategies = builtin_strategies>
+int reshard_manifest_main(int argc, char** argv);
+
 /// meshcast-reshard's whole program, over the solvers and strategies of the lists: a program that
 /// appends its own policies to them and calls this from `main` is meshcast-reshard accepting their
 /// names (examples/custom_reshard.cpp).
@@ -248,6 +252,8 @@ int reshard_main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   // MPI errors come back as codes (and become meshcast::error) instead of aborting inside MPI.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  for (int i = 1; i < argc; ++i)
+    if (std::string_view(argv[i]) == "--manifest") return reshard_manifest_main<Solvers, Strategies>(argc, argv);
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -487,3 +493,5 @@ int reshard_main(int argc, char** argv) {
 }
 
 }  // namespace meshcast::cli
+
+#include "manifest_reshard.hpp"  // after reshard_main: it uses reshard_detail

@@ -163,6 +163,9 @@ class executor {
   std::size_t destination_bytes(std::size_t k = 0) const noexcept { return tensors_[k].destination_bytes; }
   std::size_t tensors() const noexcept { return tensors_.size(); }
   execution mode() const noexcept { return mode_; }
+  /// Bytes of message buffers this rank holds (packing, receiving, forwarding), beyond its shards:
+  /// one per step, kept from construction on (no staging cap yet).
+  std::size_t staging_bytes() const noexcept { return staging_bytes_; }
 
   /// Reshards: reads `source` (never written), fills `destination`. May be called repeatedly.
   void run(std::span<const std::byte> source, std::span<std::byte> destination) {
@@ -257,6 +260,7 @@ class executor {
 
   std::size_t new_buffer(std::size_t bytes) {
     buffers_.push_back(b_.memory().allocate(bytes));
+    staging_bytes_ += bytes;
     return buffers_.size() - 1;
   }
 
@@ -808,6 +812,7 @@ class executor {
   std::vector<step> steps_;
   std::map<std::size_t, std::size_t> step_of_;  // transfer -> my step
   std::vector<typename Backend::memory_type::buffer> buffers_;
+  std::size_t staging_bytes_ = 0;  // bytes of buffers_
   std::optional<typename Backend::memory_type::buffer> scratch_;  // the token byte
   std::optional<typename Backend::memory_type::buffer> acks_;     // acknowledgement bytes
   std::optional<typename Backend::memory_type::buffer> clears_;   // clearance bytes

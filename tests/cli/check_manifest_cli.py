@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+"""The manifest contract of meshcast-plan and meshcast-reshard (--manifest), checked independently
+of the library: random manifests (seeded), the busiest-NIC bound recomputed element by element,
+`auto` never predicted above a single strategy, bad fields named, and at 2-6 ranks every dumped
+destination element holding its global index plus its tensor's number.
+
+    check_manifest_cli.py MPIEXEC MESHCAST_PLAN MESHCAST_RESHARD [--seed N] [--runs N]
+"""
+import argparse
+import itertools
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from layout_oracle import parse_spec, tile  # noqa: E402
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAILED:", what, flush=True)
+
+
+def extents(text):
+    return [int(x) for x in text.split("x")]
+
+
+def random_mesh(rng, devices):
+    n = rng.randint(1, devices)
+    shapes = [[n]] + [[a, n // a] for a in range(2, n) if n % a == 0]
+    return "x".join(map(str, rng.choice(shapes)))
+
+
+def random_spec(rng, mesh_rank, rank):
+    axes = list(range(mesh_rank))
+    rng.shuffle(axes)
+    dims = [[] for _ in range(rank)]
+    for a in axes:
+        if rng.random() < 0.7:
+            dims[rng.randrange(rank)].append(a)
+    return ",".join("R" if not d else "S" + "".join(map(str, d)) for d in dims)
+
+
+def random_manifest(rng, devices):
+    """A manifest over exactly `devices` devices (the largest id is devices - 1)."""
+    m = {"devices_per_host": rng.randint(1, 3)}
+    same = rng.random() < 0.25
+    src = random_mesh(rng, devices)
+    ns = eval("*".join(src.split("x")))
+    m["src"] = {"mesh": src}
+    if rng.random() < 0.5:
+        m["src"]["devices"] = rng.sample(range(devices), ns)
+    if same:
+        m["same_mesh"] = True
+        m["src"]["devices"] = rng.sample(range(devices), ns)
+        if devices - 1 not in m["src"]["devices"]:
+            m["src"]["devices"][rng.randrange(ns)] = devices - 1
+        m["dst"] = {"mesh": rng.choice([src, str(ns)])}
+    else:
+        dst = random_mesh(rng, devices)
+        nd = eval("*".join(dst.split("x")))
+        ids = rng.sample(range(devices), nd)
+        if devices - 1 not in ids and (m["src"].get("devices") is None or devices - 1 not in m["src"]["devices"]):
+            ids[rng.randrange(nd)] = devices - 1
+        m["dst"] = {"mesh": dst, "devices": ids}
+    tensors = []
+    for k in range(rng.randint(1, 5)):
+        rank = rng.randint(1, 3)
+        shape = [rng.choice([0, 1, 2, 3, 5, 7, 8, 12]) if rng.random() < 0.15 else rng.randint(1, 12) for _ in range(rank)]
+        t = {"name": f"t{k}.w", "shape": shape, "dtype_bytes": rng.choice([1, 2, 4, 8])}
+        smesh, dmesh = m["src"]["mesh"], m["dst"]["mesh"]
+        if not same and rng.random() < 0.3:
+            smesh = random_mesh(rng, devices)
+            t["src"] = {"mesh": smesh, "devices": rng.sample(range(devices), eval("*".join(smesh.split("x"))))}
+        if not same and rng.random() < 0.3:
+            dmesh = random_mesh(rng, devices)
+            t["dst"] = {"mesh": dmesh, "devices": rng.sample(range(devices), eval("*".join(dmesh.split("x"))))}
+        t["src_spec"] = random_spec(rng, len(extents(smesh)), rank)
+        t["dst_spec"] = random_spec(rng, len(extents(dmesh)), rank)
+        tensors.append(t)
+    m["tensors"] = tensors
+    return m
+
+
+def resolved(m):
+    """Per tensor: (shape, eb, src mesh, src spec, src ids, dst mesh, dst spec, dst ids), as the contract says."""
+    def ids(obj, first):
+        n = eval("*".join(obj["mesh"].split("x")))
+        return obj.get("devices") or list(range(first, first + n))
+    top_src = ids(m["src"], 0)
+    top_dst = top_src if m.get("same_mesh") else ids(m["dst"], max(top_src) + 1)
+    out = []
+    for t in m["tensors"]:
+        s = t.get("src", m["src"])
+        sids = ids(s, 0) if "src" in t else top_src
+        d = t.get("dst", m["dst"])
+        if m.get("same_mesh"):
+            dids = sids
+        else:
+            dids = ids(d, max(sids) + 1) if "dst" in t else top_dst
+        out.append((t["shape"], t["dtype_bytes"], extents(s["mesh"]), parse_spec(t["src_spec"]), sids, extents(d["mesh"]),
+                    parse_spec(t["dst_spec"]), dids))
+    return out
+
+
+def elements(box):
+    return itertools.product(*[range(lo, hi) for lo, hi in box])
+
+
+def bound(m, per_host, nic_gbps):
+    """The busiest NIC direction, element by element (the contract's words)."""
+    into, out = {}, {}
+    for shape, eb, smesh, sspec, sids, dmesh, dspec, dids in resolved(m):
+        holders, needers = {}, {}
+        for pos, dev in enumerate(sids):
+            for e in elements(tile(smesh, sspec, shape, pos)):
+                holders.setdefault(e, set()).add(dev // per_host)
+        for pos, dev in enumerate(dids):
+            for e in elements(tile(dmesh, dspec, shape, pos)):
+                needers.setdefault(e, set()).add(dev // per_host)
+        for e, hosts in needers.items():
+            have = holders.get(e, set())
+            for h in hosts - have:
+                into[h] = into.get(h, 0) + eb
+            if len(have) == 1 and hosts - have:
+                (h,) = have
+                out[h] = out.get(h, 0) + eb
+    busiest = max(list(into.values()) + list(out.values()) + [0])
+    return busiest * 8 / (nic_gbps * 1e9)
+
+
+def run(cmd, timeout=120):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mpiexec")
+    ap.add_argument("plan")
+    ap.add_argument("reshard")
+    ap.add_argument("--seed", type=int, default=20261125)
+    ap.add_argument("--runs", type=int, default=12)
+    a = ap.parse_args()
+    rng = random.Random(a.seed)
+    tmp = tempfile.mkdtemp(prefix="manifest-")
+    path = os.path.join(tmp, "m.json")
+
+    # 1. meshcast-plan: fields, the bound, auto against each single strategy.
+    for i in range(a.runs):
+        devices = rng.randint(2, 8)
+        m = random_manifest(rng, devices)
+        with open(path, "w") as f:
+            json.dump(m, f)
+        gbps = rng.choice([0.2, 10, 400])
+        got = {}
+        for strategy in ["auto", "send_recv", "send_recv_allgather", "broadcast"]:
+            r = run([a.plan, "--manifest", path, "--json", "--nic-gbps", str(gbps), "--strategy", strategy])
+            check(r.returncode == 0, f"plan {i} {strategy}: exit {r.returncode}: {r.stderr[-400:]} manifest {json.dumps(m)}")
+            if r.returncode:
+                continue
+            j = json.loads(r.stdout)
+            got[strategy] = j
+            for key in ["tensors", "tasks", "bytes", "predicted_seconds", "physical_bound_seconds", "plan_seconds",
+                        "solve_seconds", "strategy", "tasks_by_strategy"]:
+                check(key in j, f"plan {i}: no {key}")
+            check(j["tensors"] == len(m["tensors"]), f"plan {i}: tensors {j['tensors']}")
+            nbytes = sum(eval("*".join(map(str, t["shape"]))) * t["dtype_bytes"] for t in m["tensors"])
+            check(j["bytes"] == nbytes, f"plan {i}: bytes {j['bytes']} != {nbytes}")
+            check(j["strategy"] == strategy, f"plan {i}: strategy {j['strategy']}")
+            check(sum(j["tasks_by_strategy"].values()) == j["tasks"], f"plan {i}: tasks_by_strategy {j['tasks_by_strategy']}")
+            expect = bound(m, m["devices_per_host"], gbps)
+            check(abs(j["physical_bound_seconds"] - expect) <= 1e-9 * max(1, expect) + 1e-15,
+                  f"plan {i}: physical bound {j['physical_bound_seconds']} != {expect} for {json.dumps(m)}")
+            check(j["predicted_seconds"] >= j["physical_bound_seconds"] * (1 - 1e-9),
+                  f"plan {i} {strategy}: predicted {j['predicted_seconds']} below the bound {j['physical_bound_seconds']}")
+        if len(got) == 4:
+            best = min(got[s]["predicted_seconds"] for s in ["send_recv", "send_recv_allgather", "broadcast"])
+            check(got["auto"]["predicted_seconds"] <= best * (1 + 1e-12),
+                  f"plan {i}: auto {got['auto']['predicted_seconds']} above the best single strategy {best}")
+
+    # 2. Bad fields: exit 2, the message names the tensor and the field.
+    base = {"devices_per_host": 2, "src": {"mesh": "2"}, "dst": {"mesh": "2"},
+            "tensors": [{"name": "w", "shape": [4, 4], "dtype_bytes": 4, "src_spec": "S0,R", "dst_spec": "R,S0"}]}
+    bad = [("dtype_bytes", 3, "dtype_bytes"), ("src_spec", "S1,R", "src_spec"), ("dst_spec", "S0,S0", "dst_spec"),
+           ("shape", [4, -4], "shape"), ("colour", "red", "unknown key \"colour\"")]
+    for field, value, expect in bad:
+        m = json.loads(json.dumps(base))
+        m["tensors"][0][field] = value
+        with open(path, "w") as f:
+            json.dump(m, f)
+        for prog in ([a.plan, "--manifest", path, "--json"], [a.mpiexec, "-n", "4", a.reshard, "--manifest", path, "--json"]):
+            r = run(prog)
+            check(r.returncode == 2 and "tensor \"w\"" in r.stderr and expect in r.stderr,
+                  f"bad {field}: exit {r.returncode}, stderr {r.stderr[-300:]!r}")
+    m = json.loads(json.dumps(base))
+    m["tensors"].append(dict(m["tensors"][0]))
+    with open(path, "w") as f:
+        json.dump(m, f)
+    r = run([a.plan, "--manifest", path])
+    check(r.returncode == 2 and "used twice" in r.stderr, f"duplicate name: exit {r.returncode}, {r.stderr[-300:]!r}")
+
+    # 3. meshcast-reshard at 2-6 ranks: every dumped element checked here.
+    for i in range(a.runs):
+        ranks = 2 + i % 5
+        m = random_manifest(rng, ranks)
+        with open(path, "w") as f:
+            json.dump(m, f)
+        dump = os.path.join(tmp, f"dump{i}")
+        os.mkdir(dump)
+        mode = rng.choice(["ordered", "concurrent"])
+        strategy = rng.choice(["auto", "send_recv", "send_recv_allgather", "broadcast"])
+        r = run([a.mpiexec, "-n", str(ranks), a.reshard, "--manifest", path, "--json", "--dump", dump, "--mode", mode,
+                 "--strategy", strategy, "--timeout-s", "60"], timeout=300)
+        what = f"reshard {i} ({ranks} ranks, {mode}, {strategy})"
+        check(r.returncode == 0, f"{what}: exit {r.returncode}: {r.stderr[-500:]} manifest {json.dumps(m)}")
+        if r.returncode:
+            continue
+        j = json.loads(r.stdout.strip().splitlines()[-1])
+        check(j["wrong_elements"] == 0, f"{what}: {j['wrong_elements']} wrong elements")
+        for key in ["seconds", "predicted_seconds", "physical_bound_seconds", "bytes_delivered", "max_staging_bytes",
+                    "peak_staging_bytes", "peak_rss_bytes", "shard_bytes", "tasks_by_strategy"]:
+            check(key in j, f"{what}: no {key}")
+        wrong = files = 0
+        for k, (shape, eb, smesh, sspec, sids, dmesh, dspec, dids) in enumerate(resolved(m)):
+            for pos, dev in enumerate(dids):
+                name = os.path.join(dump, f"t{k}.rank{dev}.bin")
+                if not os.path.exists(name):
+                    check(False, f"{what}: {name} missing")
+                    continue
+                files += 1
+                data = open(name, "rb").read()
+                box = tile(dmesh, dspec, shape, pos)
+                expect = bytearray()
+                for e in elements(box):
+                    linear = 0
+                    for d, x in enumerate(e):
+                        linear = linear * shape[d] + x
+                    expect += ((linear + k) % (1 << (8 * eb))).to_bytes(eb, "little")
+                if data != bytes(expect):
+                    wrong += 1
+        check(wrong == 0, f"{what}: {wrong} of {files} dumped shards differ from the fill")
+        print(f"{what}: {len(m['tensors'])} tensors, {j['bytes_delivered']} bytes delivered, {files} shards checked, "
+              f"tasks {j['tasks_by_strategy']}", flush=True)
+
+    if failures:
+        print(f"{len(failures)} failures")
+        return 1
+    print("manifest CLIs: ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
