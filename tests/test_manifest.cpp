@@ -162,3 +162,23 @@ TEST_CASE("plans over listed source devices") {
                            dynamic_layout(dynamic_mesh{2}, dynamic_spec("R"), dynamic_shape{10}), o);
   CHECK(q.dst_devices == std::vector<index_t>{2, 3});
 }
+
+TEST_CASE("a region contiguous in its tile needs no message buffer") {
+  box tile;
+  tile.rank = 3;
+  tile.dims[0] = {0, 4}, tile.dims[1] = {10, 16}, tile.dims[2] = {0, 8};
+  box r = tile;
+  CHECK(detail::contiguous_offset(tile, r, 2) == 0);  // the whole tile
+  r.dims[0] = {1, 3};                                  // rows 1..2: whole rows
+  CHECK(detail::contiguous_offset(tile, r, 2) == 1 * 6 * 8 * 2);
+  r.dims[0] = {2, 3}, r.dims[1] = {12, 14};  // one row of dim 0, a run of dim 1
+  CHECK(detail::contiguous_offset(tile, r, 4) == (2 * 6 * 8 + 2 * 8) * 4);
+  r.dims[0] = {1, 3};  // two rows of dim 0, part of dim 1: strided
+  CHECK(detail::contiguous_offset(tile, r, 4) == detail::not_contiguous);
+  r.dims[0] = {2, 3}, r.dims[1] = {12, 13}, r.dims[2] = {3, 5};  // one run of the last dim
+  CHECK(detail::contiguous_offset(tile, r, 1) == 2 * 6 * 8 + 2 * 8 + 3);
+  r.dims[1] = {12, 14};  // two rows of dim 1, part of dim 2: strided
+  CHECK(detail::contiguous_offset(tile, r, 1) == detail::not_contiguous);
+  r.dims[0] = {4, 5};  // outside the tile
+  CHECK(detail::contiguous_offset(tile, r, 1) == detail::not_contiguous);
+}

@@ -221,6 +221,7 @@ class executor {
     int tag = 0;
     std::size_t group = none;
     std::size_t buffer = none;
+    std::size_t direct = none;  // byte offset of a contiguous region in the shard it is sent from or received into
     std::vector<std::pair<index_t, int>> tokens_in, tokens_out;  // ordered mode
     bool send_lane = false, receive_lane = false;  // ordered mode: the lanes it holds
     std::size_t prev_send = none, prev_receive = none;  // the steps before it on those lanes
@@ -289,7 +290,9 @@ class executor {
         x.group = group_of_.at(i);
         x.root = sending;
         if (sending && !ts.src_tile.contains(t.region)) throw error(who + " broadcasts a region it does not hold");
-        x.buffer = new_buffer(x.bytes);
+        x.direct = sending ? detail::contiguous_offset(ts.src_tile, t.region, ts.eb)
+                           : ts.destination_bytes > 0 ? detail::contiguous_offset(ts.dst_tile, t.region, ts.eb) : none;
+        if (x.direct == none) x.buffer = new_buffer(x.bytes);
       } else if (sending) {
         x.how = step::send;
         x.peers = t.receivers;
@@ -302,14 +305,21 @@ class executor {
             if (it == my_receive.end()) throw error(who + " forwards transfer " + std::to_string(w) + ", which it does not receive");
             x.needs.push_back(it->second);
           }
-          if (x.needs.size() == 1 && steps_[x.needs[0]].region == t.region) x.from_buffer = steps_[x.needs[0]].buffer;
-          else if (!ts.dst_tile.contains(t.region)) throw error(who + " forwards a region outside its destination tile");
+          if (x.needs.size() == 1 && steps_[x.needs[0]].region == t.region) {
+            x.from_buffer = steps_[x.needs[0]].buffer;  // none where it was received into the shard:
+            x.direct = steps_[x.needs[0]].direct;      // then it is sent from there
+          } else if (!ts.dst_tile.contains(t.region)) {
+            throw error(who + " forwards a region outside its destination tile");
+          }
         }
-        if (x.from_buffer == none) x.buffer = new_buffer(x.bytes);
+        if (x.from_buffer == none && x.direct == none)
+          x.direct = detail::contiguous_offset(x.from_source ? ts.src_tile : ts.dst_tile, t.region, ts.eb);
+        if (x.from_buffer == none && x.direct == none) x.buffer = new_buffer(x.bytes);
       } else {
         x.how = step::receive;
         x.peers = {t.sender};
-        x.buffer = new_buffer(x.bytes);
+        if (ts.destination_bytes > 0) x.direct = detail::contiguous_offset(ts.dst_tile, t.region, ts.eb);
+        if (x.direct == none) x.buffer = new_buffer(x.bytes);
         my_receive[i] = steps_.size();
       }
       step_of_[i] = steps_.size();
@@ -501,7 +511,7 @@ class executor {
     x.done = true;
     mark(x, &step_time::end);
     const tensor_state& t = tensors_[x.tensor];
-    if ((x.how == step::receive || (x.how == step::collective && !x.root)) && t.destination_bytes > 0)
+    if ((x.how == step::receive || (x.how == step::collective && !x.root)) && t.destination_bytes > 0 && x.direct == none)
       unpack(b_.memory(), buffer(x.buffer), t.dst_tile, t.dst, x.region, t.eb);
     const bool ack = x.how == step::receive && acknowledged(x);
     if (x.tokens_out.empty() && !ack) return;
@@ -687,7 +697,7 @@ class executor {
         copy_region(mem, t.src_tile, t.src, t.dst_tile, t.dst, x.region, t.eb);
         break;
       case step::send: {
-        if (x.from_buffer == none) {
+        if (x.from_buffer == none && x.direct == none) {
           if (x.from_source) pack(mem, t.src_tile, t.src, x.region, t.eb, buffer(x.buffer));
           else pack(mem, t.dst_tile, t.dst, x.region, t.eb, buffer(x.buffer));
         }
@@ -696,14 +706,18 @@ class executor {
         break;
       }
       case step::receive:
-        x.req = b_.recv(buffer(x.buffer), x.bytes, x.peers[0], x.tag);
+        x.req = b_.recv(x.direct != none ? t.dst + x.direct : buffer(x.buffer), x.bytes, x.peers[0], x.tag);
         if (cleared(x)) tokens_sent_.push_back(b_.send(clears_->data(), 1, x.peers[0], clear_tag(x)));
         break;
       case step::collective: {
-        if (x.root) pack(mem, t.src_tile, t.src, x.region, t.eb, buffer(x.buffer));
+        if (x.root && x.direct == none) pack(mem, t.src_tile, t.src, x.region, t.eb, buffer(x.buffer));
         auto& g = *groups_[x.group];
-        x.req = x.what == transfer_kind::chain ? b_.chain(buffer(x.buffer), x.bytes, g, x.tag)
-                                               : b_.broadcast(buffer(x.buffer), x.bytes, g.members.front(), g);
+        // The root's shard is only read by the broadcast (the transport's API takes one pointer).
+        std::byte* data = x.direct == none ? buffer(x.buffer)
+                          : x.root         ? const_cast<std::byte*>(t.src) + x.direct
+                                           : t.dst + x.direct;
+        x.req = x.what == transfer_kind::chain ? b_.chain(data, x.bytes, g, x.tag)
+                                               : b_.broadcast(data, x.bytes, g.members.front(), g);
         break;
       }
     }
@@ -713,7 +727,10 @@ class executor {
   void send_data(step& x) {
     if (x.data_sent) return;
     x.data_sent = true;
-    const std::byte* message = x.from_buffer != none ? buffer(x.from_buffer) : buffer(x.buffer);
+    const tensor_state& t = tensors_[x.tensor];
+    const std::byte* message = x.from_buffer != none ? buffer(x.from_buffer)
+                               : x.direct != none    ? (x.from_source ? t.src : t.dst) + x.direct
+                                                     : buffer(x.buffer);
     if (cleared(x)) mark(x, &step_time::start);  // the data starts now
     for (std::size_t j = 0; j < x.peers.size(); ++j) {
       x.reqs.push_back(b_.send(message, x.bytes, x.peers[j], x.tag));

@@ -36,6 +36,20 @@ inline run_layout layout_of_runs(const box& tile, const box& region, std::size_t
   return l;
 }
 
+// Where `region` starts in the row-major `tile`, in bytes, when it is one contiguous run there
+// (dims before its first partial one have extent 1): such a region is sent from, or received
+// into, the shard itself, with no message buffer. `none` when it is not.
+inline constexpr std::size_t not_contiguous = static_cast<std::size_t>(-1);
+inline std::size_t contiguous_offset(const box& tile, const box& region, std::size_t element_bytes) {
+  if (region.empty() || !tile.contains(region)) return not_contiguous;
+  const run_layout l = layout_of_runs(tile, region, element_bytes);
+  for (int k = 0; k < l.d; ++k)
+    if (region[k].size() != 1) return not_contiguous;
+  std::size_t offset = static_cast<std::size_t>(region[l.d].lo - tile[l.d].lo) * l.stride[l.d];
+  for (int k = 0; k < l.d; ++k) offset += static_cast<std::size_t>(region[k].lo - tile[k].lo) * l.stride[k];
+  return offset;
+}
+
 // Calls f(tile_offset_bytes, run_bytes) for every contiguous run of `region` inside `tile`, in
 // row-major order (so the k-th run lands at k * run_bytes in the packed message).
 template <class F>
