@@ -31,6 +31,8 @@
 #include "exec/wire.hpp"
 #include "meshcast.hpp"
 #include "reshard_options.hpp"
+#include "solve_batch.hpp"
+#include "tensor_layouts.hpp"
 
 namespace meshcast {
 
@@ -129,42 +131,57 @@ struct nccl_comm_bootstrap {
 };
 static_assert(nccl_bootstrap<nccl_comm_bootstrap>);
 
-/// The NCCL form of `resharder` (<meshcast/mpi.hpp>): built collectively over `comm`, then each
-/// call moves this rank's shard (device memory) on `stream`; the stream is synchronised before a
-/// call returns. Hosts: from `options.devices_per_host`, else ranks with one host name share a host.
-template <solver Solver = greedy, strategy Strategy = send_recv_allgather>
-class nccl_resharder {
+/// The NCCL form of `batch_resharder` (<meshcast/mpi.hpp>): a batch of tensors (a model's
+/// weights: `read_manifest(...).tensors`) planned and solved as one schedule, built collectively
+/// over `comm`; then each call moves this rank's shards (device memory) on `stream`, which is
+/// synchronised before a call returns. Its operations go in groups of at most `group_transfers`
+/// transfers (NCCL has been reported to hang past about 15,000 operations in one group). Hosts:
+/// `options.host_of`, else `options.devices_per_host`, else ranks with one host name share a host.
+template <solver Solver = greedy, strategy Strategy = auto_strategy>
+class nccl_batch_resharder {
  public:
-  template <layout_like Src, layout_like Dst>
-  nccl_resharder(ncclComm_t comm, cudaStream_t stream, const Src& src, const Dst& dst, std::size_t element_bytes,
-                 reshard_options options = {}, Solver solver = {}, Strategy strategy = {})
-      : channel_(comm, stream), options_(options), element_bytes_(element_bytes) {
-    static_assert(detail::static_shapes_agree<Src, Dst>(),
-                  "The source and destination layouts have different static shapes: resharding keeps the tensor's shape.");
+  nccl_batch_resharder(ncclComm_t comm, cudaStream_t stream, std::vector<tensor_layouts> tensors, reshard_options options = {},
+                       Solver solver = {}, Strategy strategy = {}, std::size_t group_transfers = nccl_group_transfers)
+      : channel_(comm, stream), options_(std::move(options)), tensors_(std::move(tensors)) {
     const int size = channel_.size();
     std::string problem;
     try {
-      plan_ = make_plan(src.value(), dst.value(),
-                        {.element_bytes = detail::checked_cast<index_t>(element_bytes, "the element size"), .devices = options_.devices});
-      if (plan_.device_count != size)
-        throw error("the layouts place the tensor on " + std::to_string(plan_.device_count) +
-                    " devices but the communicator has " + std::to_string(size) +
-                    " ranks (rank r is device r; for resharding in place, pass reshard_options{.devices = "
-                    "meshcast::device_map::same()})");
+      if (tensors_.empty()) throw error("a batch needs at least one tensor");
+      const bool listed = std::any_of(tensors_.begin(), tensors_.end(),
+                                      [](const tensor_layouts& t) { return !t.src_devices.empty() || !t.dst_devices.empty(); });
+      plans_ = make_plans(tensors_, options_.devices, listed ? size : 0);
+      for (std::size_t k = 0; k < plans_.size(); ++k)
+        if (plans_[k].device_count != size)
+          throw error("the layouts place " + std::string(tensors_.size() > 1 ? "tensor " + std::to_string(k) : "the tensor") +
+                      " on " + std::to_string(plans_[k].device_count) + " devices but the communicator has " +
+                      std::to_string(size) +
+                      " ranks (rank r is device r; for resharding in place, pass reshard_options{.devices = "
+                      "meshcast::device_map::same()})");
+      if (!options_.host_of.empty() && static_cast<int>(options_.host_of.size()) != size)
+        throw error("reshard_options::host_of names the hosts of " + std::to_string(options_.host_of.size()) +
+                    " devices but the communicator has " + std::to_string(size) + " ranks");
     } catch (const std::exception& e) {
       problem = e.what();
     }
     channel_.agree_or_throw(problem);
-    const std::uint64_t key = detail::agreement_key(plan_.src, plan_.dst, element_bytes_, options_,
-                                                    std::string(Solver::name) + "/" + std::string(Strategy::name));
+    std::uint64_t key = 0;
+    for (const tensor_layouts& t : tensors_) {
+      std::string policies = std::string(Solver::name) + "/" + std::string(Strategy::name) + "/";
+      for (index_t d : t.src_devices) policies += std::to_string(d) + ",";
+      policies += "/";
+      for (index_t d : t.dst_devices) policies += std::to_string(d) + ",";
+      key = key * 1099511628211ULL ^ detail::agreement_key(t.src, t.dst, t.element_bytes, options_, policies);
+    }
     for (std::uint64_t k : channel_.all_gather(key))
       if (k != key)
         throw error("the ranks of the communicator were given different layouts, element sizes or options for one "
                     "reshard; every rank must pass the same ones");
-    std::vector<index_t> hosts;
     try {
-      if (options_.devices_per_host > 0) {
-        hosts = default_hosts(plan_.device_count, static_cast<index_t>(plan_.src_devices.size()), options_.devices_per_host);
+      std::vector<index_t> hosts;
+      if (!options_.host_of.empty()) {
+        hosts = options_.host_of;
+      } else if (options_.devices_per_host > 0) {
+        hosts = default_hosts(plans_[0].device_count, static_cast<index_t>(plans_[0].src_devices.size()), options_.devices_per_host);
       } else {
         char name[256] = {};
         gethostname(name, sizeof name - 1);
@@ -175,10 +192,9 @@ class nccl_resharder {
         for (std::uint64_t h : all) hosts.push_back(std::find(distinct.begin(), distinct.end(), h) - distinct.begin());
       }
       net_ = network_from(options_, hosts);
-      if (channel_.rank() == 0) {
-        instance in = make_instance(plan_, net_, strategy, {.split_replicas = options_.split_replicas, .mode = options_.mode});
-        schedule_ = solve(in, solver, {.time_limit_s = options_.time_limit_s, .seed = options_.seed});
-      }
+      if (channel_.rank() == 0)
+        schedule_ = solve_batch(plans_, net_, strategy, solver, {.split_replicas = options_.split_replicas, .mode = options_.mode},
+                                {.time_limit_s = options_.time_limit_s, .seed = options_.seed});
     } catch (const std::exception& e) {
       problem = e.what();
     }
@@ -191,17 +207,75 @@ class nccl_resharder {
     channel_.broadcast(words.data(), words.size() * sizeof(std::int64_t), 0);
     try {
       if (channel_.rank() != 0) schedule_ = from_wire(words);
-      executor_.emplace(nccl_backend<nccl_comm_bootstrap>(comm, stream, nccl_comm_bootstrap{comm, stream}), plan_, schedule_);
+      executor_.emplace(nccl_backend<nccl_comm_bootstrap>(comm, stream, nccl_comm_bootstrap{comm, stream}, group_transfers),
+                        std::span<const plan>(plans_), schedule_);
     } catch (const std::exception& e) {
       problem = e.what();
     }
     channel_.agree_or_throw(problem);
   }
 
-  std::size_t source_elements() const noexcept { return executor_->source_bytes() / element_bytes_; }
-  std::size_t destination_elements() const noexcept { return executor_->destination_bytes() / element_bytes_; }
-  const meshcast::plan& plan() const noexcept { return plan_; }
+  std::size_t size() const noexcept { return tensors_.size(); }
+  /// Elements this rank's source and destination shards of tensor `k` hold (0 where it has none).
+  std::size_t source_elements(std::size_t k = 0) const noexcept { return executor_->source_bytes(k) / tensors_[k].element_bytes; }
+  std::size_t destination_elements(std::size_t k = 0) const noexcept {
+    return executor_->destination_bytes(k) / tensors_[k].element_bytes;
+  }
+  const std::vector<meshcast::plan>& plans() const noexcept { return plans_; }
   const meshcast::schedule& schedule() const noexcept { return schedule_; }
+  const meshcast::network& network() const noexcept { return net_; }
+
+  /// Reshards once: `in[k]` and `out[k]` are this rank's shards of tensor k in device memory, as
+  /// bytes. Collective.
+  void operator()(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out) {
+    run(in, out, {});
+  }
+  /// The same, with a problem this rank found on its own (every rank then fails with it).
+  void run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out, std::string problem) {
+    const int rank = channel_.rank();
+    if (!problem.empty()) problem = "device " + std::to_string(rank) + ": " + problem;
+    else if (in.size() != tensors_.size() || out.size() != tensors_.size())
+      problem = "device " + std::to_string(rank) + ": " + std::to_string(in.size()) + " source and " +
+                std::to_string(out.size()) + " destination shards for a batch of " + std::to_string(tensors_.size());
+    for (std::size_t k = 0; k < tensors_.size() && problem.empty(); ++k)
+      if (in[k].size() != executor_->source_bytes(k) || out[k].size() != executor_->destination_bytes(k))
+        problem = "device " + std::to_string(rank) + ": its shards" +
+                  (tensors_.size() > 1 ? " of tensor " + std::to_string(k) : std::string()) + " have " +
+                  std::to_string(in[k].size() / tensors_[k].element_bytes) + " and " +
+                  std::to_string(out[k].size() / tensors_[k].element_bytes) +
+                  " elements, but its source and destination tiles hold " + std::to_string(source_elements(k)) + " and " +
+                  std::to_string(destination_elements(k));
+    channel_.agree_or_throw(problem);
+    executor_->run(in, out);
+  }
+
+ private:
+  detail::nccl_channel channel_;
+  reshard_options options_;
+  std::vector<tensor_layouts> tensors_;
+  std::vector<meshcast::plan> plans_;
+  meshcast::network net_;
+  meshcast::schedule schedule_;
+  std::optional<executor<nccl_backend<nccl_comm_bootstrap>>> executor_;
+};
+
+/// The NCCL form of `resharder` (<meshcast/mpi.hpp>): one tensor (a batch of one, typed shards).
+template <solver Solver = greedy, strategy Strategy = send_recv_allgather>
+class nccl_resharder {
+ public:
+  template <layout_like Src, layout_like Dst>
+  nccl_resharder(ncclComm_t comm, cudaStream_t stream, const Src& src, const Dst& dst, std::size_t element_bytes,
+                 reshard_options options = {}, Solver solver = {}, Strategy strategy = {})
+      : batch_(comm, stream, {tensor_layouts{src.value(), dst.value(), element_bytes}}, std::move(options), solver, strategy),
+        element_bytes_(element_bytes) {
+    static_assert(detail::static_shapes_agree<Src, Dst>(),
+                  "The source and destination layouts have different static shapes: resharding keeps the tensor's shape.");
+  }
+
+  std::size_t source_elements() const noexcept { return batch_.source_elements(0); }
+  std::size_t destination_elements() const noexcept { return batch_.destination_elements(0); }
+  const meshcast::plan& plan() const noexcept { return batch_.plans()[0]; }
+  const meshcast::schedule& schedule() const noexcept { return batch_.schedule(); }
 
   /// Reshards once: `in` and `out` are this rank's shards in device memory. Collective.
   template <std::ranges::contiguous_range In, std::ranges::contiguous_range Out>
@@ -210,27 +284,17 @@ class nccl_resharder {
     static_assert(std::is_same_v<T, std::remove_cvref_t<std::ranges::range_value_t<Out>>>,
                   "The source and destination shards must hold the same element type.");
     std::string problem;
-    const std::size_t in_n = std::ranges::size(in), out_n = std::ranges::size(out);
     if (sizeof(T) != element_bytes_)
-      problem = "device " + std::to_string(channel_.rank()) + ": the shards hold " + std::to_string(sizeof(T)) +
-                "-byte elements but the reshard was set up for " + std::to_string(element_bytes_) + "-byte ones";
-    else if (in_n != source_elements() || out_n != destination_elements())
-      problem = "device " + std::to_string(channel_.rank()) + ": its shards have " + std::to_string(in_n) + " and " +
-                std::to_string(out_n) + " elements, but its source and destination tiles hold " +
-                std::to_string(source_elements()) + " and " + std::to_string(destination_elements());
-    channel_.agree_or_throw(problem);
-    executor_->run({reinterpret_cast<const std::byte*>(std::ranges::data(in)), in_n * sizeof(T)},
-                   {reinterpret_cast<std::byte*>(std::ranges::data(out)), out_n * sizeof(T)});
+      problem = "the shards hold " + std::to_string(sizeof(T)) + "-byte elements but the reshard was set up for " +
+                std::to_string(element_bytes_) + "-byte ones";
+    const std::span<const std::byte> from(reinterpret_cast<const std::byte*>(std::ranges::data(in)), std::ranges::size(in) * sizeof(T));
+    const std::span<std::byte> to(reinterpret_cast<std::byte*>(std::ranges::data(out)), std::ranges::size(out) * sizeof(T));
+    batch_.run(std::span<const std::span<const std::byte>>(&from, 1), std::span<const std::span<std::byte>>(&to, 1), problem);
   }
 
  private:
-  detail::nccl_channel channel_;
-  reshard_options options_;
+  nccl_batch_resharder<Solver, Strategy> batch_;
   std::size_t element_bytes_;
-  meshcast::plan plan_;
-  meshcast::network net_;
-  meshcast::schedule schedule_;
-  std::optional<executor<nccl_backend<nccl_comm_bootstrap>>> executor_;
 };
 
 /// Reshards this rank's device shard `in` of `src` into `out` of `dst` over `comm` on `stream`:

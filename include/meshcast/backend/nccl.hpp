@@ -37,6 +37,10 @@ concept nccl_bootstrap = requires(B& b, ncclUniqueId& id, std::span<const index_
   b.share(id, members, root, tag);
 };
 
+/// Most transfers whose operations one ncclGroupStart/End holds by default. NeMo-RL reports a
+/// group of about 15,000 point-to-point operations hanging; this stays well below.
+inline constexpr std::size_t nccl_group_transfers = 1024;
+
 template <nccl_bootstrap Bootstrap>
 class nccl_backend {
  public:
@@ -61,9 +65,10 @@ class nccl_backend {
     }
   };
 
-  /// `comm` spans every device of the plan (rank r plays device r); work goes on `stream`.
-  nccl_backend(ncclComm_t comm, cudaStream_t stream, Bootstrap bootstrap)
-      : comm_(comm), memory_{stream}, bootstrap_(std::move(bootstrap)) {
+  /// `comm` spans every device of the plan (rank r plays device r); work goes on `stream`. One
+  /// group holds the operations of at most `group_transfers` consecutive transfers of the schedule.
+  nccl_backend(ncclComm_t comm, cudaStream_t stream, Bootstrap bootstrap, std::size_t group_transfers = nccl_group_transfers)
+      : comm_(comm), memory_{stream}, bootstrap_(std::move(bootstrap)), group_transfers_(group_transfers < 1 ? 1 : group_transfers) {
     int r = 0, n = 0;
     detail::nccl_check(ncclCommUserRank(comm_, &r), "ncclCommUserRank");
     detail::nccl_check(ncclCommCount(comm_, &n), "ncclCommCount");
@@ -105,11 +110,15 @@ class nccl_backend {
   void begin_round() { detail::nccl_check(ncclGroupStart(), "ncclGroupStart"); }
   void end_round() { detail::nccl_check(ncclGroupEnd(), "ncclGroupEnd"); }
   void flush() { memory_.synchronize(); }
+  /// The executor closes a group and opens the next where the schedule's transfer index crosses a
+  /// multiple of this, on every rank alike (so groups still match across ranks).
+  std::size_t max_group_transfers() const noexcept { return group_transfers_; }
 
  private:
   ncclComm_t comm_;
   cuda_memory memory_;
   Bootstrap bootstrap_;
+  std::size_t group_transfers_ = nccl_group_transfers;
   index_t rank_ = 0;
   index_t size_ = 0;
 };

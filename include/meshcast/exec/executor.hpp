@@ -610,6 +610,8 @@ class executor {
       b_.begin_round();
       for (std::size_t k = i; k < j; ++k) {
         step& x = steps_[order[k]];
+        if (k > i && group_of_transfer(x.transfer) != group_of_transfer(steps_[order[k - 1]].transfer))
+          b_.end_round(), b_.begin_round();  // a bounded group (both ends of a transfer agree on it)
         mark(x, &step_time::wait);
         mark(x, &step_time::start);
         x.reqs.clear();
@@ -801,6 +803,8 @@ class executor {
     b_.begin_round();
     for (std::size_t k = 0; k < steps_.size(); ++k) {
       step& x = steps_[k];
+      if (k > 0 && group_of_transfer(x.transfer) != group_of_transfer(steps_[k - 1].transfer))
+        b_.end_round(), b_.begin_round();  // a bounded group (both ends of a transfer agree on it)
       if (!inputs_arrived(x)) {
         b_.end_round();
         await([&] { return inputs_arrived(x); });
@@ -810,6 +814,16 @@ class executor {
     }
     b_.end_round();
     await([&] { return in_flight_.empty(); });
+  }
+
+  // Which bounded group a transfer's operations go in, where the backend bounds its groups (NCCL):
+  // transfers [g * L, (g + 1) * L) of the schedule. Every rank closes its groups at the same
+  // transfer indices and issues them in that order, so each group's peers are in the matching one.
+  std::size_t group_of_transfer(std::size_t transfer) const noexcept {
+    if constexpr (requires(const Backend& b) { { b.max_group_transfers() } -> std::convertible_to<std::size_t>; })
+      return transfer / b_.max_group_transfers();
+    else
+      return 0;
   }
 
   Backend b_;

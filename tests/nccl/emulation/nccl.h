@@ -10,6 +10,7 @@
 // and ncclGetErrorString says so. Ranks are threads announced by `add_ranks` that hold a `rank_guard`.
 #pragma once
 
+#include <atomic>
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -91,6 +92,8 @@ struct recorded {
   op* o;
 };
 inline thread_local std::vector<recorded> group_ops;
+/// The most operations one ncclGroupStart/End held, on any rank (tests read and reset it).
+inline std::atomic<std::size_t> largest_group{0};
 
 // Matching, under the world lock.
 inline void match_p2p(comm_state& c, int from, int to) {
@@ -262,6 +265,8 @@ inline ncclResult_t ncclGroupEnd() {
     ops.push_back(r.o);
   }
   group_ops.clear();
+  for (std::size_t seen = largest_group.load(); ops.size() > seen && !largest_group.compare_exchange_weak(seen, ops.size());) {
+  }
   bool ok = wait_all(l, ops);
   if (ok)
     for (op* o : ops) delete o;
