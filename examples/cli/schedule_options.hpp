@@ -5,7 +5,6 @@
 #include <type_traits>
 
 #include <meshcast/meshcast.hpp>
-#include <meshcast/solve_batch.hpp>
 #if MESHCAST_HAS_CBC
 #include <meshcast/solver/ilp.hpp>
 #endif
