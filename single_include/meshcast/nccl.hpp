@@ -31,6 +31,7 @@
 
 #include <meshcast/backend/nccl.hpp>
 #include <meshcast/meshcast.hpp>
+#include <meshcast/batch_checks.hpp>
 #include <meshcast/reshard_options.hpp>
 
 namespace meshcast {
@@ -145,32 +146,12 @@ class nccl_batch_resharder {
     const int size = channel_.size();
     std::string problem;
     try {
-      if (tensors_.empty()) throw error("a batch needs at least one tensor");
-      const bool listed = std::any_of(tensors_.begin(), tensors_.end(),
-                                      [](const tensor_layouts& t) { return !t.src_devices.empty() || !t.dst_devices.empty(); });
-      plans_ = make_plans(tensors_, options_.devices, listed ? size : 0);
-      for (std::size_t k = 0; k < plans_.size(); ++k)
-        if (plans_[k].device_count != size)
-          throw error("the layouts place " + std::string(tensors_.size() > 1 ? "tensor " + std::to_string(k) : "the tensor") +
-                      " on " + std::to_string(plans_[k].device_count) + " devices but the communicator has " +
-                      std::to_string(size) +
-                      " ranks (rank r is device r; for resharding in place, pass reshard_options{.devices = "
-                      "meshcast::device_map::same()})");
-      if (!options_.host_of.empty() && static_cast<int>(options_.host_of.size()) != size)
-        throw error("reshard_options::host_of names the hosts of " + std::to_string(options_.host_of.size()) +
-                    " devices but the communicator has " + std::to_string(size) + " ranks");
+      plans_ = detail::batch_plans(tensors_, options_, size);
     } catch (const std::exception& e) {
       problem = e.what();
     }
     channel_.agree_or_throw(problem);
-    std::uint64_t key = 0;
-    for (const tensor_layouts& t : tensors_) {
-      std::string policies = std::string(Solver::name) + "/" + std::string(Strategy::name) + "/";
-      for (index_t d : t.src_devices) policies += std::to_string(d) + ",";
-      policies += "/";
-      for (index_t d : t.dst_devices) policies += std::to_string(d) + ",";
-      key = key * 1099511628211ULL ^ detail::agreement_key(t.src, t.dst, t.element_bytes, options_, policies);
-    }
+    const std::uint64_t key = detail::batch_key(tensors_, options_, Solver::name, Strategy::name);
     for (std::uint64_t k : channel_.all_gather(key))
       if (k != key)
         throw error("the ranks of the communicator were given different layouts, element sizes or options for one "
@@ -231,19 +212,9 @@ class nccl_batch_resharder {
   }
   /// The same, with a problem this rank found on its own (every rank then fails with it).
   void run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out, std::string problem) {
-    const int rank = channel_.rank();
-    if (!problem.empty()) problem = "device " + std::to_string(rank) + ": " + problem;
-    else if (in.size() != tensors_.size() || out.size() != tensors_.size())
-      problem = "device " + std::to_string(rank) + ": " + std::to_string(in.size()) + " source and " +
-                std::to_string(out.size()) + " destination shards for a batch of " + std::to_string(tensors_.size());
-    for (std::size_t k = 0; k < tensors_.size() && problem.empty(); ++k)
-      if (in[k].size() != executor_->source_bytes(k) || out[k].size() != executor_->destination_bytes(k))
-        problem = "device " + std::to_string(rank) + ": its shards" +
-                  (tensors_.size() > 1 ? " of tensor " + std::to_string(k) : std::string()) + " have " +
-                  std::to_string(in[k].size() / tensors_[k].element_bytes) + " and " +
-                  std::to_string(out[k].size() / tensors_[k].element_bytes) +
-                  " elements, but its source and destination tiles hold " + std::to_string(source_elements(k)) + " and " +
-                  std::to_string(destination_elements(k));
+    problem = detail::shard_problem(channel_.rank(), std::move(problem), in, out, tensors_,
+                                    [&](std::size_t k) { return executor_->source_bytes(k); },
+                                    [&](std::size_t k) { return executor_->destination_bytes(k); });
     channel_.agree_or_throw(problem);
     executor_->run(in, out);
   }
