@@ -15,7 +15,7 @@ INCLUDE = ROOT / "include"
 UMBRELLA = "meshcast/meshcast.hpp"
 OPTIONAL = ["meshcast/solver/ilp.hpp", "meshcast/backend/mpi.hpp", "meshcast/backend/mpi_bounded.hpp", "meshcast/backend/nccl.hpp", "meshcast/memory/cuda.hpp", "meshcast/mpi.hpp", "meshcast/nccl.hpp",
             "meshcast/backend/nccl_mpi_bootstrap.hpp", "meshcast/detail/json.hpp", "meshcast/pipeline.hpp",
-            "meshcast/autoshard.hpp", "meshcast/manifest.hpp"]
+            "meshcast/autoshard.hpp", "meshcast/manifest.hpp", "meshcast/benchmark.hpp"]
 # Included by meshcast/mpi.hpp and by meshcast/pipeline.hpp (pipeline/edge_time.hpp): a file of its
 # own, so that a program may include both.
 OPTIONAL.append("meshcast/reshard_options.hpp")

@@ -1,0 +1,33 @@
+// <meshcast/benchmark.hpp> as a user writes it (README, "Benchmark your own layouts"): the
+// contract's session over as many ranks as it is started on (2 or 4), a static-layout case at 4,
+// and with --mismatch a layout that does not fit the rank count (every rank must fail with an
+// error). tests/mpi/check_benchmark_session.py runs it and checks rank 0's JSON.
+#include <meshcast/benchmark.hpp>
+
+#include <cstring>
+
+int main(int argc, char** argv) {
+  bool mismatch = false;
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--mismatch") == 0) mismatch = true;
+  meshcast::benchmark_session session(argc, argv);
+  int n = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  if (mismatch) ++n;  // one device more than there are ranks
+  meshcast::dynamic_layout src(meshcast::dynamic_mesh{n}, meshcast::dynamic_spec("S0,R"), meshcast::dynamic_shape{1024, 256});
+  meshcast::dynamic_layout dst(n % 2 == 0 ? meshcast::dynamic_mesh{n / 2, 2} : meshcast::dynamic_mesh{n, 1},
+                               meshcast::dynamic_spec("S1,S0"), meshcast::dynamic_shape{1024, 256});
+  session.add_reshard("rows_to_blocks", src, dst, sizeof(float),
+                      meshcast::reshard_options{.devices = meshcast::device_map::same(), .timeout_s = 60});
+  // The same with one device per host of the model, so that its NIC bound is not 0.
+  session.add_reshard("rows_to_blocks_one_per_host", src, dst, sizeof(float),
+                      meshcast::reshard_options{.devices = meshcast::device_map::same(), .devices_per_host = 1, .timeout_s = 60});
+  if (n == 4 && !mismatch) {
+    using namespace meshcast;
+    constexpr layout<mesh<4>, spec<S<0>, R>, shape<512, 64>> a;
+    constexpr layout<mesh<2, 2>, spec<R, S<0, 1>>, shape<512, 64>> b;
+    session.add_reshard<greedy, send_recv>("static_rows_to_columns", a, b, 8,
+                                           reshard_options{.devices = device_map::same(), .mode = execution::concurrent});
+  }
+  return session.run();
+}
