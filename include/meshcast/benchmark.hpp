@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -62,6 +63,40 @@ class silent_reporter : public ::benchmark::BenchmarkReporter {
 };
 }  // namespace detail
 
+/// What a benchmark times: `run` does the job once on every rank (collective); `clear` poisons
+/// the outputs before the checked run; `wrong` counts this rank's wrong elements after it.
+/// `bytes` is the tensor's size, `busiest_bytes` what the busiest rank receives from others,
+/// `bound_s` the physical bound and `predicted_s` the model's prediction (0: none).
+struct timed_job {
+  std::function<void()> run, clear;
+  std::function<std::size_t()> wrong;
+  double bytes = 0, busiest_bytes = 0, predicted_s = 0, bound_s = 0, timeout_s = 60;
+};
+
+namespace detail {
+// A rank's source and destination bytes for one tensor, the sources holding each element's index
+// and the expected destination alongside, for benchmarks that check what they deliver.
+struct checked_buffers {
+  std::vector<std::byte> in, out, expected;
+  std::size_t element_bytes;
+  checked_buffers(const plan& p, int rank, std::size_t source_elements, std::size_t destination_elements)
+      : in(source_elements * static_cast<std::size_t>(p.element_bytes)),
+        out(destination_elements * static_cast<std::size_t>(p.element_bytes)),
+        expected(out.size()),
+        element_bytes(static_cast<std::size_t>(p.element_bytes)) {
+    fill_with_index(p.source_tile(rank), p.src.shape, element_bytes, in.data());
+    fill_with_index(p.destination_tile(rank), p.src.shape, element_bytes, expected.data());
+  }
+  void clear() { std::fill(out.begin(), out.end(), std::byte{0xa5}); }
+  std::size_t wrong() const {
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < out.size(); i += element_bytes)
+      n += std::memcmp(out.data() + i, expected.data() + i, element_bytes) != 0;
+    return n;
+  }
+};
+}  // namespace detail
+
 class benchmark_session {
  public:
   /// Initialises MPI (unless the program did) and Google Benchmark (its flags are taken from
@@ -96,42 +131,58 @@ class benchmark_session {
   /// Registers a reshard of `src` into `dst` (static or dynamic layouts), `element_bytes` per
   /// element, with the one call's options, `Solver` and `Strategy`. Collective: plans and solves
   /// now. A misuse (a rank count that does not fit the layouts, ...) is reported by every rank and
-  /// makes `run` return non-zero.
+  /// makes `run` return non-zero. Returns the registered job (its bound, prediction, ...), or
+  /// nullptr after such a failure.
   template <solver Solver = greedy, strategy Strategy = send_recv_allgather, layout_like Src, layout_like Dst>
-  void add_reshard(const std::string& name, const Src& src, const Dst& dst, std::size_t element_bytes, reshard_options options = {}) {
+  const timed_job* add_reshard(const std::string& name, const Src& src, const Dst& dst, std::size_t element_bytes, reshard_options options = {}) {
     try {
-      auto c = std::make_unique<reshard_case>();
-      c->name = name;
-      c->timeout_s = options.timeout_s;
-      c->r = std::make_shared<batch_resharder<Solver, Strategy>>(
+      auto r = std::make_shared<batch_resharder<Solver, Strategy>>(
           comm_, std::vector<tensor_layouts>{tensor_layouts{src.value(), dst.value(), element_bytes}}, options);
-      auto* r = static_cast<batch_resharder<Solver, Strategy>*>(c->r.get());
       const plan& p = r->plans()[0];
-      c->in.resize(r->source_elements() * element_bytes);
-      c->out.resize(r->destination_elements() * element_bytes);
-      c->expected.resize(c->out.size());
-      detail::fill_with_index(p.source_tile(rank_), p.src.shape, element_bytes, c->in.data());
-      detail::fill_with_index(p.destination_tile(rank_), p.src.shape, element_bytes, c->expected.data());
-      c->run = [r](std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out) { (*r)(in, out); };
-      c->bytes = static_cast<double>(p.tensor_bytes());
-      c->predicted_s = r->schedule().makespan_s;
-      c->bound_s = r->schedule().physical_bound_s;
-      double busiest = 0;  // bytes the busiest device takes in from other devices
+      auto data = std::make_shared<detail::checked_buffers>(p, rank_, r->source_elements(), r->destination_elements());
+      timed_job job;
+      job.run = [r, data] {
+        const std::span<const std::byte> in(data->in);
+        const std::span<std::byte> out(data->out);
+        (*r)(std::span<const std::span<const std::byte>>(&in, 1), std::span<const std::span<std::byte>>(&out, 1));
+      };
+      job.clear = [data] { data->clear(); };
+      job.wrong = [data] { return data->wrong(); };
+      job.bytes = static_cast<double>(p.tensor_bytes());
+      job.predicted_s = r->schedule().makespan_s;
+      job.bound_s = r->schedule().physical_bound_s;
       std::vector<double> in_bytes(static_cast<std::size_t>(p.device_count), 0.0);
-      for (const transfer& t : r->schedule().transfers)
+      for (const transfer& t : r->schedule().transfers)  // bytes the busiest device takes in from others
         for (index_t d : t.receivers)
-          if (d != t.sender) busiest = std::max(busiest, in_bytes[static_cast<std::size_t>(d)] += static_cast<double>(t.bytes));
-      c->busiest_bytes = busiest;
-      c->element_bytes = element_bytes;
-      reshard_case* raw = c.get();
-      cases_.push_back(std::move(c));
-      ::benchmark::RegisterBenchmark(name.c_str(), [this, raw](::benchmark::State& s) { time(*raw, s); })->UseManualTime();
+          if (d != t.sender) job.busiest_bytes = std::max(job.busiest_bytes, in_bytes[static_cast<std::size_t>(d)] += static_cast<double>(t.bytes));
+      job.timeout_s = options.timeout_s;
+      return add(name, std::move(job));
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "meshcast benchmark (rank %d): error: %s: %s\n", rank_, name.c_str(), e.what());
-      std::fflush(stderr);
-      failed_ = true;
+      report_failure(name, e);
+      return nullptr;
     }
   }
+
+  /// Registers any job (a hand-written MPI collective beside meshcast's reshard, say) under the
+  /// same timing and counters. `run` is collective: every rank calls it.
+  const timed_job* add(const std::string& name, timed_job job) {
+    if (!job.run || !job.wrong) throw error("benchmark '" + name + "': a timed_job needs run and wrong");
+    auto c = std::make_unique<job_case>(job_case{std::move(job), -1});
+    job_case* raw = c.get();
+    cases_.push_back(std::move(c));
+    ::benchmark::RegisterBenchmark(name.c_str(), [this, raw](::benchmark::State& s) { time(*raw, s); })->UseManualTime();
+    return &raw->job;
+  }
+
+  /// Reports an error met while setting a benchmark up (every rank does) and makes `run` fail.
+  void report_failure(const std::string& name, const std::exception& e) {
+    std::fprintf(stderr, "meshcast benchmark (rank %d): error: %s: %s\n", rank_, name.c_str(), e.what());
+    std::fflush(stderr);
+    failed_ = true;
+  }
+
+  int rank() const noexcept { return rank_; }
+  MPI_Comm communicator() const noexcept { return comm_; }
 
   /// Runs every registered benchmark (Google Benchmark's filter applies) and reports on rank 0.
   /// Returns 0 when every checked run delivered every element right and nothing failed.
@@ -150,57 +201,44 @@ class benchmark_session {
   }
 
  private:
-  struct reshard_case {
-    std::string name;
-    std::shared_ptr<void> r;  // the batch_resharder of its solver and strategy
-    std::function<void(std::span<const std::span<const std::byte>>, std::span<const std::span<std::byte>>)> run;
-    std::vector<std::byte> in, out, expected;
-    std::size_t element_bytes = 1;
-    double bytes = 0, busiest_bytes = 0, predicted_s = 0, bound_s = 0, timeout_s = 60;
+  struct job_case {
+    timed_job job;
     double wrong = -1;  // of the checked run, summed over ranks; -1: not checked yet
   };
 
   // One benchmark: the checked run once, then timed runs, each barrier to slowest rank.
-  void time(reshard_case& c, ::benchmark::State& s) {
-    const std::span<const std::byte> in(c.in);
-    const std::span<std::byte> out(c.out);
-    const auto ins = std::span<const std::span<const std::byte>>(&in, 1);
-    const auto outs = std::span<const std::span<std::byte>>(&out, 1);
+  void time(job_case& c, ::benchmark::State& s) {
+    const timed_job& j = c.job;
     if (c.wrong < 0) {
-      std::fill(c.out.begin(), c.out.end(), std::byte{0xa5});
-      c.run(ins, outs);
-      std::size_t wrong = 0;
-      for (std::size_t i = 0; i < c.out.size(); i += c.element_bytes)
-        if (!std::equal(c.out.begin() + static_cast<std::ptrdiff_t>(i), c.out.begin() + static_cast<std::ptrdiff_t>(i + c.element_bytes),
-                        c.expected.begin() + static_cast<std::ptrdiff_t>(i)))
-          ++wrong;
-      c.wrong = static_cast<double>(bounded_allreduce(comm_, wrong, MPI_SUM, c.timeout_s, "counting wrong elements"));
+      if (j.clear) j.clear();
+      j.run();
+      c.wrong = static_cast<double>(bounded_allreduce(comm_, j.wrong(), MPI_SUM, j.timeout_s, "counting wrong elements"));
       if (c.wrong > 0) wrong_ = true;
     }
     double total = 0;
     for (auto _ : s) {
-      bounded_barrier(comm_, c.timeout_s);
+      bounded_barrier(comm_, j.timeout_s);
       const auto t0 = std::chrono::steady_clock::now();
-      c.run(ins, outs);
+      j.run();
       const double mine = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      const double slowest = detail::bounded_max(comm_, mine, c.timeout_s);
+      const double slowest = detail::bounded_max(comm_, mine, j.timeout_s);
       s.SetIterationTime(slowest);
       total += slowest;
     }
     const double seconds = total / static_cast<double>(std::max<::benchmark::IterationCount>(s.iterations(), 1));
-    s.counters["bytes"] = c.bytes;
-    s.counters["algbw"] = seconds > 0 ? c.bytes / seconds : 0;
-    s.counters["busbw"] = seconds > 0 ? c.busiest_bytes / seconds : 0;
-    s.counters["predicted_s"] = c.predicted_s;
-    s.counters["bound_s"] = c.bound_s;
-    s.counters["vs_bound"] = c.bound_s > 0 ? seconds / c.bound_s : 0;
+    s.counters["bytes"] = j.bytes;
+    s.counters["algbw"] = seconds > 0 ? j.bytes / seconds : 0;
+    s.counters["busbw"] = seconds > 0 ? j.busiest_bytes / seconds : 0;
+    s.counters["predicted_s"] = j.predicted_s;
+    s.counters["bound_s"] = j.bound_s;
+    s.counters["vs_bound"] = j.bound_s > 0 ? seconds / j.bound_s : 0;
     s.counters["wrong"] = c.wrong;
   }
 
   MPI_Comm comm_;
   int rank_ = 0;
   bool owns_mpi_ = false, failed_ = false, wrong_ = false;
-  std::vector<std::unique_ptr<reshard_case>> cases_;
+  std::vector<std::unique_ptr<job_case>> cases_;
 };
 
 }  // namespace meshcast
