@@ -8,6 +8,7 @@
 // Dimension 0 of the shape is swept so that the tensor's size runs from --min-bytes to
 // --max-bytes by --factor (a size below one row of the other dims is one row).
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -25,7 +26,7 @@ struct bench_flags {
   cli::plan_flags plan;
   cli::schedule_flags schedule;
   std::uint64_t min_bytes = 1024, max_bytes = std::uint64_t{1} << 26, factor = 4;
-  std::string peer, label = "reshard";
+  std::string peer, label = "reshard", mode = "best";
   double timeout_s = 120;
 };
 
@@ -45,9 +46,10 @@ std::uint64_t parse_bytes(const std::string& flag, const std::string& text) {
 const char* usage() {
   return "usage: mpiexec -n N meshcast-bench --shape AxB... --src-mesh M --src-spec S --dst-mesh M --dst-spec S\n"
          "         [--same-mesh] [--min-bytes 1K] [--max-bytes 64M] [--factor 4] [--peer mpi] [--label NAME]\n"
-         "         [--strategy NAME] [--solver NAME] [--mode ordered|concurrent] [--nic-gbps G] [--latency-us U]\n"
+         "         [--strategy NAME] [--solver NAME] [--mode best|ordered|concurrent] [--nic-gbps G] [--latency-us U]\n"
          "         [--timeout-s S] [Google Benchmark flags]\n"
-         "Benchmarks are named LABEL/WAY/BYTES, WAY meshcast or the MPI collective of --peer mpi.\n";
+         "Benchmarks are named LABEL/WAY/BYTES, WAY meshcast or the MPI collective of --peer mpi. --mode best\n"
+         "(the default) runs each size in the execution mode the model predicts faster.\n";
 }
 
 bench_flags parse(int argc, char** argv) {
@@ -58,6 +60,12 @@ bench_flags parse(int argc, char** argv) {
       if (i + 1 >= argc) throw error(a + " needs a value");
       return argv[++i];
     };
+    if (a == "--mode") {  // before the schedule flags: this program also takes best
+      f.mode = next();
+      if (f.mode != "best" && f.mode != "ordered" && f.mode != "concurrent")
+        throw error("--mode '" + detail::printable(f.mode) + "' is not best, ordered or concurrent");
+      continue;
+    }
     if (cli::parse_plan_flag(f.plan, a, next) || cli::parse_schedule_flag(f.schedule, a, next)) continue;
     if (a == "--min-bytes") f.min_bytes = parse_bytes(a, next());
     else if (a == "--max-bytes") f.max_bytes = parse_bytes(a, next());
@@ -84,7 +92,6 @@ reshard_options options_of(const bench_flags& f) {
   if (f.plan.same_mesh) o.devices = device_map::same();
   else if (!f.plan.dst_devices.empty()) o.devices = device_map::listed(f.plan.dst_devices);
   o.devices_per_host = f.plan.devices_per_host > 0 ? f.plan.devices_per_host : 0;
-  o.mode = f.schedule.mode;
   o.nic_gbps = f.schedule.nic_gbps, o.latency_us = f.schedule.latency_us, o.intra_gbps = f.schedule.intra_gbps;
   o.nic_efficiency = f.schedule.nic_efficiency, o.nics_per_host = f.schedule.nics_per_host;
   o.time_limit_s = f.schedule.time_limit_ms / 1000, o.seed = f.schedule.seed;
@@ -113,13 +120,26 @@ void register_sweep(benchmark_session& session, bench_flags& f) {
     const dynamic_layout src(parse_mesh(pf.src_mesh), dynamic_spec(pf.src_spec), shape);
     const dynamic_layout dst(parse_mesh(pf.dst_mesh), dynamic_spec(pf.dst_spec), shape);
     const reshard_options o = options_of(f);
-    const timed_job* ours = visit_strategy<builtin_strategies>(strategy, [&](auto s) {
-      return visit_solver<builtin_solvers>(solver, [&](auto v) {
-        return session.add_reshard<decltype(v), decltype(s)>(f.label + "/meshcast/" + size, src, dst,
-                                                            static_cast<std::size_t>(p.element_bytes), o);
-      });
-    });
-    if (!ours || f.peer.empty()) continue;
+    // The mode: the one asked for, or (best) whichever the model predicts faster for this size.
+    std::optional<timed_job> ours;
+    try {
+      for (execution mode : {execution::ordered, execution::concurrent}) {
+        if (f.mode != "best" && to_string(mode) != f.mode) continue;
+        reshard_options o = options_of(f);
+        o.mode = mode;
+        timed_job job = visit_strategy<builtin_strategies>(strategy, [&](auto s) {
+          return visit_solver<builtin_solvers>(solver, [&](auto v) {
+            return session.reshard_job<decltype(v), decltype(s)>(src, dst, static_cast<std::size_t>(p.element_bytes), o);
+          });
+        });
+        if (!ours || job.predicted_s < ours->predicted_s) ours = std::move(job);
+      }
+    } catch (const std::exception& e) {
+      session.report_failure(f.label + "/meshcast/" + size, e);
+      continue;
+    }
+    session.add(f.label + "/meshcast/" + size, *ours);
+    if (f.peer.empty()) continue;
     try {
       bench::peer_kind kind{};
       timed_job peer = bench::mpi_peer_job(p, session.communicator(), ours->bound_s, f.timeout_s, &kind);

@@ -275,6 +275,7 @@ inline timed_job mpi_peer_job(const plan& p, MPI_Comm comm, double bound_s, doub
   job.busiest_bytes = *std::max_element(in.begin(), in.end());
   job.bound_s = bound_s;
   job.timeout_s = timeout_s;
+  job.label = peer_name(k);
   return job;
 }
 

@@ -364,7 +364,7 @@ int reshard_main(int argc, char** argv) {
 
   // 3. Buffers and the executor: this rank's own resources.
   const std::size_t eb = static_cast<std::size_t>(p.element_bytes);
-  const std::string strategy = sched.strategy.empty() ? "send_recv" : sched.strategy;
+  const std::string strategy = sched.strategy.empty() ? "auto" : sched.strategy;
   mpi_backend backend(MPI_COMM_WORLD, extra.timeout_s, chain_chunk_bytes, static_cast<std::size_t>(sched.eager_bytes));
   std::size_t wrong = 0;
   double seconds = 0;

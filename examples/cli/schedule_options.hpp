@@ -120,7 +120,7 @@ inline network network_from_flags(const schedule_flags& f, std::vector<index_t> 
 /// their names too.
 template <class Solvers = default_solvers, class Strategies = builtin_strategies>
 schedule schedule_from_flags(const schedule_flags& f, const plan& p, const network& net) {
-  const std::string strategy = f.strategy.empty() ? "send_recv" : f.strategy;
+  const std::string strategy = f.strategy.empty() ? "auto" : f.strategy;
   const std::string solver_name = f.solver.empty() ? "greedy" : f.solver;
   solver_options o;
   o.time_limit_s = f.time_limit_ms / 1000;
@@ -157,7 +157,8 @@ template <class Solvers = default_solvers, class Strategies = builtin_strategies
 std::string schedule_flags_help() {
   return "  --solver NAME           " + names_text<Solvers>(", ") + "\n"
          "                          (default greedy when --strategy is given)\n"
-         "  --strategy NAME         " + names_text<Strategies>(", ") + " (default send_recv)\n" +
+         "  --strategy NAME         " + names_text<Strategies>(", ") + " (default auto: per task,\n"
+         "                          whichever the model says makes the whole finish first)\n" +
          "  --split-replicas        let several replicas send slices of one task\n"
          "  --nic-gbps X            NIC bandwidth per direction, Gbit/s (default 10)\n"
          "  --nics-per-host N       NICs per host (default 1)\n"

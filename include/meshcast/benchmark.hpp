@@ -11,7 +11,8 @@
 // rank 0 reports (console, --benchmark_format=json, --benchmark_out=FILE). Counters: bytes (tensor
 // bytes), algbw (bytes / s), busbw (bytes the busiest rank receives / s), predicted_s, bound_s
 // (the physical bound), vs_bound (seconds / bound), wrong (wrong elements of the checked run).
-// Needs MPI and Google Benchmark (CMake: meshcast::benchmark).
+// Needs MPI and Google Benchmark (CMake: meshcast::benchmark). Over NCCL, the same session times
+// jobs from <meshcast/benchmark_nccl.hpp> with CUDA events on their stream.
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -26,26 +27,12 @@
 #include <string>
 #include <vector>
 
+#include "benchmark_job.hpp"
 #include "mpi.hpp"
 
 namespace meshcast {
 
 namespace detail {
-// The element's global row-major index, little-endian in `eb` bytes, for every element of `tile`.
-inline void fill_with_index(const box& tile, const extents_value& shape, std::size_t eb, std::byte* out) {
-  if (tile.empty()) return;
-  index_t idx[max_rank];
-  for (int d = 0; d < tile.rank; ++d) idx[d] = tile[d].lo;
-  for (std::size_t at = 0;; at += eb) {
-    std::uint64_t linear = 0;
-    for (int d = 0; d < tile.rank; ++d) linear = linear * static_cast<std::uint64_t>(shape[d]) + static_cast<std::uint64_t>(idx[d]);
-    for (std::size_t b = 0; b < eb; ++b) out[at + b] = static_cast<std::byte>(b < 8 ? (linear >> (8 * b)) & 0xff : 0);
-    int d = tile.rank - 1;
-    while (d >= 0 && ++idx[d] == tile[d].hi) idx[d] = tile[d].lo, --d;
-    if (d < 0) return;
-  }
-}
-
 // The most of `value` over the ranks, bounded in time.
 inline double bounded_max(MPI_Comm comm, double value, double timeout_s) {
   double out = 0;
@@ -60,40 +47,6 @@ class silent_reporter : public ::benchmark::BenchmarkReporter {
  public:
   bool ReportContext(const Context&) override { return true; }
   void ReportRuns(const std::vector<Run>&) override {}
-};
-}  // namespace detail
-
-/// What a benchmark times: `run` does the job once on every rank (collective); `clear` poisons
-/// the outputs before the checked run; `wrong` counts this rank's wrong elements after it.
-/// `bytes` is the tensor's size, `busiest_bytes` what the busiest rank receives from others,
-/// `bound_s` the physical bound and `predicted_s` the model's prediction (0: none).
-struct timed_job {
-  std::function<void()> run, clear;
-  std::function<std::size_t()> wrong;
-  double bytes = 0, busiest_bytes = 0, predicted_s = 0, bound_s = 0, timeout_s = 60;
-};
-
-namespace detail {
-// A rank's source and destination bytes for one tensor, the sources holding each element's index
-// and the expected destination alongside, for benchmarks that check what they deliver.
-struct checked_buffers {
-  std::vector<std::byte> in, out, expected;
-  std::size_t element_bytes;
-  checked_buffers(const plan& p, int rank, std::size_t source_elements, std::size_t destination_elements)
-      : in(source_elements * static_cast<std::size_t>(p.element_bytes)),
-        out(destination_elements * static_cast<std::size_t>(p.element_bytes)),
-        expected(out.size()),
-        element_bytes(static_cast<std::size_t>(p.element_bytes)) {
-    fill_with_index(p.source_tile(rank), p.src.shape, element_bytes, in.data());
-    fill_with_index(p.destination_tile(rank), p.src.shape, element_bytes, expected.data());
-  }
-  void clear() { std::fill(out.begin(), out.end(), std::byte{0xa5}); }
-  std::size_t wrong() const {
-    std::size_t n = 0;
-    for (std::size_t i = 0; i < out.size(); i += element_bytes)
-      n += std::memcmp(out.data() + i, expected.data() + i, element_bytes) != 0;
-    return n;
-  }
 };
 }  // namespace detail
 
@@ -133,34 +86,35 @@ class benchmark_session {
   /// now. A misuse (a rank count that does not fit the layouts, ...) is reported by every rank and
   /// makes `run` return non-zero. Returns the registered job (its bound, prediction, ...), or
   /// nullptr after such a failure.
-  template <solver Solver = greedy, strategy Strategy = send_recv_allgather, layout_like Src, layout_like Dst>
+  template <solver Solver = greedy, strategy Strategy = auto_strategy, layout_like Src, layout_like Dst>
   const timed_job* add_reshard(const std::string& name, const Src& src, const Dst& dst, std::size_t element_bytes, reshard_options options = {}) {
     try {
-      auto r = std::make_shared<batch_resharder<Solver, Strategy>>(
-          comm_, std::vector<tensor_layouts>{tensor_layouts{src.value(), dst.value(), element_bytes}}, options);
-      const plan& p = r->plans()[0];
-      auto data = std::make_shared<detail::checked_buffers>(p, rank_, r->source_elements(), r->destination_elements());
-      timed_job job;
-      job.run = [r, data] {
-        const std::span<const std::byte> in(data->in);
-        const std::span<std::byte> out(data->out);
-        (*r)(std::span<const std::span<const std::byte>>(&in, 1), std::span<const std::span<std::byte>>(&out, 1));
-      };
-      job.clear = [data] { data->clear(); };
-      job.wrong = [data] { return data->wrong(); };
-      job.bytes = static_cast<double>(p.tensor_bytes());
-      job.predicted_s = r->schedule().makespan_s;
-      job.bound_s = r->schedule().physical_bound_s;
-      std::vector<double> in_bytes(static_cast<std::size_t>(p.device_count), 0.0);
-      for (const transfer& t : r->schedule().transfers)  // bytes the busiest device takes in from others
-        for (index_t d : t.receivers)
-          if (d != t.sender) job.busiest_bytes = std::max(job.busiest_bytes, in_bytes[static_cast<std::size_t>(d)] += static_cast<double>(t.bytes));
-      job.timeout_s = options.timeout_s;
-      return add(name, std::move(job));
+      return add(name, reshard_job<Solver, Strategy>(src, dst, element_bytes, std::move(options)));
     } catch (const std::exception& e) {
       report_failure(name, e);
       return nullptr;
     }
+  }
+
+  /// The job `add_reshard` registers, built (collectively) but not registered: to compare
+  /// variants before choosing one, or to register it under another timing. Throws on misuse.
+  template <solver Solver = greedy, strategy Strategy = auto_strategy, layout_like Src, layout_like Dst>
+  timed_job reshard_job(const Src& src, const Dst& dst, std::size_t element_bytes, reshard_options options = {}) {
+    auto r = std::make_shared<batch_resharder<Solver, Strategy>>(
+        comm_, std::vector<tensor_layouts>{tensor_layouts{src.value(), dst.value(), element_bytes}}, options);
+    const plan& p = r->plans()[0];
+    auto data = std::make_shared<detail::checked_buffers>(p, rank_, r->source_elements(), r->destination_elements());
+    timed_job job;
+    job.run = [r, data] {
+      const std::span<const std::byte> in(data->in);
+      const std::span<std::byte> out(data->out);
+      (*r)(std::span<const std::span<const std::byte>>(&in, 1), std::span<const std::span<std::byte>>(&out, 1));
+    };
+    job.clear = [data] { data->clear(); };
+    job.wrong = [data] { return data->wrong(); };
+    detail::set_reshard_counters(job, p, r->schedule());
+    job.timeout_s = options.timeout_s;
+    return job;
   }
 
   /// Registers any job (a hand-written MPI collective beside meshcast's reshard, say) under the
@@ -218,9 +172,14 @@ class benchmark_session {
     double total = 0;
     for (auto _ : s) {
       bounded_barrier(comm_, j.timeout_s);
-      const auto t0 = std::chrono::steady_clock::now();
-      j.run();
-      const double mine = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      double mine = 0;
+      if (j.run_timed) {
+        mine = j.run_timed();
+      } else {
+        const auto t0 = std::chrono::steady_clock::now();
+        j.run();
+        mine = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      }
       const double slowest = detail::bounded_max(comm_, mine, j.timeout_s);
       s.SetIterationTime(slowest);
       total += slowest;
@@ -233,6 +192,7 @@ class benchmark_session {
     s.counters["bound_s"] = j.bound_s;
     s.counters["vs_bound"] = j.bound_s > 0 ? seconds / j.bound_s : 0;
     s.counters["wrong"] = c.wrong;
+    if (!j.label.empty()) s.SetLabel(j.label);
   }
 
   MPI_Comm comm_;

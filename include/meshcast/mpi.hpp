@@ -108,7 +108,7 @@ inline std::vector<index_t> discover_hosts(MPI_Comm comm) {
 /// `Strategy`, optimising the model of `options.mode`), shares it, and keeps the executor and
 /// its buffers. Then each call moves this rank's shards. Every misuse is a meshcast::error on
 /// every rank.
-template <solver Solver = greedy, strategy Strategy = send_recv_allgather>
+template <solver Solver = greedy, strategy Strategy = auto_strategy>
 class batch_resharder {
  public:
   batch_resharder(MPI_Comm comm, std::vector<tensor_layouts> tensors, reshard_options options = {}, Solver solver = {},
@@ -192,7 +192,7 @@ class batch_resharder {
 };
 
 /// Reshards one tensor again and again between two layouts (a batch of one, with typed shards).
-template <solver Solver = greedy, strategy Strategy = send_recv_allgather>
+template <solver Solver = greedy, strategy Strategy = auto_strategy>
 class resharder {
  public:
   template <layout_like Src, layout_like Dst>
@@ -237,7 +237,7 @@ class resharder {
 /// being device r: one collective call. For repeated reshards of the same layouts, build a
 /// `resharder` once instead. `Solver` and `Strategy` choose the schedule (greedy senders and
 /// order, a local all-gather on each receiving host by default).
-template <solver Solver = greedy, strategy Strategy = send_recv_allgather, layout_like Src, layout_like Dst,
+template <solver Solver = greedy, strategy Strategy = auto_strategy, layout_like Src, layout_like Dst,
           std::ranges::contiguous_range In, std::ranges::contiguous_range Out>
 void reshard(MPI_Comm comm, const Src& src, const Dst& dst, In&& in, Out&& out, reshard_options options = {}) {
   using T = std::remove_cvref_t<std::ranges::range_value_t<In>>;
@@ -273,7 +273,7 @@ class batch {
 };
 
 /// Reshards every tensor of `b` in one schedule over `comm`: one collective call.
-template <solver Solver = greedy, strategy Strategy = send_recv_allgather>
+template <solver Solver = greedy, strategy Strategy = auto_strategy>
 void reshard(MPI_Comm comm, const batch& b, reshard_options options = {}) {
   batch_resharder<Solver, Strategy> r(comm, b.layouts(), options);
   r(b.in(), b.out());

@@ -231,7 +231,7 @@ class nccl_batch_resharder {
 };
 
 /// The NCCL form of `resharder` (<meshcast/mpi.hpp>): one tensor (a batch of one, typed shards).
-template <solver Solver = greedy, strategy Strategy = send_recv_allgather>
+template <solver Solver = greedy, strategy Strategy = auto_strategy>
 class nccl_resharder {
  public:
   template <layout_like Src, layout_like Dst>
@@ -270,7 +270,7 @@ class nccl_resharder {
 
 /// Reshards this rank's device shard `in` of `src` into `out` of `dst` over `comm` on `stream`:
 /// one collective call (see nccl_resharder for repeated reshards).
-template <solver Solver = greedy, strategy Strategy = send_recv_allgather, layout_like Src, layout_like Dst,
+template <solver Solver = greedy, strategy Strategy = auto_strategy, layout_like Src, layout_like Dst,
           std::ranges::contiguous_range In, std::ranges::contiguous_range Out>
 void reshard(ncclComm_t comm, cudaStream_t stream, const Src& src, const Dst& dst, In&& in, Out&& out,
              reshard_options options = {}) {

@@ -15,7 +15,8 @@
 // rank 0 reports (console, --benchmark_format=json, --benchmark_out=FILE). Counters: bytes (tensor
 // bytes), algbw (bytes / s), busbw (bytes the busiest rank receives / s), predicted_s, bound_s
 // (the physical bound), vs_bound (seconds / bound), wrong (wrong elements of the checked run).
-// Needs MPI and Google Benchmark (CMake: meshcast::benchmark).
+// Needs MPI and Google Benchmark (CMake: meshcast::benchmark). Over NCCL, the same session times
+// jobs from <meshcast/benchmark_nccl.hpp> with CUDA events on their stream.
 
 #include <benchmark/benchmark.h>
 #include <mpi.h>
@@ -23,31 +24,18 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include <meshcast/benchmark_job.hpp>
 #include <meshcast/mpi.hpp>
 
 namespace meshcast {
 
 namespace detail {
-// The element's global row-major index, little-endian in `eb` bytes, for every element of `tile`.
-inline void fill_with_index(const box& tile, const extents_value& shape, std::size_t eb, std::byte* out) {
-  if (tile.empty()) return;
-  index_t idx[max_rank];
-  for (int d = 0; d < tile.rank; ++d) idx[d] = tile[d].lo;
-  for (std::size_t at = 0;; at += eb) {
-    std::uint64_t linear = 0;
-    for (int d = 0; d < tile.rank; ++d) linear = linear * static_cast<std::uint64_t>(shape[d]) + static_cast<std::uint64_t>(idx[d]);
-    for (std::size_t b = 0; b < eb; ++b) out[at + b] = static_cast<std::byte>(b < 8 ? (linear >> (8 * b)) & 0xff : 0);
-    int d = tile.rank - 1;
-    while (d >= 0 && ++idx[d] == tile[d].hi) idx[d] = tile[d].lo, --d;
-    if (d < 0) return;
-  }
-}
-
 // The most of `value` over the ranks, bounded in time.
 inline double bounded_max(MPI_Comm comm, double value, double timeout_s) {
   double out = 0;
@@ -99,42 +87,59 @@ class benchmark_session {
   /// Registers a reshard of `src` into `dst` (static or dynamic layouts), `element_bytes` per
   /// element, with the one call's options, `Solver` and `Strategy`. Collective: plans and solves
   /// now. A misuse (a rank count that does not fit the layouts, ...) is reported by every rank and
-  /// makes `run` return non-zero.
-  template <solver Solver = greedy, strategy Strategy = send_recv_allgather, layout_like Src, layout_like Dst>
-  void add_reshard(const std::string& name, const Src& src, const Dst& dst, std::size_t element_bytes, reshard_options options = {}) {
+  /// makes `run` return non-zero. Returns the registered job (its bound, prediction, ...), or
+  /// nullptr after such a failure.
+  template <solver Solver = greedy, strategy Strategy = auto_strategy, layout_like Src, layout_like Dst>
+  const timed_job* add_reshard(const std::string& name, const Src& src, const Dst& dst, std::size_t element_bytes, reshard_options options = {}) {
     try {
-      auto c = std::make_unique<reshard_case>();
-      c->name = name;
-      c->timeout_s = options.timeout_s;
-      c->r = std::make_shared<batch_resharder<Solver, Strategy>>(
-          comm_, std::vector<tensor_layouts>{tensor_layouts{src.value(), dst.value(), element_bytes}}, options);
-      auto* r = static_cast<batch_resharder<Solver, Strategy>*>(c->r.get());
-      const plan& p = r->plans()[0];
-      c->in.resize(r->source_elements() * element_bytes);
-      c->out.resize(r->destination_elements() * element_bytes);
-      c->expected.resize(c->out.size());
-      detail::fill_with_index(p.source_tile(rank_), p.src.shape, element_bytes, c->in.data());
-      detail::fill_with_index(p.destination_tile(rank_), p.src.shape, element_bytes, c->expected.data());
-      c->run = [r](std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out) { (*r)(in, out); };
-      c->bytes = static_cast<double>(p.tensor_bytes());
-      c->predicted_s = r->schedule().makespan_s;
-      c->bound_s = r->schedule().physical_bound_s;
-      double busiest = 0;  // bytes the busiest device takes in from other devices
-      std::vector<double> in_bytes(static_cast<std::size_t>(p.device_count), 0.0);
-      for (const transfer& t : r->schedule().transfers)
-        for (index_t d : t.receivers)
-          if (d != t.sender) busiest = std::max(busiest, in_bytes[static_cast<std::size_t>(d)] += static_cast<double>(t.bytes));
-      c->busiest_bytes = busiest;
-      c->element_bytes = element_bytes;
-      reshard_case* raw = c.get();
-      cases_.push_back(std::move(c));
-      ::benchmark::RegisterBenchmark(name.c_str(), [this, raw](::benchmark::State& s) { time(*raw, s); })->UseManualTime();
+      return add(name, reshard_job<Solver, Strategy>(src, dst, element_bytes, std::move(options)));
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "meshcast benchmark (rank %d): error: %s: %s\n", rank_, name.c_str(), e.what());
-      std::fflush(stderr);
-      failed_ = true;
+      report_failure(name, e);
+      return nullptr;
     }
   }
+
+  /// The job `add_reshard` registers, built (collectively) but not registered: to compare
+  /// variants before choosing one, or to register it under another timing. Throws on misuse.
+  template <solver Solver = greedy, strategy Strategy = auto_strategy, layout_like Src, layout_like Dst>
+  timed_job reshard_job(const Src& src, const Dst& dst, std::size_t element_bytes, reshard_options options = {}) {
+    auto r = std::make_shared<batch_resharder<Solver, Strategy>>(
+        comm_, std::vector<tensor_layouts>{tensor_layouts{src.value(), dst.value(), element_bytes}}, options);
+    const plan& p = r->plans()[0];
+    auto data = std::make_shared<detail::checked_buffers>(p, rank_, r->source_elements(), r->destination_elements());
+    timed_job job;
+    job.run = [r, data] {
+      const std::span<const std::byte> in(data->in);
+      const std::span<std::byte> out(data->out);
+      (*r)(std::span<const std::span<const std::byte>>(&in, 1), std::span<const std::span<std::byte>>(&out, 1));
+    };
+    job.clear = [data] { data->clear(); };
+    job.wrong = [data] { return data->wrong(); };
+    detail::set_reshard_counters(job, p, r->schedule());
+    job.timeout_s = options.timeout_s;
+    return job;
+  }
+
+  /// Registers any job (a hand-written MPI collective beside meshcast's reshard, say) under the
+  /// same timing and counters. `run` is collective: every rank calls it.
+  const timed_job* add(const std::string& name, timed_job job) {
+    if (!job.run || !job.wrong) throw error("benchmark '" + name + "': a timed_job needs run and wrong");
+    auto c = std::make_unique<job_case>(job_case{std::move(job), -1});
+    job_case* raw = c.get();
+    cases_.push_back(std::move(c));
+    ::benchmark::RegisterBenchmark(name.c_str(), [this, raw](::benchmark::State& s) { time(*raw, s); })->UseManualTime();
+    return &raw->job;
+  }
+
+  /// Reports an error met while setting a benchmark up (every rank does) and makes `run` fail.
+  void report_failure(const std::string& name, const std::exception& e) {
+    std::fprintf(stderr, "meshcast benchmark (rank %d): error: %s: %s\n", rank_, name.c_str(), e.what());
+    std::fflush(stderr);
+    failed_ = true;
+  }
+
+  int rank() const noexcept { return rank_; }
+  MPI_Comm communicator() const noexcept { return comm_; }
 
   /// Runs every registered benchmark (Google Benchmark's filter applies) and reports on rank 0.
   /// Returns 0 when every checked run delivered every element right and nothing failed.
@@ -153,57 +158,50 @@ class benchmark_session {
   }
 
  private:
-  struct reshard_case {
-    std::string name;
-    std::shared_ptr<void> r;  // the batch_resharder of its solver and strategy
-    std::function<void(std::span<const std::span<const std::byte>>, std::span<const std::span<std::byte>>)> run;
-    std::vector<std::byte> in, out, expected;
-    std::size_t element_bytes = 1;
-    double bytes = 0, busiest_bytes = 0, predicted_s = 0, bound_s = 0, timeout_s = 60;
+  struct job_case {
+    timed_job job;
     double wrong = -1;  // of the checked run, summed over ranks; -1: not checked yet
   };
 
   // One benchmark: the checked run once, then timed runs, each barrier to slowest rank.
-  void time(reshard_case& c, ::benchmark::State& s) {
-    const std::span<const std::byte> in(c.in);
-    const std::span<std::byte> out(c.out);
-    const auto ins = std::span<const std::span<const std::byte>>(&in, 1);
-    const auto outs = std::span<const std::span<std::byte>>(&out, 1);
+  void time(job_case& c, ::benchmark::State& s) {
+    const timed_job& j = c.job;
     if (c.wrong < 0) {
-      std::fill(c.out.begin(), c.out.end(), std::byte{0xa5});
-      c.run(ins, outs);
-      std::size_t wrong = 0;
-      for (std::size_t i = 0; i < c.out.size(); i += c.element_bytes)
-        if (!std::equal(c.out.begin() + static_cast<std::ptrdiff_t>(i), c.out.begin() + static_cast<std::ptrdiff_t>(i + c.element_bytes),
-                        c.expected.begin() + static_cast<std::ptrdiff_t>(i)))
-          ++wrong;
-      c.wrong = static_cast<double>(bounded_allreduce(comm_, wrong, MPI_SUM, c.timeout_s, "counting wrong elements"));
+      if (j.clear) j.clear();
+      j.run();
+      c.wrong = static_cast<double>(bounded_allreduce(comm_, j.wrong(), MPI_SUM, j.timeout_s, "counting wrong elements"));
       if (c.wrong > 0) wrong_ = true;
     }
     double total = 0;
     for (auto _ : s) {
-      bounded_barrier(comm_, c.timeout_s);
-      const auto t0 = std::chrono::steady_clock::now();
-      c.run(ins, outs);
-      const double mine = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      const double slowest = detail::bounded_max(comm_, mine, c.timeout_s);
+      bounded_barrier(comm_, j.timeout_s);
+      double mine = 0;
+      if (j.run_timed) {
+        mine = j.run_timed();
+      } else {
+        const auto t0 = std::chrono::steady_clock::now();
+        j.run();
+        mine = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      }
+      const double slowest = detail::bounded_max(comm_, mine, j.timeout_s);
       s.SetIterationTime(slowest);
       total += slowest;
     }
     const double seconds = total / static_cast<double>(std::max<::benchmark::IterationCount>(s.iterations(), 1));
-    s.counters["bytes"] = c.bytes;
-    s.counters["algbw"] = seconds > 0 ? c.bytes / seconds : 0;
-    s.counters["busbw"] = seconds > 0 ? c.busiest_bytes / seconds : 0;
-    s.counters["predicted_s"] = c.predicted_s;
-    s.counters["bound_s"] = c.bound_s;
-    s.counters["vs_bound"] = c.bound_s > 0 ? seconds / c.bound_s : 0;
+    s.counters["bytes"] = j.bytes;
+    s.counters["algbw"] = seconds > 0 ? j.bytes / seconds : 0;
+    s.counters["busbw"] = seconds > 0 ? j.busiest_bytes / seconds : 0;
+    s.counters["predicted_s"] = j.predicted_s;
+    s.counters["bound_s"] = j.bound_s;
+    s.counters["vs_bound"] = j.bound_s > 0 ? seconds / j.bound_s : 0;
     s.counters["wrong"] = c.wrong;
+    if (!j.label.empty()) s.SetLabel(j.label);
   }
 
   MPI_Comm comm_;
   int rank_ = 0;
   bool owns_mpi_ = false, failed_ = false, wrong_ = false;
-  std::vector<std::unique_ptr<reshard_case>> cases_;
+  std::vector<std::unique_ptr<job_case>> cases_;
 };
 
 }  // namespace meshcast

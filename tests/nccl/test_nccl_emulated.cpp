@@ -11,6 +11,7 @@
 #include <thread>
 
 #include <meshcast/backend/nccl.hpp>
+#include <meshcast/benchmark_nccl.hpp>
 #include <meshcast/manifest.hpp>
 #include <meshcast/meshcast.hpp>
 #include <meshcast/nccl.hpp>
@@ -235,4 +236,40 @@ TEST_CASE("a model's batch over NCCL: bounded groups, every element right, in bo
       else if (mode == execution::concurrent)  // unbounded, concurrent mode issues everything in one group
         CHECK(meshcast_nccl_emulation::largest_group.load() > 4);
     }
+}
+
+TEST_CASE("benchmark jobs over NCCL: CUDA-event timing, the checked run and the counters (benchmark_nccl.hpp)") {
+  const int n = 4;
+  const dynamic_shape shape{64, 32};
+  dynamic_layout src(dynamic_mesh{n}, dynamic_spec("S0,R"), shape), dst(dynamic_mesh{2, 2}, dynamic_spec("S1,S0"), shape);
+  std::vector<std::string> problems(n);
+  std::vector<timed_job> seen(n);
+  run_ranks(n, [&](int rank, ncclComm_t comm) {
+    cudaStream_t stream;
+    cudaStreamCreate(&stream);
+    try {
+      timed_job job = nccl_reshard_job(comm, stream, src, dst, sizeof(float),
+                                       reshard_options{.devices = device_map::same(), .devices_per_host = 2});
+      job.clear();
+      if (job.wrong() == 0 && !dst.tile(rank).empty()) problems[static_cast<std::size_t>(rank)] = "clear left the destination right";
+      const double seconds = job.run_timed();
+      if (!(seconds > 0 && seconds < 60)) problems[static_cast<std::size_t>(rank)] = "event time " + std::to_string(seconds);
+      if (job.wrong() != 0) problems[static_cast<std::size_t>(rank)] = "wrong elements after the timed run";
+      job.clear();
+      job.run();
+      if (job.wrong() != 0) problems[static_cast<std::size_t>(rank)] = "wrong elements after run";
+      seen[static_cast<std::size_t>(rank)] = job;
+    } catch (const std::exception& e) {
+      problems[static_cast<std::size_t>(rank)] = e.what();
+    }
+    cudaStreamDestroy(stream);
+  });
+  for (int r = 0; r < n; ++r) {
+    CAPTURE(r);
+    CHECK(problems[static_cast<std::size_t>(r)] == "");
+    CHECK(seen[static_cast<std::size_t>(r)].bytes == 64 * 32 * 4);
+    CHECK(seen[static_cast<std::size_t>(r)].bound_s > 0);  // two hosts: bytes cross a NIC
+    CHECK(seen[static_cast<std::size_t>(r)].predicted_s >= seen[static_cast<std::size_t>(r)].bound_s);
+    CHECK(seen[static_cast<std::size_t>(r)].busiest_bytes > 0);
+  }
 }

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdlib>
+#include <chrono>
 #include <cstring>
 
 typedef enum cudaError { cudaSuccess = 0, cudaErrorMemoryAllocation = 2 } cudaError_t;
@@ -43,5 +44,28 @@ inline cudaError_t cudaMemcpy2DAsync(void* to, std::size_t to_pitch, const void*
                                      std::size_t width, std::size_t height, cudaMemcpyKind, cudaStream_t) {
   for (std::size_t r = 0; r < height; ++r)
     std::memmove(static_cast<char*>(to) + r * to_pitch, static_cast<const char*>(from) + r * from_pitch, width);
+  return cudaSuccess;
+}
+
+// Events: a stream runs each operation when issued, so recording an event takes the time then.
+struct meshcast_emulated_event {
+  std::chrono::steady_clock::time_point at{};
+};
+typedef meshcast_emulated_event* cudaEvent_t;
+inline cudaError_t cudaEventCreate(cudaEvent_t* e) {
+  *e = new meshcast_emulated_event;
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventDestroy(cudaEvent_t e) {
+  delete e;
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) {
+  e->at = std::chrono::steady_clock::now();
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t stop) {
+  *ms = std::chrono::duration<float, std::milli>(stop->at - start->at).count();
   return cudaSuccess;
 }
