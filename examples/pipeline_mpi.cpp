@@ -49,6 +49,7 @@
 #include <thread>
 #include <vector>
 
+#include <meshcast/benchmark_job.hpp>
 #include <meshcast/mpi.hpp>
 #include <meshcast/pipeline.hpp>
 
@@ -308,6 +309,7 @@ struct transfer_spec {
   pl::pass_kind pass = pl::pass_kind::forward;
   index_t sender = 0, receiver = 0;  // stages
   pl::tensor_edge tensor;            // the forward tensor (the edge's source mesh to its destination)
+  std::vector<pl::tensor_edge> rest; // the file's other tensors between the same stages (one batch)
   bool from_file = false;            // the file gave the tensor
   double stated_s = 0, predicted_s = 0;
   index_t bytes = 0;
@@ -334,6 +336,19 @@ pl::tensor_edge sized_activation(index_t k, double seconds, const pl::network_mo
     (predict(mid) < seconds ? lo : hi) = mid;
   }
   return activation(k, seconds - predict(lo) < predict(hi) - seconds ? lo : hi);
+}
+
+/// Every tensor a transfer sends: its tensor and the rest of its batch.
+std::vector<const pl::tensor_edge*> batch_of(const transfer_spec& t) {
+  std::vector<const pl::tensor_edge*> all{&t.tensor};
+  for (const pl::tensor_edge& x : t.rest) all.push_back(&x);
+  return all;
+}
+
+std::vector<pl::tensor_edge> batch_copy(const transfer_spec& t) {
+  std::vector<pl::tensor_edge> all{t.tensor};
+  all.insert(all.end(), t.rest.begin(), t.rest.end());
+  return all;
 }
 
 index_t tensor_bytes(const pl::tensor_edge& t) {
@@ -370,8 +385,42 @@ std::function<void()> make_runner(MPI_Comm comm, const transfer_spec& t, const r
   return [r, in, out] { (*r)(*in, *out); };
 }
 
+// Several tensors between two stages: one batch_resharder, one schedule.
+template <class S>
+std::function<void()> make_batch_runner(MPI_Comm comm, const transfer_spec& t, const reshard_options& o, S strategy) {
+  const bool back = t.pass == pl::pass_kind::backward;
+  std::vector<tensor_layouts> layouts;
+  for (const pl::tensor_edge* x : batch_of(t)) {
+    const dynamic_layout fwd_src(x->src_mesh, x->src_spec, x->shape), fwd_dst(x->dst_mesh, x->dst_spec, x->shape);
+    layouts.push_back(tensor_layouts{(back ? fwd_dst : fwd_src).value(), (back ? fwd_src : fwd_dst).value(),
+                                     static_cast<std::size_t>(x->element_bytes)});
+  }
+  auto r = std::make_shared<batch_resharder<greedy, S>>(comm, layouts, o, greedy{}, strategy);
+  // Each tensor's sources hold every element's index; the first run is checked element by element.
+  int me = 0;  // the device id: this rank's place in the edge's communicator
+  MPI_Comm_rank(comm, &me);
+  auto data = std::make_shared<std::vector<detail::checked_buffers>>();
+  for (std::size_t k = 0; k < layouts.size(); ++k) data->emplace_back(r->plans()[k], me, r->source_elements(k), r->destination_elements(k));
+  auto run = [r, data] {
+    std::vector<std::span<const std::byte>> ins;
+    std::vector<std::span<std::byte>> outs;
+    for (detail::checked_buffers& b : *data) ins.emplace_back(b.in), outs.emplace_back(b.out);
+    (*r)(ins, outs);
+  };
+  for (detail::checked_buffers& b : *data) b.clear();
+  run();
+  std::uint64_t wrong = 0;
+  for (const detail::checked_buffers& b : *data) wrong += b.wrong();
+  wrong = bounded_allreduce(comm, wrong, MPI_SUM, o.timeout_s, "checking a batch edge");
+  if (wrong) throw error("edges[" + std::to_string(t.edge) + "]: the batch of " + std::to_string(layouts.size()) +
+                         " tensors delivered " + std::to_string(wrong) + " wrong elements");
+  return run;
+}
+
 std::function<void()> build_runner(MPI_Comm comm, const transfer_spec& t, const reshard_options& o, const std::string& strategy,
                                    int rank) {
+  if (!t.rest.empty())
+    return visit_strategy(strategy, [&](auto s) -> std::function<void()> { return make_batch_runner(comm, t, o, s); });
   return visit_strategy(strategy, [&](auto s) -> std::function<void()> {
     switch (t.tensor.element_bytes) {
       case 1: return make_runner<std::uint8_t>(comm, t, o, s, rank);
@@ -629,14 +678,17 @@ int main(int argc, char** argv) {
     // predicted time for tensors given in the file).
     for (std::size_t e = 0; e < d.edges.size(); ++e) {
       pl::edge& x = d.edges[e];
-      const std::optional<pl::tensor_edge>& given = file.tensors[e];
-      if (given && given->element_bytes != 1 && given->element_bytes != 2 && given->element_bytes != 4 && given->element_bytes != 8)
-        throw error("edges[" + std::to_string(e) + "]: element_bytes is " + std::to_string(given->element_bytes) +
-                    "; an executed tensor has elements of 1, 2, 4 or 8 bytes");
-      if (given && (given->src_mesh.size() != k || given->dst_mesh.size() != k))
-        throw error("edges[" + std::to_string(e) + "]: its meshes have " + std::to_string(given->src_mesh.size()) + " and " +
-                    std::to_string(given->dst_mesh.size()) + " devices but every stage has " + std::to_string(k) +
-                    " ranks (--ranks-per-stage)");
+      const std::vector<pl::tensor_edge>& given = file.tensors[e];
+      const std::string at = "edges[" + std::to_string(file.file_edges[e][0]) + "]";
+      for (const pl::tensor_edge& g : given) {
+        if (g.element_bytes != 1 && g.element_bytes != 2 && g.element_bytes != 4 && g.element_bytes != 8)
+          throw error(at + ": element_bytes is " + std::to_string(g.element_bytes) +
+                      "; an executed tensor has elements of 1, 2, 4 or 8 bytes");
+        if (g.src_mesh.size() != k || g.dst_mesh.size() != k)
+          throw error(at + ": its meshes have " + std::to_string(g.src_mesh.size()) + " and " +
+                      std::to_string(g.dst_mesh.size()) + " devices but every stage has " + std::to_string(k) +
+                      " ranks (--ranks-per-stage)");
+      }
       for (index_t p = 0; p < d.passes(); ++p) {
         transfer_spec t;
         t.edge = static_cast<index_t>(e);
@@ -644,10 +696,11 @@ int main(int argc, char** argv) {
         t.sender = p ? x.to : x.from;
         t.receiver = p ? x.from : x.to;
         const bool back = p == 1;
-        if (given) {
-          t.tensor = *given;
+        if (!given.empty()) {
+          t.tensor = given[0];
+          t.rest.assign(given.begin() + 1, given.end());
           t.from_file = true;
-          t.predicted_s = pl::reshard_time_s(t.tensor, net, back);
+          t.predicted_s = pl::reshard_time_s(batch_copy(t), net, back);
           // The stated time of a tensor edge is its prediction under this run's model.
           if (back && !x.backward_time) x.backward_time = t.predicted_s / unit;
           if (!back) x.time = t.predicted_s / unit;
@@ -657,7 +710,8 @@ int main(int argc, char** argv) {
           t.tensor = sized_activation(k, t.stated_s, net, back);
           t.predicted_s = pl::reshard_time_s(t.tensor, net, back);
         }
-        t.bytes = tensor_bytes(t.tensor);
+        t.bytes = 0;
+        for (const pl::tensor_edge* y : batch_of(t)) t.bytes += tensor_bytes(*y);
         specs.push_back(std::move(t));
       }
     }
@@ -762,7 +816,8 @@ int main(int argc, char** argv) {
           t.tensor = activation(k, static_cast<index_t>(got[specs.size() + i]));
           t.predicted_s = pl::reshard_time_s(t.tensor, net, t.pass == pl::pass_kind::backward);
         }
-        t.bytes = tensor_bytes(t.tensor);
+        t.bytes = 0;
+        for (const pl::tensor_edge* y : batch_of(t)) t.bytes += tensor_bytes(*y);
       }
     }
 
@@ -899,6 +954,7 @@ int main(int argc, char** argv) {
           j.key("from").value(static_cast<long long>(t.sender)).key("to").value(static_cast<long long>(t.receiver));
           j.key("shape").value(extents_text(t.tensor.shape)).key("bytes").value(static_cast<long long>(t.bytes));
           j.key("tensor_from_file").boolean(t.from_file);
+          j.key("tensors").value(static_cast<long long>(1 + t.rest.size()));
           j.key("stated_s").exact(t.stated_s).key("predicted_s").exact(t.predicted_s).key("alone_s").exact(alone[i]);
           j.end_object();
         }

@@ -129,22 +129,22 @@ TEST_CASE("pipeline JSON: the network's payload fraction and execution mode; the
               {"from": 1, "to": 2, "time": 3}]})";
   const parsed_pipeline f = parse_pipeline(json::parse(text));
   REQUIRE(f.tensors.size() == 2);
-  REQUIRE(f.tensors[0].has_value());
-  CHECK(!f.tensors[1].has_value());
+  REQUIRE(f.tensors[0].size() == 1);
+  CHECK(f.tensors[1].empty());
   REQUIRE(f.network.has_value());
   CHECK(f.network->nic_efficiency == 0.5);
   CHECK(f.network->mode == execution::ordered);
-  CHECK(f.d.edges[0].time == doctest::Approx(reshard_time_s(*f.tensors[0], *f.network) / 0.001));
+  CHECK(f.d.edges[0].time == doctest::Approx(reshard_time_s(f.tensors[0][0], *f.network) / 0.001));
   // Half the payload rate: the (latency-free) time doubles.
   network_model full = *f.network;
   full.nic_efficiency = 1;
-  CHECK(reshard_time_s(*f.tensors[0], *f.network) == doctest::Approx(2 * reshard_time_s(*f.tensors[0], full)));
+  CHECK(reshard_time_s(f.tensors[0][0], *f.network) == doctest::Approx(2 * reshard_time_s(f.tensors[0][0], full)));
   // The prediction is the one the resharder makes for itself with to_reshard_options.
   const reshard_options o = to_reshard_options(*f.network, 2);
   CHECK(o.nic_efficiency == 0.5);
   CHECK(o.mode == execution::ordered);
   CHECK(o.devices_per_host == 2);
-  const tensor_edge& t = *f.tensors[0];
+  const tensor_edge& t = f.tensors[0][0];
   const plan p = make_plan(dynamic_layout(t.src_mesh, t.src_spec, t.shape), dynamic_layout(t.dst_mesh, t.dst_spec, t.shape),
                            {.element_bytes = 4, .devices = device_map::disjoint()});
   const instance in = make_instance(p, network_from(o, default_hosts(4, 2, 2)), send_recv{},
@@ -231,4 +231,55 @@ TEST_CASE("pipeline CLI: a user's policy appended to the list is accepted by the
   std::fclose(o);
   std::fclose(e);
   std::remove(path.c_str());
+}
+
+TEST_CASE("pipeline JSON: several tensor edges between two stages go as one batch, predicted as one schedule") {
+  const std::string edge_a = R"({"from": 0, "to": 1, "shape": "64x4096", "src_mesh": "2", "src_spec": "S0,R", "dst_mesh": "2", "dst_spec": "R,S0"})";
+  const std::string edge_b = R"({"from": 0, "to": 1, "shape": "64x1024", "element_bytes": 2, "src_mesh": "2", "src_spec": "R,S0", "dst_mesh": "2", "dst_spec": "S0,R"})";
+  const std::string edge_c = R"({"from": 1, "to": 2, "shape": "64x64", "src_mesh": "2", "src_spec": "S0,R", "dst_mesh": "2", "dst_spec": "R,R"})";
+  auto file = [&](const std::string& edges, const std::string& schedule = "1f1b") {
+    return R"({"stages": [{"forward": 1, "backward": 2}, {"forward": 1, "backward": 2}, {"forward": 1, "backward": 2}], "microbatches": 2,
+      "schedule": ")" + schedule + R"(", "time_unit_s": 0.001, "network": {"nic_gbps": 1, "devices_per_host": 2}, "edges": [)" + edges + "]}";
+  };
+  const parsed_pipeline f = parse_pipeline(json::parse(file(edge_a + "," + edge_c + "," + edge_b + "," + edge_a)));
+  REQUIRE(f.d.edges.size() == 2);  // 0 -> 1 (three tensors) and 1 -> 2
+  REQUIRE(f.tensors[0].size() == 3);
+  CHECK(f.file_edges[0] == std::vector<std::size_t>{0, 2, 3});
+  CHECK(f.file_edges[1] == std::vector<std::size_t>{1});
+  CHECK(f.tensors[0][1].element_bytes == 2);
+  // The edge's time is the batch's one schedule, forward and backward; not the sum of the three.
+  const double batch = reshard_time_s(f.tensors[0], *f.network);
+  CHECK(f.d.edges[0].time == doctest::Approx(batch / 0.001));
+  CHECK(f.d.edges[0].back() == doctest::Approx(reshard_time_s(f.tensors[0], *f.network, true) / 0.001));
+  double alone = 0;
+  for (const tensor_edge& t : f.tensors[0]) alone += reshard_time_s(t, *f.network);
+  CHECK(batch < alone);  // latencies overlap in one schedule
+  CHECK(batch > reshard_time_s(f.tensors[0][0], *f.network));
+  // The batch's prediction is solve_batch's over the same plans and network.
+  std::vector<plan> plans;
+  for (const tensor_edge& t : f.tensors[0])
+    plans.push_back(make_plan(dynamic_layout(t.src_mesh, t.src_spec, t.shape), dynamic_layout(t.dst_mesh, t.dst_spec, t.shape),
+                              {.element_bytes = t.element_bytes, .devices = device_map::disjoint()}));
+  const reshard_options o = to_reshard_options(*f.network, 2);
+  CHECK(batch == solve_batch(plans, network_from(o, default_hosts(4, 2, 2)), send_recv{}, greedy{},
+                             {.split_replicas = o.split_replicas, .mode = o.mode}, {}).makespan_s);
+  auto thrown = [&](const std::string& text) {
+    try {
+      parse_pipeline(json::parse(text));
+    } catch (const error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  // A time edge stays alone on its pair; a tensor edge of a batch gives no backward_time; the
+  // tensors of one pair share the stages' meshes.
+  CHECK(thrown(file(edge_a + R"(, {"from": 0, "to": 1, "time": 2})")).find("edges[1] repeats edges[0] (0 -> 1)") == 0);
+  CHECK(thrown(file(R"({"from": 0, "to": 1, "time": 2}, )" + edge_a)).find("edges[1] repeats edges[0] (0 -> 1)") == 0);
+  std::string with_back = edge_b;
+  with_back.insert(with_back.size() - 1, R"(, "backward_time": 3)");
+  CHECK(thrown(file(edge_a + "," + with_back)).find("edges[1] repeats edges[0]") == 0);
+  std::string other_mesh = edge_b;
+  other_mesh.replace(other_mesh.find(R"("dst_mesh": "2")"), 15, R"("dst_mesh": "1")");
+  other_mesh.replace(other_mesh.find(R"("dst_spec": "S0,R")"), 18, R"("dst_spec": "R,R")");
+  CHECK(thrown(file(edge_a + "," + other_mesh)).find("edges[1]: tensor 1 of the batch has meshes") == 0);
 }

@@ -2004,7 +2004,9 @@ timeline order(const description& d, const P& p, const policy_options& options =
 // one-call API's `resharder` makes for itself (`solve(...).makespan_s` under the execution mode that
 // will run, ordered by default): `to_reshard_options` gives the options that run exactly that.
 
+#include <span>
 #include <string>
+#include <vector>
 
 #include <meshcast/reshard_options.hpp>
 
@@ -2060,12 +2062,9 @@ inline reshard_options to_reshard_options(const network_model& net, index_t devi
 inline constexpr index_t max_edge_mesh_devices = 1024;
 inline constexpr index_t max_edge_mesh_product = 65536;
 
-/// Predicted time, in seconds, of resharding `t` from its source mesh (devices 0..N-1) to its
-/// destination mesh (devices N..N+M-1, starting on a fresh host), or back when `backward`
-/// (gradients: destination layout to source layout): meshcast's plan, `net`'s strategy, and
-/// greedy's schedule, `solve(...).makespan_s` under the model of `net.mode` (ordered by default).
-/// Throws `meshcast::error` for a bad tensor or network.
-inline double reshard_time_s(const tensor_edge& t, const network_model& net, bool backward = false) {
+namespace detail {
+// Checks the meshes' sizes and the tensor's byte count against the limits; throws naming them.
+inline void check_edge_tensor(const tensor_edge& t) {
   index_t product = 1;
   for (const dynamic_mesh* m : {&t.src_mesh, &t.dst_mesh}) {
     index_t devices = 1;
@@ -2080,21 +2079,61 @@ inline double reshard_time_s(const tensor_edge& t, const network_model& net, boo
                 " devices exceed the limit of " + std::to_string(max_edge_mesh_product) + " for their product");
   index_t bytes = t.element_bytes;
   for (int i = 0; i < t.shape.rank(); ++i) bytes = detail::checked_mul(bytes, t.shape.extent(i), "the tensor's size in bytes");
+}
+inline void check_network(const network_model& net) {
   if (!(net.nic_gbps > 0) || !(net.intra_gbps > 0) || !(net.latency_us >= 0) || net.nics_per_host < 1 ||
       !(net.nic_efficiency > 0 && net.nic_efficiency <= 1))
     throw error("network: nic_gbps and intra_gbps must be positive, nic_efficiency in (0, 1], latency_us >= 0, "
                 "nics_per_host >= 1");
+}
+inline plan edge_plan(const tensor_edge& t, bool backward) {
   dynamic_layout src(t.src_mesh, t.src_spec, t.shape), dst(t.dst_mesh, t.dst_spec, t.shape);
   plan_options po;
   po.element_bytes = t.element_bytes;
   po.devices = device_map::disjoint();
-  const plan p = backward ? make_plan(dst, src, po) : make_plan(src, dst, po);
+  return backward ? make_plan(dst, src, po) : make_plan(src, dst, po);
+}
+}  // namespace detail
+
+/// Predicted time, in seconds, of resharding `t` from its source mesh (devices 0..N-1) to its
+/// destination mesh (devices N..N+M-1, starting on a fresh host), or back when `backward`
+/// (gradients: destination layout to source layout): meshcast's plan, `net`'s strategy, and
+/// greedy's schedule, `solve(...).makespan_s` under the model of `net.mode` (ordered by default).
+/// Throws `meshcast::error` for a bad tensor or network.
+inline double reshard_time_s(const tensor_edge& t, const network_model& net, bool backward = false) {
+  detail::check_edge_tensor(t);
+  detail::check_network(net);
+  const plan p = detail::edge_plan(t, backward);
   const dynamic_mesh& sender_mesh = backward ? t.dst_mesh : t.src_mesh;
   const reshard_options o = to_reshard_options(net, devices_per_host(net, t.src_mesh));
   const network model = network_from(o, default_hosts(p.device_count, sender_mesh.size(), o.devices_per_host));
   return visit_strategy(net.strategy, [&](auto strategy) {
     const instance in = make_instance(p, model, strategy, {.split_replicas = o.split_replicas, .mode = o.mode});
     return solve(in, greedy{}).makespan_s;
+  });
+}
+
+/// Predicted time of several tensors sent between the same two stages as one batch (one schedule,
+/// as `batch_resharder` runs them): every tensor must have the same two meshes (the stages').
+/// One tensor is `reshard_time_s` of it.
+inline double reshard_time_s(std::span<const tensor_edge> ts, const network_model& net, bool backward = false) {
+  if (ts.empty()) throw error("a batch of tensor edges needs at least one tensor");
+  if (ts.size() == 1) return reshard_time_s(ts[0], net, backward);
+  detail::check_network(net);
+  std::vector<plan> plans;
+  for (std::size_t i = 0; i < ts.size(); ++i) {
+    detail::check_edge_tensor(ts[i]);
+    if (to_value(ts[i].src_mesh) != to_value(ts[0].src_mesh) || to_value(ts[i].dst_mesh) != to_value(ts[0].dst_mesh))
+      throw error("tensor " + std::to_string(i) + " of the batch has meshes " + to_value(ts[i].src_mesh).to_string() + " -> " +
+                  to_value(ts[i].dst_mesh).to_string() + " but tensor 0 has " + to_value(ts[0].src_mesh).to_string() + " -> " +
+                  to_value(ts[0].dst_mesh).to_string() + ": the tensors between two stages share the stages' meshes");
+    plans.push_back(detail::edge_plan(ts[i], backward));
+  }
+  const dynamic_mesh& sender_mesh = backward ? ts[0].dst_mesh : ts[0].src_mesh;
+  const reshard_options o = to_reshard_options(net, devices_per_host(net, ts[0].src_mesh));
+  const network model = network_from(o, default_hosts(plans[0].device_count, sender_mesh.size(), o.devices_per_host));
+  return visit_strategy(net.strategy, [&](auto strategy) {
+    return solve_batch(plans, model, strategy, greedy{}, {.split_replicas = o.split_replicas, .mode = o.mode}, {}).makespan_s;
   });
 }
 
@@ -2123,9 +2162,16 @@ inline double reshard_time_s(const tensor_edge& t, const network_model& net, boo
 // "ordered"). Members not named here are ignored. Every error is a `meshcast::error` naming the
 // member ("edges[2].to is 7, outside [0, 3]"). `parse_pipeline` also keeps the tensors and the
 // network (a program that executes the pipeline reshards those tensors).
+//
+// Several tensor edges may join the same two stages (activations plus a residual or a mask):
+// they become one edge of the description whose time is the predicted time of the tensors sent as
+// one batch (one schedule, `reshard_time_s` of the batch); they must share the stages' meshes and
+// give no "backward_time". A "time" edge stays the only edge of its pair of stages.
 
 #include <fstream>
 #include <limits>
+#include <map>
+#include <utility>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -2158,7 +2204,10 @@ inline double time_of(const json::value& v, const std::string& what) {
 /// edge's tensor, if it gave one, and the file's network, if it has one).
 struct parsed_pipeline {
   description d;
-  std::vector<std::optional<tensor_edge>> tensors;  ///< per edge: its tensor, or none (a "time" edge)
+  /// Per edge of `d`: the tensors it sends as one batch, in file order (none: a "time" edge).
+  std::vector<std::vector<tensor_edge>> tensors;
+  /// Per edge of `d`: the indices of the file's edges it stands for (several for a batch).
+  std::vector<std::vector<std::size_t>> file_edges;
   std::optional<network_model> network;             ///< the file's "network", when it has one
 };
 
@@ -2235,12 +2284,13 @@ inline parsed_pipeline parse_pipeline(const json::value& doc) {
   if (const json::value* edges = doc.find("edges")) {
     const json::array& es = edges->as_array("edges");
     d.edges.reserve(es.size());
+    std::map<std::pair<index_t, index_t>, std::size_t> edge_of_pair;  // -> index in d.edges
+    std::vector<bool> backward_given;                                  // per d.edges: the file gave it
     for (std::size_t i = 0; i < es.size(); ++i) {
       const std::string at = "edges[" + std::to_string(i) + "]";
       const json::value& e = es[i];
       e.as_object(at);
       edge x;
-      std::optional<tensor_edge> tensor;
       x.from = e.at("from", at).as_int(at + ".from", 0, n - 1);
       x.to = e.at("to", at).as_int(at + ".to", 0, n - 1);
       if (x.from >= x.to)
@@ -2250,6 +2300,12 @@ inline parsed_pipeline parse_pipeline(const json::value& doc) {
       const json::value* shape = e.find("shape");
       if (time && shape) throw error(at + " gives both \"time\" and a tensor (\"shape\"): give one of them");
       if (const json::value* b = e.find("backward_time")) x.backward_time = detail::time_of(*b, at + ".backward_time");
+      const auto seen = edge_of_pair.find({x.from, x.to});
+      if (seen != edge_of_pair.end() && (time || shape) && (time || out.tensors[seen->second].empty() || x.backward_time ||
+                                         backward_given[seen->second]))
+        throw error(at + " repeats edges[" + std::to_string(out.file_edges[seen->second][0]) + "] (" + std::to_string(x.from) +
+                    " -> " + std::to_string(x.to) + "): give one edge per pair of stages, or tensor edges without " +
+                    "\"backward_time\", which go as one batch");
       if (time) {
         x.time = detail::time_of(*time, at + ".time");
       } else if (shape) {
@@ -2262,20 +2318,31 @@ inline parsed_pipeline parse_pipeline(const json::value& doc) {
           t.dst_mesh = parse_mesh(detail::extents_text(e.at("dst_mesh", at), at + ".dst_mesh"));
           t.src_spec = dynamic_spec(e.at("src_spec", at).as_string(at + ".src_spec"));
           t.dst_spec = dynamic_spec(e.at("dst_spec", at).as_string(at + ".dst_spec"));
-          x.time = reshard_time_s(t, net) / unit;
-          if (d.training() && !x.backward_time) x.backward_time = reshard_time_s(t, net, true) / unit;
-          tensor = std::move(t);
+          std::vector<tensor_edge> batch = seen != edge_of_pair.end() ? out.tensors[seen->second] : std::vector<tensor_edge>{};
+          batch.push_back(t);
+          x.time = reshard_time_s(batch, net) / unit;
+          if (d.training() && !x.backward_time) x.backward_time = reshard_time_s(batch, net, true) / unit;
         } catch (const error& err) {
           const std::string m = err.what();
           if (m.rfind(at, 0) == 0) throw;
           throw error(at + ": " + m);
         }
         detail::check_time(x.time, at + ".time (predicted)");
+        if (seen != edge_of_pair.end()) {  // the batch so far, this tensor added: one edge, its time the batch's
+          d.edges[seen->second] = x;
+          out.tensors[seen->second].push_back(std::move(t));
+          out.file_edges[seen->second].push_back(i);
+          continue;
+        }
+        out.tensors.push_back({std::move(t)});
       } else {
         throw error(at + " has no \"time\" (or a tensor: \"shape\", \"src_mesh\", \"src_spec\", \"dst_mesh\", \"dst_spec\")");
       }
+      if (time) out.tensors.emplace_back();
+      edge_of_pair[{x.from, x.to}] = d.edges.size();
+      backward_given.push_back(e.find("backward_time") != nullptr);
       d.edges.push_back(x);
-      out.tensors.push_back(std::move(tensor));
+      out.file_edges.push_back({i});
     }
   }
   if (net_json) {

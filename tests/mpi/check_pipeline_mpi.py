@@ -84,6 +84,12 @@ def check_report(file, n, k, policies, extra, bounds=True, stated=True):
                 "network", "transfers", "policies", "ranking"]:
         check(key in j, f"{name}: no '{key}' in the report")
     desc = json.load(open(os.path.join(DIR, file)))
+    # Tensor edges that share a pair of stages are one edge (one batch), numbered by first appearance.
+    pairs = []
+    for d in desc["edges"]:
+        if (d["from"], d["to"]) not in pairs:
+            pairs.append((d["from"], d["to"]))
+    desc["edges"] = [{"from": a, "to": b} for a, b in pairs]
     unit = j["time_unit_s"]
     # Times of two ranks compare to within twice the clock offsets' error bound (ping-pong).
     clock_tol = 5e-4 + 2 * j.get("clock_error_s", 0)
@@ -182,6 +188,16 @@ if cluster is None:
               "tensors3.json: a tensor edge's stated time is its predicted time")
         check(j["network"]["strategy"] == "send_recv_allgather" and j["network"]["devices_per_host"] == 2,
               f"tensors3.json: the file's network {j['network']}")
+    # Several tensors between two stages (activations with a residual, a mask, a skip): each pair's
+    # tensors go as one batch (one schedule), checked element by element when built; its stated
+    # time is the batch's prediction.
+    j = timed("batch3.json", 3, 2, ["prior_first", "list_scheduling"], ["--repeat", "2", "--compute", "sleep"], stated=False)
+    if j:
+        counts = sorted((t["edge"], t["pass"], t["tensors"]) for t in j["transfers"])
+        check(counts == [(0, "backward", 2), (0, "forward", 2), (1, "backward", 3), (1, "forward", 3)],
+              f"batch3.json: transfers per edge and pass {counts}")
+        check(all(t["tensor_from_file"] and abs(t["stated_s"] - t["predicted_s"]) < 1e-12 for t in j["transfers"]),
+              "batch3.json: a batch's stated time is its predicted time")
     # Bad input: every rank ends with status 2, rank 0 says why.
     for n, extra, expect in [(3, [], "MPI has 3 ranks"), (4, ["--policy", "fastest"], "unknown policy 'fastest'"),
                              (4, ["--compute", "gpu"], "--compute 'gpu'"), (8, ["--ranks-per-stage", "2", "--nic-gbps", "0"], "--nic-gbps")]:

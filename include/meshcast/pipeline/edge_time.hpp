@@ -6,7 +6,9 @@
 // will run, ordered by default): `to_reshard_options` gives the options that run exactly that.
 #pragma once
 
+#include <span>
 #include <string>
+#include <vector>
 
 #include "../execution.hpp"
 #include "../layout.hpp"
@@ -15,6 +17,7 @@
 #include "../plan.hpp"
 #include "../reshard_options.hpp"
 #include "../solve.hpp"
+#include "../solve_batch.hpp"
 #include "../solver/greedy.hpp"
 #include "../strategies.hpp"
 #include "description.hpp"
@@ -71,12 +74,9 @@ inline reshard_options to_reshard_options(const network_model& net, index_t devi
 inline constexpr index_t max_edge_mesh_devices = 1024;
 inline constexpr index_t max_edge_mesh_product = 65536;
 
-/// Predicted time, in seconds, of resharding `t` from its source mesh (devices 0..N-1) to its
-/// destination mesh (devices N..N+M-1, starting on a fresh host), or back when `backward`
-/// (gradients: destination layout to source layout): meshcast's plan, `net`'s strategy, and
-/// greedy's schedule, `solve(...).makespan_s` under the model of `net.mode` (ordered by default).
-/// Throws `meshcast::error` for a bad tensor or network.
-inline double reshard_time_s(const tensor_edge& t, const network_model& net, bool backward = false) {
+namespace detail {
+// Checks the meshes' sizes and the tensor's byte count against the limits; throws naming them.
+inline void check_edge_tensor(const tensor_edge& t) {
   index_t product = 1;
   for (const dynamic_mesh* m : {&t.src_mesh, &t.dst_mesh}) {
     index_t devices = 1;
@@ -91,21 +91,61 @@ inline double reshard_time_s(const tensor_edge& t, const network_model& net, boo
                 " devices exceed the limit of " + std::to_string(max_edge_mesh_product) + " for their product");
   index_t bytes = t.element_bytes;
   for (int i = 0; i < t.shape.rank(); ++i) bytes = detail::checked_mul(bytes, t.shape.extent(i), "the tensor's size in bytes");
+}
+inline void check_network(const network_model& net) {
   if (!(net.nic_gbps > 0) || !(net.intra_gbps > 0) || !(net.latency_us >= 0) || net.nics_per_host < 1 ||
       !(net.nic_efficiency > 0 && net.nic_efficiency <= 1))
     throw error("network: nic_gbps and intra_gbps must be positive, nic_efficiency in (0, 1], latency_us >= 0, "
                 "nics_per_host >= 1");
+}
+inline plan edge_plan(const tensor_edge& t, bool backward) {
   dynamic_layout src(t.src_mesh, t.src_spec, t.shape), dst(t.dst_mesh, t.dst_spec, t.shape);
   plan_options po;
   po.element_bytes = t.element_bytes;
   po.devices = device_map::disjoint();
-  const plan p = backward ? make_plan(dst, src, po) : make_plan(src, dst, po);
+  return backward ? make_plan(dst, src, po) : make_plan(src, dst, po);
+}
+}  // namespace detail
+
+/// Predicted time, in seconds, of resharding `t` from its source mesh (devices 0..N-1) to its
+/// destination mesh (devices N..N+M-1, starting on a fresh host), or back when `backward`
+/// (gradients: destination layout to source layout): meshcast's plan, `net`'s strategy, and
+/// greedy's schedule, `solve(...).makespan_s` under the model of `net.mode` (ordered by default).
+/// Throws `meshcast::error` for a bad tensor or network.
+inline double reshard_time_s(const tensor_edge& t, const network_model& net, bool backward = false) {
+  detail::check_edge_tensor(t);
+  detail::check_network(net);
+  const plan p = detail::edge_plan(t, backward);
   const dynamic_mesh& sender_mesh = backward ? t.dst_mesh : t.src_mesh;
   const reshard_options o = to_reshard_options(net, devices_per_host(net, t.src_mesh));
   const network model = network_from(o, default_hosts(p.device_count, sender_mesh.size(), o.devices_per_host));
   return visit_strategy(net.strategy, [&](auto strategy) {
     const instance in = make_instance(p, model, strategy, {.split_replicas = o.split_replicas, .mode = o.mode});
     return solve(in, greedy{}).makespan_s;
+  });
+}
+
+/// Predicted time of several tensors sent between the same two stages as one batch (one schedule,
+/// as `batch_resharder` runs them): every tensor must have the same two meshes (the stages').
+/// One tensor is `reshard_time_s` of it.
+inline double reshard_time_s(std::span<const tensor_edge> ts, const network_model& net, bool backward = false) {
+  if (ts.empty()) throw error("a batch of tensor edges needs at least one tensor");
+  if (ts.size() == 1) return reshard_time_s(ts[0], net, backward);
+  detail::check_network(net);
+  std::vector<plan> plans;
+  for (std::size_t i = 0; i < ts.size(); ++i) {
+    detail::check_edge_tensor(ts[i]);
+    if (to_value(ts[i].src_mesh) != to_value(ts[0].src_mesh) || to_value(ts[i].dst_mesh) != to_value(ts[0].dst_mesh))
+      throw error("tensor " + std::to_string(i) + " of the batch has meshes " + to_value(ts[i].src_mesh).to_string() + " -> " +
+                  to_value(ts[i].dst_mesh).to_string() + " but tensor 0 has " + to_value(ts[0].src_mesh).to_string() + " -> " +
+                  to_value(ts[0].dst_mesh).to_string() + ": the tensors between two stages share the stages' meshes");
+    plans.push_back(detail::edge_plan(ts[i], backward));
+  }
+  const dynamic_mesh& sender_mesh = backward ? ts[0].dst_mesh : ts[0].src_mesh;
+  const reshard_options o = to_reshard_options(net, devices_per_host(net, ts[0].src_mesh));
+  const network model = network_from(o, default_hosts(plans[0].device_count, sender_mesh.size(), o.devices_per_host));
+  return visit_strategy(net.strategy, [&](auto strategy) {
+    return solve_batch(plans, model, strategy, greedy{}, {.split_replicas = o.split_replicas, .mode = o.mode}, {}).makespan_s;
   });
 }
 

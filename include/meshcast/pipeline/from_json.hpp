@@ -20,10 +20,17 @@
 // "ordered"). Members not named here are ignored. Every error is a `meshcast::error` naming the
 // member ("edges[2].to is 7, outside [0, 3]"). `parse_pipeline` also keeps the tensors and the
 // network (a program that executes the pipeline reshards those tensors).
+//
+// Several tensor edges may join the same two stages (activations plus a residual or a mask):
+// they become one edge of the description whose time is the predicted time of the tensors sent as
+// one batch (one schedule, `reshard_time_s` of the batch); they must share the stages' meshes and
+// give no "backward_time". A "time" edge stays the only edge of its pair of stages.
 #pragma once
 
 #include <fstream>
 #include <limits>
+#include <map>
+#include <utility>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -58,7 +65,10 @@ inline double time_of(const json::value& v, const std::string& what) {
 /// edge's tensor, if it gave one, and the file's network, if it has one).
 struct parsed_pipeline {
   description d;
-  std::vector<std::optional<tensor_edge>> tensors;  ///< per edge: its tensor, or none (a "time" edge)
+  /// Per edge of `d`: the tensors it sends as one batch, in file order (none: a "time" edge).
+  std::vector<std::vector<tensor_edge>> tensors;
+  /// Per edge of `d`: the indices of the file's edges it stands for (several for a batch).
+  std::vector<std::vector<std::size_t>> file_edges;
   std::optional<network_model> network;             ///< the file's "network", when it has one
 };
 
@@ -135,12 +145,13 @@ inline parsed_pipeline parse_pipeline(const json::value& doc) {
   if (const json::value* edges = doc.find("edges")) {
     const json::array& es = edges->as_array("edges");
     d.edges.reserve(es.size());
+    std::map<std::pair<index_t, index_t>, std::size_t> edge_of_pair;  // -> index in d.edges
+    std::vector<bool> backward_given;                                  // per d.edges: the file gave it
     for (std::size_t i = 0; i < es.size(); ++i) {
       const std::string at = "edges[" + std::to_string(i) + "]";
       const json::value& e = es[i];
       e.as_object(at);
       edge x;
-      std::optional<tensor_edge> tensor;
       x.from = e.at("from", at).as_int(at + ".from", 0, n - 1);
       x.to = e.at("to", at).as_int(at + ".to", 0, n - 1);
       if (x.from >= x.to)
@@ -150,6 +161,12 @@ inline parsed_pipeline parse_pipeline(const json::value& doc) {
       const json::value* shape = e.find("shape");
       if (time && shape) throw error(at + " gives both \"time\" and a tensor (\"shape\"): give one of them");
       if (const json::value* b = e.find("backward_time")) x.backward_time = detail::time_of(*b, at + ".backward_time");
+      const auto seen = edge_of_pair.find({x.from, x.to});
+      if (seen != edge_of_pair.end() && (time || shape) && (time || out.tensors[seen->second].empty() || x.backward_time ||
+                                         backward_given[seen->second]))
+        throw error(at + " repeats edges[" + std::to_string(out.file_edges[seen->second][0]) + "] (" + std::to_string(x.from) +
+                    " -> " + std::to_string(x.to) + "): give one edge per pair of stages, or tensor edges without " +
+                    "\"backward_time\", which go as one batch");
       if (time) {
         x.time = detail::time_of(*time, at + ".time");
       } else if (shape) {
@@ -162,20 +179,31 @@ inline parsed_pipeline parse_pipeline(const json::value& doc) {
           t.dst_mesh = parse_mesh(detail::extents_text(e.at("dst_mesh", at), at + ".dst_mesh"));
           t.src_spec = dynamic_spec(e.at("src_spec", at).as_string(at + ".src_spec"));
           t.dst_spec = dynamic_spec(e.at("dst_spec", at).as_string(at + ".dst_spec"));
-          x.time = reshard_time_s(t, net) / unit;
-          if (d.training() && !x.backward_time) x.backward_time = reshard_time_s(t, net, true) / unit;
-          tensor = std::move(t);
+          std::vector<tensor_edge> batch = seen != edge_of_pair.end() ? out.tensors[seen->second] : std::vector<tensor_edge>{};
+          batch.push_back(t);
+          x.time = reshard_time_s(batch, net) / unit;
+          if (d.training() && !x.backward_time) x.backward_time = reshard_time_s(batch, net, true) / unit;
         } catch (const error& err) {
           const std::string m = err.what();
           if (m.rfind(at, 0) == 0) throw;
           throw error(at + ": " + m);
         }
         detail::check_time(x.time, at + ".time (predicted)");
+        if (seen != edge_of_pair.end()) {  // the batch so far, this tensor added: one edge, its time the batch's
+          d.edges[seen->second] = x;
+          out.tensors[seen->second].push_back(std::move(t));
+          out.file_edges[seen->second].push_back(i);
+          continue;
+        }
+        out.tensors.push_back({std::move(t)});
       } else {
         throw error(at + " has no \"time\" (or a tensor: \"shape\", \"src_mesh\", \"src_spec\", \"dst_mesh\", \"dst_spec\")");
       }
+      if (time) out.tensors.emplace_back();
+      edge_of_pair[{x.from, x.to}] = d.edges.size();
+      backward_given.push_back(e.find("backward_time") != nullptr);
       d.edges.push_back(x);
-      out.tensors.push_back(std::move(tensor));
+      out.file_edges.push_back({i});
     }
   }
   if (net_json) {
