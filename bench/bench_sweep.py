@@ -81,6 +81,7 @@ def main():
     ap.add_argument("--mode", default="best", help="best (per size, the mode the model predicts faster), ordered or concurrent")
     ap.add_argument("--out-dir", default=os.path.join(ROOT, "bench", "sweep"))
     ap.add_argument("--report", action="store_true", help="run nothing: print the table of the JSON in --out-dir")
+    ap.add_argument("--cases", default="", help="comma-separated labels to run (default all; the others' JSON is reused)")
     args = ap.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
     docs = {}
@@ -93,6 +94,8 @@ def main():
             model = ["--nic-gbps", str(args.mbit / 1000), "--nic-efficiency", f"{efficiency:.4f}", "--latency-us", f"{latency:.1f}"]
             print(f"# calibrated: payload fraction {efficiency:.4f}, latency {latency:.0f} us", flush=True)
             for label, _, flags in CASES:
+                if args.cases and label not in args.cases.split(","):
+                    continue
                 out = os.path.join(args.out_dir, f"{label}.json")
                 cmd = ["bash", CLUSTER, "mpiexec", "-ppn", "1", "-n", "4", os.path.join(args.build, "bench", "meshcast-bench"),
                        *flags.split(), "--min-bytes", args.min_bytes, "--max-bytes", args.max_bytes, "--factor", "4",

@@ -33,18 +33,20 @@ struct manifest_setup {
   index_t bytes = 0;
 };
 
-inline manifest_setup setup_manifest(const std::string& path, index_t devices_per_host_flag) {
+/// The plans' tasks are cut to half of `max_staging_bytes` (staging.hpp); `tasks` counts them uncut.
+inline manifest_setup setup_manifest(const std::string& path, index_t devices_per_host_flag, std::size_t max_staging_bytes) {
   manifest_setup out;
   const auto t0 = std::chrono::steady_clock::now();
   out.m = read_manifest(path);
   out.devices_per_host = out.m.hosts_of(devices_per_host_flag);
   out.hosts = hosts_in_order(out.m.device_count, out.devices_per_host);
   out.plans = make_plans(out.m.tensors, {}, out.m.device_count);
-  out.plan_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (const plan& p : out.plans) {
     out.tasks += static_cast<index_t>(p.tasks.size());
     out.bytes = detail::checked_add(out.bytes, p.tensor_bytes(), "the bytes of the manifest");
   }
+  cut_for_staging(out.plans, max_staging_bytes);
+  out.plan_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }
 
@@ -79,7 +81,7 @@ int plan_manifest_main(int argc, char** argv) {
                 schedule_flags_help<Solvers, Strategies>().c_str());
     return 0;
   }
-  manifest_setup m = setup_manifest(path, devices_per_host);
+  manifest_setup m = setup_manifest(path, devices_per_host, sched.max_staging_bytes);
   const network net = network_from_flags(sched, m.hosts);
   const auto t0 = std::chrono::steady_clock::now();
   std::optional<schedule> s;
@@ -106,6 +108,7 @@ int plan_manifest_main(int argc, char** argv) {
     j.key("plan_seconds").precise(m.plan_s);
     j.key("solve_seconds").precise(solve_s);
     j.key("transfers").value(static_cast<long long>(s ? s->transfers.size() : 0));
+    j.key("max_staging_bytes").value(static_cast<long long>(sched.max_staging_bytes));
     write_tasks_by_strategy(j, counts);
     j.end_object();
     write_stdout(j.str() + '\n');

@@ -98,11 +98,7 @@ int reshard_manifest_main(int argc, char** argv) {
       else if (arg == "--dump") dump = next();
       else if (arg == "--timeout-s") timeout_s = parse_real(arg, next(), 0.001, max_time_limit_s);
       else if (arg == "--repeat") repeat = static_cast<int>(parse_count(arg, next(), 1, max_repeat));
-      else if (arg == "--max-staging-bytes") {
-        if (parse_count(arg, next()) != 0)
-          throw error("--max-staging-bytes: a staging cap is not implemented yet (every message buffer is held for the "
-                      "whole run; peak_staging_bytes says how many); only 0, unbounded, is accepted");
-      } else if (!parse_schedule_flag(sched, arg, next))
+      else if (!parse_schedule_flag(sched, arg, next))
         throw error("unknown flag '" + detail::printable(arg) + "' with --manifest (the tensors come from the manifest)");
     }
     if (help) {
@@ -116,7 +112,7 @@ int reshard_manifest_main(int argc, char** argv) {
       if (auto f = tcp_payload_fraction()) sched.nic_efficiency = f->value;
     if (!sched.eager_bytes_given)
       if (auto e = ucx_eager_bytes()) sched.eager_bytes = *e;
-    m = setup_manifest(path, devices_per_host);
+    m = setup_manifest(path, devices_per_host, sched.max_staging_bytes);
     if (m->m.device_count != size)
       throw error("the manifest uses " + std::to_string(m->m.device_count) + " devices but " + std::to_string(size) +
                   " ranks were started: run with mpiexec -n " + std::to_string(m->m.device_count));
@@ -131,7 +127,8 @@ int reshard_manifest_main(int argc, char** argv) {
   if (plans.empty()) {  // an empty model: nothing moves; the runtime's own memory is still reported
     if (rank == 0 && json)
       write_stdout("{\"seconds\":0,\"predicted_seconds\":0,\"physical_bound_seconds\":0,\"bytes_delivered\":0,"
-                   "\"wrong_elements\":0,\"max_staging_bytes\":0,\"peak_staging_bytes\":0,\"peak_rss_bytes\":" +
+                   "\"wrong_elements\":0,\"max_staging_bytes\":" + std::to_string(sched.max_staging_bytes) +
+                   ",\"peak_staging_bytes\":0,\"peak_rss_bytes\":" +
                    std::to_string(bounded_allreduce(MPI_COMM_WORLD, peak_rss_bytes(), MPI_MAX, timeout_s, "summing up")) +
                    ",\"shard_bytes\":0,\"tensors\":0,\"tasks_by_strategy\":{}}\n");
     else
@@ -171,7 +168,7 @@ int reshard_manifest_main(int argc, char** argv) {
   std::uint64_t shard_bytes = 0, staging = 0, wrong = 0;
   double seconds = 0;
   try {
-    exec.emplace(backend, std::span<const plan>(plans), s);
+    exec.emplace(backend, std::span<const plan>(plans), s, sched.max_staging_bytes);
     staging = exec->staging_bytes();
     for (std::size_t k = 0; k < plans.size(); ++k) {
       sources[k].resize(exec->source_bytes(k));
@@ -252,7 +249,7 @@ int reshard_manifest_main(int argc, char** argv) {
         j.key("bytes_delivered").value(static_cast<long long>(delivered));
         j.key("bytes").value(static_cast<long long>(m->bytes));
         j.key("wrong_elements").value(static_cast<long long>(total_wrong));
-        j.key("max_staging_bytes").value(0LL);
+        j.key("max_staging_bytes").value(static_cast<long long>(sched.max_staging_bytes));
         j.key("peak_staging_bytes").value(static_cast<long long>(max_staging));
         j.key("peak_rss_bytes").value(static_cast<long long>(max_rss));
         j.key("shard_bytes").value(static_cast<long long>(max_shards));

@@ -322,6 +322,7 @@ int reshard_main(int argc, char** argv) {
     if (!sched.eager_bytes_given)
       if (auto e = ucx_eager_bytes()) sched.eager_bytes = *e;
     p = cli::plan_from_flags(flags);
+    cut_for_staging(p, sched.max_staging_bytes);  // tasks of at most half the cap: the executor keeps it
     if (p.device_count != size)
       throw error("the layouts use " + std::to_string(p.device_count) + " devices but " + std::to_string(size) +
                   " ranks were started: run with mpiexec -n " + std::to_string(p.device_count));
@@ -374,7 +375,7 @@ int reshard_main(int argc, char** argv) {
     std::optional<executor<mpi_backend>> exec;
     std::vector<std::byte> source, pristine;
     try {
-      exec.emplace(backend, p, s);
+      exec.emplace(backend, p, s, sched.max_staging_bytes);
       exec->record_times(!extra.exec_trace.empty());
       source.resize(exec->source_bytes());
       destination.resize(exec->destination_bytes());

@@ -50,6 +50,8 @@ struct schedule_flags {
   execution mode = execution::ordered;
   bool mode_given = false;
   bool group_broadcast = false;  // --mpi-broadcast communicator: collective broadcasts, not chains
+  std::size_t max_staging_bytes = default_max_staging_bytes;  // --max-staging-bytes (0: no cap)
+  bool max_staging_given = false;
   /// A schedule is made when a solver, a strategy, a mode or a trace is asked for.
   bool wanted() const { return !solver.empty() || !strategy.empty() || !trace.empty() || mode_given; }
 };
@@ -98,6 +100,8 @@ bool parse_schedule_flag(schedule_flags& f, const std::string& arg, Next&& next)
   else if (arg == "--seed") f.seed = parse_u64(arg, next());
   else if (arg == "--trace") f.trace = next();
   else if (arg == "--mode") f.mode = parse_execution(next()), f.mode_given = true;
+  else if (arg == "--max-staging-bytes")
+    f.max_staging_bytes = static_cast<std::size_t>(parse_count(arg, next(), 0, std::int64_t{1} << 50)), f.max_staging_given = true;
   else if (arg == "--mpi-broadcast") {
     const std::string m = next();
     if (m != "communicator" && m != "chain")
@@ -175,7 +179,10 @@ std::string schedule_flags_help() {
          "  --mode MODE             ordered (one transfer at a time per device and NIC direction, in\n"
          "                          schedule order) or concurrent (all posted at once); default ordered\n"
          "  --mpi-broadcast KIND    broadcast strategy: chain (pipelined point-to-point, default) or\n"
-         "                          communicator (one collective broadcast per group)\n";
+         "                          communicator (one collective broadcast per group)\n"
+         "  --max-staging-bytes N   no rank holds more than N bytes of message buffers at once beyond its\n"
+         "                          shards: tasks are cut to N/2 before they are scheduled (default\n"
+         "                          268435456, 256 MiB; 0: no cap)\n";
 }
 
 }  // namespace meshcast::cli

@@ -23,6 +23,7 @@ inline std::vector<plan> batch_plans(const std::vector<tensor_layouts>& tensors,
   const bool listed =
       std::any_of(tensors.begin(), tensors.end(), [](const tensor_layouts& t) { return !t.src_devices.empty() || !t.dst_devices.empty(); });
   std::vector<plan> plans = make_plans(tensors, o.devices, listed ? ranks : 0);
+  cut_for_staging(plans, o.max_staging_bytes);
   for (std::size_t k = 0; k < plans.size(); ++k)
     if (plans[k].device_count != ranks)
       throw error("the layouts place " + std::string(tensors.size() > 1 ? "tensor " + std::to_string(k) : "the tensor") + " on " +

@@ -12,6 +12,7 @@
 #include "layout.hpp"
 #include "placement.hpp"
 #include "plan.hpp"
+#include "staging.hpp"
 #include "network.hpp"
 #include "op.hpp"
 #include "execution.hpp"

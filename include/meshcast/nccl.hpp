@@ -189,7 +189,7 @@ class nccl_batch_resharder {
     try {
       if (channel_.rank() != 0) schedule_ = from_wire(words);
       executor_.emplace(nccl_backend<nccl_comm_bootstrap>(comm, stream, nccl_comm_bootstrap{comm, stream}, group_transfers),
-                        std::span<const plan>(plans_), schedule_);
+                        std::span<const plan>(plans_), schedule_, options_.max_staging_bytes);
     } catch (const std::exception& e) {
       problem = e.what();
     }
@@ -205,6 +205,8 @@ class nccl_batch_resharder {
   const std::vector<meshcast::plan>& plans() const noexcept { return plans_; }
   const meshcast::schedule& schedule() const noexcept { return schedule_; }
   const meshcast::network& network() const noexcept { return net_; }
+  /// Bytes of message buffers this rank holds beyond its shards (never above the staging cap).
+  std::size_t staging_bytes() const noexcept { return executor_->staging_bytes(); }
 
   /// Reshards once: `in[k]` and `out[k]` are this rank's shards of tensor k in device memory, as
   /// bytes. Collective.

@@ -18,6 +18,7 @@ struct send_task {
   index_t bytes = 0;
   index_t src_group = 0;  ///< replica group (distinct source tile) that holds the region
   index_t dst_group = 0;  ///< replica group (distinct destination tile) that needs it
+  index_t origin = -1;    ///< a piece (staging.hpp): the task of the uncut plan it is part of; -1: itself
 };
 
 /// Devices grouped by equal tile, in compressed rows: group g is members[offsets[g], offsets[g+1]).

@@ -63,14 +63,18 @@ schedule solve_batch(const std::vector<plan>& plans, const network& net, const S
 /// `broadcast`, forwards on a receiving host are `send_recv_allgather`, anything else (one
 /// message per receiver, or copies that never leave the host) `send_recv`.
 inline std::map<std::string, index_t> tasks_by_strategy(const schedule& s, const std::vector<plan>& plans) {
-  index_t tasks = 0;
-  for (const plan& p : plans) tasks += static_cast<index_t>(p.tasks.size());
-  if (s.strategy != auto_strategy::name) return {{s.strategy, tasks}};
+  // Tasks cut to a staging cap count as the task they were cut from (send_task::origin).
+  auto uncut = [](const plan& p) {
+    return p.tasks.empty() || p.tasks.back().origin < 0 ? p.tasks.size() : static_cast<std::size_t>(p.tasks.back().origin) + 1;
+  };
   std::vector<std::size_t> first(plans.size() + 1, 0);
-  for (std::size_t k = 0; k < plans.size(); ++k) first[k + 1] = first[k] + plans[k].tasks.size();
+  for (std::size_t k = 0; k < plans.size(); ++k) first[k + 1] = first[k] + uncut(plans[k]);
+  if (s.strategy != auto_strategy::name) return {{s.strategy, static_cast<index_t>(first.back())}};
   std::vector<std::uint8_t> kind(first.back(), 0);  // 0 send_recv, 1 send_recv_allgather, 2 broadcast
   for (const transfer& t : s.transfers) {
-    const std::size_t at = first[static_cast<std::size_t>(t.tensor)] + static_cast<std::size_t>(t.task);
+    const send_task& task = plans[static_cast<std::size_t>(t.tensor)].tasks[static_cast<std::size_t>(t.task)];
+    const std::size_t at = first[static_cast<std::size_t>(t.tensor)] +
+                           static_cast<std::size_t>(task.origin >= 0 ? task.origin : t.task);
     const std::uint8_t k = t.kind == transfer_kind::chain || t.kind == transfer_kind::group_broadcast ? 2
                            : t.kind == transfer_kind::forward                                         ? 1
                                                                                                      : 0;

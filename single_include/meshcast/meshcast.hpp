@@ -1002,6 +1002,7 @@ struct send_task {
   index_t bytes = 0;
   index_t src_group = 0;  ///< replica group (distinct source tile) that holds the region
   index_t dst_group = 0;  ///< replica group (distinct destination tile) that needs it
+  index_t origin = -1;    ///< a piece (staging.hpp): the task of the uncut plan it is part of; -1: itself
 };
 
 /// Devices grouped by equal tile, in compressed rows: group g is members[offsets[g], offsets[g+1]).
@@ -1233,6 +1234,113 @@ constexpr plan make_plan(const Src& src, const Dst& dst, const plan_options& opt
 
 }  // namespace meshcast
 // ---- end meshcast/plan.hpp ----
+// ---- begin meshcast/staging.hpp ----
+// The staging cap: no rank holds more than a cap of message buffers (packing, receiving,
+// forwarding) at once beyond its shards. Plans are cut first, so that every task moves at most
+// half the cap: in ordered mode a rank then sends one piece while it receives another within the
+// cap, and the model, which schedules the pieces, describes what runs. The executor keeps the cap
+// (exec/executor.hpp, plan_staging).
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+
+namespace meshcast {
+
+/// The cap the one call, the resharders and the command-line tools use unless told otherwise.
+inline constexpr std::size_t default_max_staging_bytes = std::size_t{256} << 20;
+
+/// The most pieces a cap may cut the tasks of one batch into: past that the schedule would cost
+/// more to make than the cap saves, and the cap is too small for the model.
+inline constexpr std::size_t max_staging_pieces = std::size_t{1} << 20;
+
+/// The largest task a staging cap of `cap` bytes leaves (0: no cap, no limit).
+constexpr std::size_t staging_piece_bytes(std::size_t cap) noexcept { return cap / 2; }
+
+/// Cuts `region` into boxes of at most `max_elements` elements, in row-major order: whole
+/// slabs of the outermost dims where they fit, so that each piece stays as contiguous as it was.
+inline void cut_region(const box& region, index_t max_elements, std::vector<box>& out) {
+  // The outermost dim d whose slabs (one index of it and of every dim before it) fit.
+  int d = -1;
+  index_t inner = region.volume();
+  while (inner > max_elements) {
+    ++d;
+    inner /= region[d].size();
+  }
+  if (d < 0) {
+    out.push_back(region);
+    return;
+  }
+  const index_t run = max_elements / inner;  // indices of dim d per piece (>= 1)
+  box piece = region;
+  for (int k = 0; k < d; ++k) piece[k] = {region[k].lo, region[k].lo + 1};
+  while (true) {
+    for (index_t lo = region[d].lo; lo < region[d].hi; lo += run) {
+      piece[d] = {lo, std::min(lo + run, region[d].hi)};
+      out.push_back(piece);
+    }
+    int k = d - 1;  // the next index of the dims before d, odometer-wise
+    while (k >= 0 && piece[k].hi == region[k].hi) piece[k] = {region[k].lo, region[k].lo + 1}, --k;
+    if (k < 0) return;
+    piece[k] = {piece[k].lo + 1, piece[k].hi + 1};
+  }
+}
+
+/// Cuts the tasks of `plans` (one per tensor) so that none moves more than half of `cap` bytes
+/// (0: leaves them whole). Each piece keeps its task's senders and receivers and names the task it
+/// came from (`send_task::origin`). Throws `meshcast::error` where the cap cannot hold two
+/// elements of a tensor (a rank sends one while it receives another), or where the pieces would
+/// pass `max_staging_pieces`.
+inline void cut_for_staging(std::vector<plan>& plans, std::size_t cap) {
+  if (cap == 0) return;
+  const std::size_t piece = staging_piece_bytes(cap);
+  std::size_t pieces = 0;
+  for (std::size_t k = 0; k < plans.size(); ++k) {
+    plan& p = plans[k];
+    const auto eb = static_cast<std::size_t>(p.element_bytes);
+    const std::string tensor = plans.size() > 1 ? "tensor " + std::to_string(k) : std::string("the tensor");
+    bool any = false;
+    for (const send_task& t : p.tasks) any |= static_cast<std::size_t>(t.bytes) > piece;
+    if (!any) {
+      pieces += p.tasks.size();
+      continue;
+    }
+    if (piece < eb)
+      throw error("the staging cap of " + std::to_string(cap) + " bytes cannot move " + tensor + ": a rank sends one message while it receives another, so the cap must hold two of its " +
+                  std::to_string(eb) + "-byte elements (at least " + std::to_string(2 * eb) + " bytes)");
+    const auto max_elements = static_cast<index_t>(piece / eb);
+    std::vector<send_task> cut;
+    std::vector<box> boxes;
+    for (std::size_t i = 0; i < p.tasks.size(); ++i) {
+      const send_task& t = p.tasks[i];
+      const index_t origin = t.origin >= 0 ? t.origin : static_cast<index_t>(i);
+      boxes.clear();
+      cut_region(t.region, max_elements, boxes);
+      if (boxes.size() > max_staging_pieces || pieces + boxes.size() > max_staging_pieces)
+        throw error("the staging cap of " + std::to_string(cap) + " bytes cuts the tasks into more than " +
+                    std::to_string(max_staging_pieces) + " pieces (at " + tensor + "): give a larger cap");
+      pieces += boxes.size();
+      for (const box& b : boxes) {
+        send_task s = t;
+        s.region = b;
+        s.bytes = b.volume() * p.element_bytes;
+        s.origin = origin;
+        cut.push_back(s);
+      }
+    }
+    p.tasks = std::move(cut);
+  }
+}
+/// The same for one plan.
+inline void cut_for_staging(plan& p, std::size_t cap) {
+  std::vector<plan> one{std::move(p)};
+  cut_for_staging(one, cap);
+  p = std::move(one[0]);
+}
+
+}  // namespace meshcast
+// ---- end meshcast/staging.hpp ----
 // ---- begin meshcast/network.hpp ----
 // The network model: hosts with full-duplex NICs, an intra-host link and a per-message latency.
 //
@@ -1397,8 +1505,27 @@ enum class transfer_kind : std::uint8_t {
   chain,            ///< a pipelined chain: sender -> receivers[0] -> receivers[1] -> ...
 };
 
-/// A chain moves its bytes in chunks of this size; each member passes a chunk on once it has it.
+/// The largest piece a chain moves its bytes in; each member passes a piece on once it has it.
 inline constexpr std::size_t chain_chunk_bytes = std::size_t{256} << 10;
+/// The smallest piece a chain cuts a message into (unless the backend's largest is smaller):
+/// below it a piece's own cost (a synchronous send's handshake, a message latency) outweighs what
+/// pipelining it saves at the NIC rates meshcast models (16 KiB is 0.65 ms at 200 Mbit/s).
+inline constexpr std::size_t chain_min_piece_bytes = std::size_t{16} << 10;
+
+/// The piece a chain of `members` devices (the sender included) cuts `bytes` into: about a
+/// (2 x hops)th of the message, so that a small message still pipelines down a long chain, within
+/// [chain_min_piece_bytes, max_piece]; a message that would make two pieces or fewer goes whole
+/// (up to max_piece). The model (strategy/broadcast.hpp) and the executing
+/// backend both cut by this rule, so the prediction describes the pieces that run.
+constexpr std::size_t chain_piece_bytes(std::size_t bytes, std::size_t members, std::size_t max_piece = chain_chunk_bytes) noexcept {
+  const std::size_t hops = members > 1 ? members - 1 : 1;
+  std::size_t piece = bytes / (2 * hops) + (bytes % (2 * hops) != 0);
+  if (piece < chain_min_piece_bytes) piece = chain_min_piece_bytes;
+  if (piece > max_piece) piece = max_piece;
+  // Two pieces or fewer gain nothing: the second waits behind the first on the sender's link.
+  if (2 * piece >= bytes) piece = bytes < max_piece ? bytes : max_piece;
+  return piece > 0 ? piece : 1;
+}
 
 constexpr std::string_view to_string(transfer_kind k) noexcept {
   switch (k) {
@@ -2015,10 +2142,15 @@ struct broadcast {
       }
       intra |= receivers.size() > 1;
     }
-    // Pipelined in chunks: every hop adds a latency, the bytes flow at the slowest link's rate,
+    // Pipelined in pieces: every hop adds a latency, the bytes flow at the slowest link's rate,
     // and each NIC crossing after the first holds the last chunk back by a chunk's time (one
     // more when several chunks share the first link: the executor keeps two in flight).
-    const index_t chunk_bytes = std::min<index_t>(bytes, static_cast<index_t>(chain_chunk_bytes));
+    // A chain's pieces shrink with the message (chain_piece_bytes, as the backend cuts them); a
+    // collective broadcast is the MPI library's, modelled with the largest piece.
+    const std::size_t piece = o.kind == transfer_kind::chain
+                                  ? chain_piece_bytes(static_cast<std::size_t>(bytes), 1 + o.receivers.size())
+                                  : chain_chunk_bytes;
+    const index_t chunk_bytes = std::min<index_t>(bytes, static_cast<index_t>(piece));
     const double chunk = static_cast<double>(chunk_bytes);
     const double fill = static_cast<double>(by_host.size() - 1) * chunk + (bytes > chunk_bytes ? chunk : 0.0);
     o.latency_s = static_cast<double>(by_host.size()) * net.latency_s() + fill / slowest + (intra ? net.latency_s() : 0.0);
@@ -4451,14 +4583,18 @@ schedule solve_batch(const std::vector<plan>& plans, const network& net, const S
 /// `broadcast`, forwards on a receiving host are `send_recv_allgather`, anything else (one
 /// message per receiver, or copies that never leave the host) `send_recv`.
 inline std::map<std::string, index_t> tasks_by_strategy(const schedule& s, const std::vector<plan>& plans) {
-  index_t tasks = 0;
-  for (const plan& p : plans) tasks += static_cast<index_t>(p.tasks.size());
-  if (s.strategy != auto_strategy::name) return {{s.strategy, tasks}};
+  // Tasks cut to a staging cap count as the task they were cut from (send_task::origin).
+  auto uncut = [](const plan& p) {
+    return p.tasks.empty() || p.tasks.back().origin < 0 ? p.tasks.size() : static_cast<std::size_t>(p.tasks.back().origin) + 1;
+  };
   std::vector<std::size_t> first(plans.size() + 1, 0);
-  for (std::size_t k = 0; k < plans.size(); ++k) first[k + 1] = first[k] + plans[k].tasks.size();
+  for (std::size_t k = 0; k < plans.size(); ++k) first[k + 1] = first[k] + uncut(plans[k]);
+  if (s.strategy != auto_strategy::name) return {{s.strategy, static_cast<index_t>(first.back())}};
   std::vector<std::uint8_t> kind(first.back(), 0);  // 0 send_recv, 1 send_recv_allgather, 2 broadcast
   for (const transfer& t : s.transfers) {
-    const std::size_t at = first[static_cast<std::size_t>(t.tensor)] + static_cast<std::size_t>(t.task);
+    const send_task& task = plans[static_cast<std::size_t>(t.tensor)].tasks[static_cast<std::size_t>(t.task)];
+    const std::size_t at = first[static_cast<std::size_t>(t.tensor)] +
+                           static_cast<std::size_t>(task.origin >= 0 ? task.origin : t.task);
     const std::uint8_t k = t.kind == transfer_kind::chain || t.kind == transfer_kind::group_broadcast ? 2
                            : t.kind == transfer_kind::forward                                         ? 1
                                                                                                      : 0;
@@ -5046,6 +5182,57 @@ inline std::uint64_t fingerprint(const plan& p, const schedule& s) { return fing
 #include <utility>
 #include <vector>
 
+// ---- begin meshcast/exec/staging_arena.hpp ----
+// Where a rank's message buffers live: one block of memory, allocated once, handed out in pieces.
+// Under a staging cap that the run's buffers together exceed, pieces are taken and given back as
+// steps start and complete (first fit); otherwise every step keeps its own piece for good.
+
+#include <algorithm>
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+namespace meshcast::detail {
+
+/// First-fit allocation of byte ranges in [0, capacity). Taken ranges may be given back in any
+/// order; nothing is allocated after construction beyond the list of taken ranges' capacity.
+class staging_arena {
+ public:
+  explicit staging_arena(std::size_t capacity = 0) : capacity_(capacity) {}
+  std::size_t capacity() const noexcept { return capacity_; }
+  std::size_t held() const noexcept { return held_; }
+  bool empty() const noexcept { return taken_.empty(); }
+
+  /// The offset of `bytes` free bytes, now taken; nothing where no gap is that large.
+  std::optional<std::size_t> take(std::size_t bytes) {
+    std::size_t at = 0;
+    auto it = taken_.begin();
+    for (; it != taken_.end(); ++it) {
+      if (it->first - at >= bytes) break;
+      at = it->first + it->second;
+    }
+    if (it == taken_.end() && capacity_ - at < bytes) return std::nullopt;
+    taken_.insert(it, {at, bytes});
+    held_ += bytes;
+    return at;
+  }
+  /// Gives back the range taken at `offset`.
+  void give(std::size_t offset) {
+    auto it = std::lower_bound(taken_.begin(), taken_.end(), std::pair<std::size_t, std::size_t>{offset, 0});
+    if (it == taken_.end() || it->first != offset) return;
+    held_ -= it->second;
+    taken_.erase(it);
+  }
+  void clear() noexcept { taken_.clear(), held_ = 0; }
+  void reserve(std::size_t ranges) { taken_.reserve(ranges); }
+
+ private:
+  std::size_t capacity_ = 0, held_ = 0;
+  std::vector<std::pair<std::size_t, std::size_t>> taken_;  // (offset, bytes), by offset
+};
+
+}  // namespace meshcast::detail
+// ---- end meshcast/exec/staging_arena.hpp ----
 
 namespace meshcast {
 
@@ -5112,10 +5299,14 @@ class executor {
   /// (a handle: communicator, stream), so it never refers to a temporary. Throws
   /// `meshcast::error` when the communicator has fewer ranks than the plan has devices or the
   /// schedule does not fit the plan.
-  executor(Backend b, const plan& p, const schedule& s) : executor(std::move(b), std::span<const plan>(&p, 1), s) {}
+  /// `max_staging_bytes` caps the message buffers this rank holds at once (0: no cap); see
+  /// `plan_staging`.
+  executor(Backend b, const plan& p, const schedule& s, std::size_t max_staging_bytes = 0)
+      : executor(std::move(b), std::span<const plan>(&p, 1), s, max_staging_bytes) {}
 
   /// A batch: `plans[k]` is the plan of tensor k; the schedule's transfers name their tensor.
-  executor(Backend b, std::span<const plan> plans, const schedule& s) : b_(std::move(b)), mode_(s.mode) {
+  executor(Backend b, std::span<const plan> plans, const schedule& s, std::size_t max_staging_bytes = 0)
+      : b_(std::move(b)), mode_(s.mode) {
     me_ = b_.device();
     if (plans.empty()) throw error("an executor needs at least one plan");
     const index_t devices = device_count(plans);
@@ -5138,6 +5329,7 @@ class executor {
     make_groups(s);
     plan_steps(s);
     if (mode_ == execution::ordered) plan_lanes(s);
+    plan_staging(max_staging_bytes);
     if (mode_ == execution::ordered && !s.model.empty() && passes_port_tokens<Backend>()) plan_tokens(s);
     if (mode_ == execution::ordered && !s.model.empty()) plan_exchanges(s);
     if (acknowledged()) plan_acknowledgements();
@@ -5159,8 +5351,10 @@ class executor {
   std::size_t tensors() const noexcept { return tensors_.size(); }
   execution mode() const noexcept { return mode_; }
   /// Bytes of message buffers this rank holds (packing, receiving, forwarding), beyond its shards:
-  /// one per step, kept from construction on (no staging cap yet).
-  std::size_t staging_bytes() const noexcept { return staging_bytes_; }
+  /// one block, allocated at construction and never above the staging cap.
+  std::size_t staging_bytes() const noexcept { return arena_.capacity(); }
+  /// Whether the cap binds here: the steps' buffers then share the block as they run.
+  bool staging_shared() const noexcept { return shared_staging_; }
 
   /// Reshards: reads `source` (never written), fills `destination`. May be called repeatedly.
   void run(std::span<const std::byte> source, std::span<std::byte> destination) {
@@ -5186,6 +5380,7 @@ class executor {
     times_.clear();
     if (record_) times_.resize(steps_.size());
     tokens_sent_.clear();
+    reset_staging();
     if (mode_ == execution::ordered) {
       if constexpr (passes_port_tokens<Backend>()) run_ordered();
       else run_ordered_in_rounds();
@@ -5209,13 +5404,14 @@ class executor {
     box region;
     std::size_t bytes = 0;
     bool from_source = true;            // send / collective root: the region is in my source tile
-    std::size_t from_buffer = none;     // send: pass on this receive step's buffer as it is
+    std::size_t from_buffer = none;     // send: pass on the buffer of this receive step as it is
     std::vector<std::size_t> needs;     // send: my receive steps that must be complete first
     std::vector<index_t> peers;         // send: receivers; receive: the sender
     bool root = false;                  // collective: I hold the data
     int tag = 0;
     std::size_t group = none;
-    std::size_t buffer = none;
+    std::size_t staged = 0;     // bytes of message buffer it needs (0: none)
+    std::size_t buffer = none;  // offset of its buffer in the staging block, once it has one
     std::size_t direct = none;  // byte offset of a contiguous region in the shard it is sent from or received into
     std::vector<std::pair<index_t, int>> tokens_in, tokens_out;  // ordered mode
     bool send_lane = false, receive_lane = false;  // ordered mode: the lanes it holds
@@ -5254,11 +5450,6 @@ class executor {
     }
   }
 
-  std::size_t new_buffer(std::size_t bytes) {
-    buffers_.push_back(b_.memory().allocate(bytes));
-    staging_bytes_ += bytes;
-    return buffers_.size() - 1;
-  }
 
   void plan_steps(const schedule& s) {
     std::map<std::size_t, std::size_t> my_receive;  // transfer -> my receive step
@@ -5287,7 +5478,7 @@ class executor {
         if (sending && !ts.src_tile.contains(t.region)) throw error(who + " broadcasts a region it does not hold");
         x.direct = sending ? detail::contiguous_offset(ts.src_tile, t.region, ts.eb)
                            : ts.destination_bytes > 0 ? detail::contiguous_offset(ts.dst_tile, t.region, ts.eb) : none;
-        if (x.direct == none) x.buffer = new_buffer(x.bytes);
+        if (x.direct == none) x.staged = x.bytes;
       } else if (sending) {
         x.how = step::send;
         x.peers = t.receivers;
@@ -5301,26 +5492,106 @@ class executor {
             x.needs.push_back(it->second);
           }
           if (x.needs.size() == 1 && steps_[x.needs[0]].region == t.region) {
-            x.from_buffer = steps_[x.needs[0]].buffer;  // none where it was received into the shard:
-            x.direct = steps_[x.needs[0]].direct;      // then it is sent from there
+            if (steps_[x.needs[0]].staged) x.from_buffer = x.needs[0];
+            else x.direct = steps_[x.needs[0]].direct;  // received into the shard: sent from there
           } else if (!ts.dst_tile.contains(t.region)) {
             throw error(who + " forwards a region outside its destination tile");
           }
         }
         if (x.from_buffer == none && x.direct == none)
           x.direct = detail::contiguous_offset(x.from_source ? ts.src_tile : ts.dst_tile, t.region, ts.eb);
-        if (x.from_buffer == none && x.direct == none) x.buffer = new_buffer(x.bytes);
+        if (x.from_buffer == none && x.direct == none) x.staged = x.bytes;
       } else {
         x.how = step::receive;
         x.peers = {t.sender};
         if (ts.destination_bytes > 0) x.direct = detail::contiguous_offset(ts.dst_tile, t.region, ts.eb);
-        if (x.direct == none) x.buffer = new_buffer(x.bytes);
+        if (x.direct == none) x.staged = x.bytes;
         my_receive[i] = steps_.size();
       }
       step_of_[i] = steps_.size();
       steps_.push_back(std::move(x));
     }
     tokens_sent_.reserve(steps_.size());
+  }
+
+  // Message buffers under the staging cap `cap` (0: none). Where every step's buffer fits in the
+  // cap together, each keeps its own piece of the block for good (a repeated run allocates
+  // nothing). Otherwise the cap binds, a forward packs what it passes on from the destination
+  // shard (so a receive's buffer is free once unpacked), and
+  // - ordered mode: a lane carries one step at a time, so a rank needs two buffers at once at most,
+  //   one per lane. Each lane gets one slot, as large as its largest step; plans cut to half the
+  //   cap (cut_for_staging) make both fit, and the run waits for nothing the model does not know.
+  // - concurrent mode: steps take their buffers from the block in list order as room allows and
+  //   give them back when complete. The earliest unfinished transfer of the schedule then always
+  //   finds room at both ends: every earlier one gave its buffer back, no later one took one first.
+  void plan_staging(std::size_t cap) {
+    std::size_t total = 0;
+    for (const step& x : steps_)
+      if (__builtin_add_overflow(total, x.staged, &total)) throw error("the message buffers of one rank overflow 64 bits");
+    if (cap == 0 || total <= cap) {
+      std::size_t at = 0;
+      for (step& x : steps_)
+        if (x.staged) x.buffer = at, at += x.staged;
+      arena_ = detail::staging_arena(total);
+    } else {
+      const std::string who = "device " + std::to_string(me_);
+      for (step& x : steps_) {
+        if (x.from_buffer == none) continue;
+        const tensor_state& t = tensors_[x.tensor];
+        if (t.destination_bytes == 0 || !t.dst_tile.contains(x.region))
+          throw error(who + " forwards a region it does not keep, which a staging cap cannot bound");
+        x.from_buffer = none;
+        x.direct = detail::contiguous_offset(t.dst_tile, x.region, t.eb);
+        if (x.direct == none) x.staged = x.bytes;
+      }
+      std::size_t largest[2] = {0, 0};  // ordered: the send lane's slot, the receive lane's
+      for (const step& x : steps_) {
+        std::size_t& slot = mode_ == execution::ordered && !x.send_lane ? largest[1] : largest[0];
+        slot = std::max(slot, x.staged);
+      }
+      const std::size_t need = mode_ == execution::ordered ? largest[0] + largest[1] : largest[0];
+      if (need > cap)
+        throw error(who + " needs " + std::to_string(need) + " bytes of message buffers at once (" +
+                    (mode_ == execution::ordered ? "a send of " + std::to_string(largest[0]) + " bytes while it receives " +
+                                                       std::to_string(largest[1])
+                                                 : "its largest message") +
+                    ") but the staging cap is " + std::to_string(cap) +
+                    " bytes: cut the plans to the cap first (cut_for_staging)");
+      if (mode_ == execution::ordered && passes_port_tokens<Backend>()) {
+        for (step& x : steps_)
+          if (x.staged) x.buffer = x.send_lane ? 0 : largest[0];
+        arena_ = detail::staging_arena(need);
+      } else if (mode_ == execution::ordered) {  // in rounds: a round takes its buffers when it starts
+        arena_ = detail::staging_arena(need);
+        shared_staging_ = true;
+      } else {
+        arena_ = detail::staging_arena(cap);
+        arena_.reserve(steps_.size());
+        shared_staging_ = true;
+      }
+    }
+    if (arena_.capacity() > 0) block_ = b_.memory().allocate(arena_.capacity());
+  }
+  // Shared staging: the steps from next_to_take_ on take their buffers, in list order, while the
+  // block has room.
+  void take_buffers() {
+    for (; next_to_take_ < steps_.size(); ++next_to_take_) {
+      step& x = steps_[next_to_take_];
+      if (!x.staged) continue;
+      const auto at = arena_.take(x.staged);
+      if (!at) return;
+      x.buffer = *at;
+    }
+  }
+  bool has_buffer(const step& x) const noexcept { return !shared_staging_ || !x.staged || x.buffer != none; }
+  void release(step& x) {
+    if (shared_staging_ && x.staged && x.buffer != none) arena_.give(x.buffer), x.buffer = none;
+  }
+  void reset_staging() {
+    if (!shared_staging_) return;
+    arena_.clear();
+    next_to_take_ = 0;
+    for (step& x : steps_) x.buffer = none;
   }
 
   // Ordered mode: each step's lanes and the step before it on each.
@@ -5468,7 +5739,7 @@ class executor {
     if (std::find(list.begin(), list.end(), std::pair{device, tag}) == list.end()) list.push_back({device, tag});
   }
 
-  std::byte* buffer(std::size_t k) { return buffers_[k].data(); }
+  std::byte* buffer(std::size_t offset) { return block_->data() + offset; }
   double clock() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - began_).count(); }
   void mark(step& x, double step_time::*field) {
     if (!record_) return;
@@ -5508,6 +5779,7 @@ class executor {
     const tensor_state& t = tensors_[x.tensor];
     if ((x.how == step::receive || (x.how == step::collective && !x.root)) && t.destination_bytes > 0 && x.direct == none)
       unpack(b_.memory(), buffer(x.buffer), t.dst_tile, t.dst, x.region, t.eb);
+    release(x);
     const bool ack = x.how == step::receive && acknowledged(x);
     if (x.tokens_out.empty() && !ack) return;
     b_.begin_round();
@@ -5602,6 +5874,15 @@ class executor {
       std::size_t j = i;
       const double at = steps_[order[i]].model_start;
       while (j < order.size() && steps_[order[j]].model_start <= at + 1e-12 * (1 + at)) ++j;
+      for (std::size_t k = i; k < j && shared_staging_; ++k) {  // every earlier round gave its buffers back
+        step& x = steps_[order[k]];
+        if (!x.staged) continue;
+        const auto at = arena_.take(x.staged);
+        if (!at)
+          throw error("device " + std::to_string(me_) + ": the transfers the model starts together at " +
+                      std::to_string(x.model_start) + " s need more message buffers than the staging cap leaves");
+        x.buffer = *at;
+      }
       b_.begin_round();
       for (std::size_t k = i; k < j; ++k) {
         step& x = steps_[order[k]];
@@ -5725,7 +6006,7 @@ class executor {
     if (x.data_sent) return;
     x.data_sent = true;
     const tensor_state& t = tensors_[x.tensor];
-    const std::byte* message = x.from_buffer != none ? buffer(x.from_buffer)
+    const std::byte* message = x.from_buffer != none ? buffer(steps_[x.from_buffer].buffer)
                                : x.direct != none    ? (x.from_source ? t.src : t.dst) + x.direct
                                                      : buffer(x.buffer);
     if (cleared(x)) mark(x, &step_time::start);  // the data starts now
@@ -5771,10 +6052,11 @@ class executor {
     auto post_ready = [&] {
       std::vector<std::size_t> still;
       bool open = false;
+      take_buffers();
       for (std::size_t k : waiting) {
         step& x = steps_[k];
         const auto tag = static_cast<std::size_t>(x.tag) % held.size();
-        if (!held[tag] && inputs_arrived(x)) {
+        if (!held[tag] && inputs_arrived(x) && has_buffer(x)) {
           if (!open) b_.begin_round(), open = true;
           post_concurrent(x, k);
         } else {
@@ -5800,9 +6082,13 @@ class executor {
       step& x = steps_[k];
       if (k > 0 && group_of_transfer(x.transfer) != group_of_transfer(steps_[k - 1].transfer))
         b_.end_round(), b_.begin_round();  // a bounded group (both ends of a transfer agree on it)
-      if (!inputs_arrived(x)) {
+      auto ready = [&] {
+        take_buffers();
+        return inputs_arrived(x) && has_buffer(x);
+      };
+      if (!ready()) {
         b_.end_round();
-        await([&] { return inputs_arrived(x); });
+        await(ready);
         b_.begin_round();
       }
       post_concurrent(x, k);
@@ -5837,8 +6123,10 @@ class executor {
   std::vector<tensor_state> tensors_;
   std::vector<step> steps_;
   std::map<std::size_t, std::size_t> step_of_;  // transfer -> my step
-  std::vector<typename Backend::memory_type::buffer> buffers_;
-  std::size_t staging_bytes_ = 0;  // bytes of buffers_
+  std::optional<typename Backend::memory_type::buffer> block_;  // the message buffers (staging)
+  detail::staging_arena arena_;    // where each step's buffer lies in block_
+  bool shared_staging_ = false;    // concurrent mode under a binding cap: taken and given back as steps run
+  std::size_t next_to_take_ = 0;   // shared staging: steps take their buffers in list order, from here
   std::optional<typename Backend::memory_type::buffer> scratch_;  // the token byte
   std::optional<typename Backend::memory_type::buffer> acks_;     // acknowledgement bytes
   std::optional<typename Backend::memory_type::buffer> clears_;   // clearance bytes

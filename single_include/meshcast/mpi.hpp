@@ -149,7 +149,7 @@ class batch_resharder {
     agree_or_throw(comm_, problem, options_.timeout_s);
     share_schedule(comm_, plans_, schedule_, 0, options_.timeout_s);
     try {
-      executor_.emplace(mpi_backend(comm_, options_.timeout_s), plans_, schedule_);
+      executor_.emplace(mpi_backend(comm_, options_.timeout_s), plans_, schedule_, options_.max_staging_bytes);
     } catch (const std::exception& e) {
       problem = e.what();
     }
@@ -165,6 +165,8 @@ class batch_resharder {
   const std::vector<meshcast::plan>& plans() const noexcept { return plans_; }
   const meshcast::schedule& schedule() const noexcept { return schedule_; }
   const meshcast::network& network() const noexcept { return net_; }
+  /// Bytes of message buffers this rank holds beyond its shards (never above the staging cap).
+  std::size_t staging_bytes() const noexcept { return executor_->staging_bytes(); }
 
   /// Reshards once: `in[k]` and `out[k]` are this rank's shards of tensor k, as bytes. Collective.
   void operator()(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out) {

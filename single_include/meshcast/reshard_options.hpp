@@ -35,6 +35,10 @@ struct reshard_options {
   std::uint64_t seed = 1;
   /// Longest wait on other ranks without progress before every rank fails with an error.
   double timeout_s = 60;
+  /// No rank holds more than this many bytes of message buffers (packing, receiving, forwarding)
+  /// at once beyond its shards; tasks are cut to half of it before they are scheduled
+  /// (staging.hpp). 0: no cap.
+  std::size_t max_staging_bytes = default_max_staging_bytes;
 };
 
 /// The network model the options describe, for devices on hosts `host_of`.
@@ -65,6 +69,7 @@ inline std::uint64_t agreement_key(const layout_value& src, const layout_value& 
   mix(static_cast<std::int64_t>(o.devices.how));
   for (index_t d : o.devices.dst_ids) mix(d);
   mix(o.devices_per_host), mix(static_cast<std::int64_t>(o.mode)), mix(o.split_replicas), mix(o.nics_per_host);
+  mix(static_cast<std::int64_t>(o.max_staging_bytes));
   for (index_t h : o.host_of) mix(h);
   mix(static_cast<std::int64_t>(o.seed));
   for (char c : policies) mix(c);

@@ -135,6 +135,31 @@ def bound(m, per_host, nic_gbps):
     return busiest * 8 / (nic_gbps * 1e9)
 
 
+def check_dump(what, m, dump):
+    """Every destination shard dumped under `dump` holds its elements' global index plus the tensor's
+    number; returns how many shards were read."""
+    wrong = files = 0
+    for k, (shape, eb, smesh, sspec, sids, dmesh, dspec, dids) in enumerate(resolved(m)):
+        for pos, dev in enumerate(dids):
+            name = os.path.join(dump, f"t{k}.rank{dev}.bin")
+            if not os.path.exists(name):
+                check(False, f"{what}: {name} missing")
+                continue
+            files += 1
+            data = open(name, "rb").read()
+            box = tile(dmesh, dspec, shape, pos)
+            expect = bytearray()
+            for e in elements(box):
+                linear = 0
+                for d, x in enumerate(e):
+                    linear = linear * shape[d] + x
+                expect += ((linear + k) % (1 << (8 * eb))).to_bytes(eb, "little")
+            if data != bytes(expect):
+                wrong += 1
+    check(wrong == 0, f"{what}: {wrong} of {files} dumped shards differ from the fill")
+    return files
+
+
 def run(cmd, timeout=120):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
@@ -226,25 +251,7 @@ def main():
         for key in ["seconds", "predicted_seconds", "physical_bound_seconds", "bytes_delivered", "max_staging_bytes",
                     "peak_staging_bytes", "peak_rss_bytes", "shard_bytes", "tasks_by_strategy"]:
             check(key in j, f"{what}: no {key}")
-        wrong = files = 0
-        for k, (shape, eb, smesh, sspec, sids, dmesh, dspec, dids) in enumerate(resolved(m)):
-            for pos, dev in enumerate(dids):
-                name = os.path.join(dump, f"t{k}.rank{dev}.bin")
-                if not os.path.exists(name):
-                    check(False, f"{what}: {name} missing")
-                    continue
-                files += 1
-                data = open(name, "rb").read()
-                box = tile(dmesh, dspec, shape, pos)
-                expect = bytearray()
-                for e in elements(box):
-                    linear = 0
-                    for d, x in enumerate(e):
-                        linear = linear * shape[d] + x
-                    expect += ((linear + k) % (1 << (8 * eb))).to_bytes(eb, "little")
-                if data != bytes(expect):
-                    wrong += 1
-        check(wrong == 0, f"{what}: {wrong} of {files} dumped shards differ from the fill")
+        files = check_dump(what, m, dump)
         print(f"{what}: {len(m['tensors'])} tensors, {j['bytes_delivered']} bytes delivered, {files} shards checked, "
               f"tasks {j['tasks_by_strategy']}", flush=True)
 
@@ -261,6 +268,72 @@ def main():
             j = json.loads(r.stdout.strip().splitlines()[-1])
             check((j["peak_staging_bytes"] > 0) == staged and j["wrong_elements"] == 0,
                   f"staging {specs}: peak_staging_bytes {j['peak_staging_bytes']}, wrong {j['wrong_elements']}")
+
+    # 5. The staging cap: random manifests and caps at 2-6 ranks, both modes. Every element is
+    # right, the cap in force is reported, and no rank held more message buffers than it.
+    for i in range(a.runs):
+        ranks = 2 + i % 5
+        m = random_manifest(rng, ranks)
+        eb = max(t["dtype_bytes"] for t in m["tensors"])
+        cap = rng.choice([2 * eb, 2 * eb + 1, 48, 100, 256, 1000, 4096])
+        with open(path, "w") as f:
+            json.dump(m, f)
+        dump = os.path.join(tmp, f"capped{i}")
+        os.mkdir(dump)
+        mode = rng.choice(["ordered", "concurrent"])
+        strategy = rng.choice(["auto", "send_recv", "send_recv_allgather", "broadcast"])
+        what = f"cap {cap} {i} ({ranks} ranks, {mode}, {strategy})"
+        r = run([a.mpiexec, "-n", str(ranks), a.reshard, "--manifest", path, "--json", "--dump", dump, "--mode", mode,
+                 "--strategy", strategy, "--max-staging-bytes", str(cap), "--timeout-s", "60"], timeout=300)
+        check(r.returncode == 0, f"{what}: exit {r.returncode}: {r.stderr[-500:]} manifest {json.dumps(m)}")
+        if r.returncode:
+            continue
+        j = json.loads(r.stdout.strip().splitlines()[-1])
+        check(j["wrong_elements"] == 0, f"{what}: {j['wrong_elements']} wrong elements")
+        check(j["max_staging_bytes"] == cap, f"{what}: max_staging_bytes {j['max_staging_bytes']}")
+        check(j["peak_staging_bytes"] <= cap, f"{what}: peak_staging_bytes {j['peak_staging_bytes']} above the cap")
+        files = check_dump(what, m, dump)
+        p = run([a.plan, "--manifest", path, "--json", "--mode", mode, "--strategy", strategy, "--max-staging-bytes", str(cap)])
+        check(p.returncode == 0, f"{what}: meshcast-plan exit {p.returncode}: {p.stderr[-300:]}")
+        if p.returncode == 0:
+            q = json.loads(p.stdout)
+            # (The predictions themselves may differ: greedy's search stops at a time limit.)
+            check(q["max_staging_bytes"] == cap and q["transfers"] >= q["tasks"] and
+                  q["predicted_seconds"] >= q["physical_bound_seconds"] * (1 - 1e-9),
+                  f"{what}: meshcast-plan: {q}")
+            check(sum(q["tasks_by_strategy"].values()) == q["tasks"], f"{what}: tasks_by_strategy {q['tasks_by_strategy']}")
+        print(f"{what}: peak staging {j['peak_staging_bytes']} bytes, {j['transfers']} transfers, {files} shards checked",
+              flush=True)
+    # A cap that cannot hold two elements of a tensor that needs cutting: exit 2, a sentence.
+    m = {"devices_per_host": 1, "src": {"mesh": "2"}, "dst": {"mesh": "2"},
+         "tensors": [{"name": "w", "shape": [64, 64], "dtype_bytes": 4, "src_spec": "S0,R", "dst_spec": "R,S0"}]}
+    with open(path, "w") as f:
+        json.dump(m, f)
+    for prog in ([a.plan, "--manifest", path, "--json", "--max-staging-bytes", "7"],
+                 [a.mpiexec, "-n", "4", a.reshard, "--manifest", path, "--json", "--max-staging-bytes", "7"]):
+        r = run(prog)
+        check(r.returncode == 2 and "staging cap of 7 bytes" in r.stderr, f"cap 7: exit {r.returncode}, {r.stderr[-300:]!r}")
+
+    # 6. Chains of pieces below 1 MiB: 96 KiB replicated from one device to every other, one per
+    # host, at 3-6 ranks and in both modes; a chain cuts it into pieces of a (2 x hops)th, at least
+    # 16 KiB (op.hpp, chain_piece_bytes), so every chain here moves 4-6 pieces. Every element checked.
+    for ranks in [3, 4, 5, 6]:
+        for mode in ["ordered", "concurrent"]:
+            m = {"devices_per_host": 1, "src": {"mesh": "1"}, "dst": {"mesh": str(ranks - 1)},
+                 "tensors": [{"name": "w", "shape": [96, 256], "dtype_bytes": 4, "src_spec": "R,R", "dst_spec": "R,R"}]}
+            with open(path, "w") as f:
+                json.dump(m, f)
+            dump = os.path.join(tmp, f"chain{ranks}{mode}")
+            os.mkdir(dump)
+            what = f"chain of {ranks - 1} receivers ({mode})"
+            r = run([a.mpiexec, "-n", str(ranks), a.reshard, "--manifest", path, "--json", "--dump", dump, "--mode", mode,
+                     "--strategy", "broadcast", "--timeout-s", "60"], timeout=300)
+            check(r.returncode == 0, f"{what}: exit {r.returncode}: {r.stderr[-500:]}")
+            if r.returncode == 0:
+                j = json.loads(r.stdout.strip().splitlines()[-1])
+                check(j["wrong_elements"] == 0 and j["tasks_by_strategy"].get("broadcast") == 1,
+                      f"{what}: wrong {j['wrong_elements']}, tasks {j['tasks_by_strategy']}")
+                check_dump(what, m, dump)
 
     if failures:
         print(f"{len(failures)} failures")

@@ -185,7 +185,7 @@ TEST_CASE("one call over NCCL: meshcast::reshard(comm, stream, ...) and its misu
   }
 }
 
-TEST_CASE("a model's batch over NCCL: bounded groups, every element right, in both modes") {
+TEST_CASE("a model's batch over NCCL: bounded groups, every element right, in both modes, under a staging cap") {
   // 24 tensors moved from a 2-device mesh to a 2-device mesh beside it (4 ranks, 2 per host), one
   // in place: many transfers, so that a group limit of 4 transfers matters.
   std::string text = R"({"devices_per_host": 2, "src": {"mesh": "2"}, "dst": {"mesh": "2"}, "tensors": [)";
@@ -196,18 +196,22 @@ TEST_CASE("a model's batch over NCCL: bounded groups, every element right, in bo
   text += R"(, {"name": "in_place", "shape": [9], "dtype_bytes": 8, "src_spec": "S0", "dst_spec": "R", "dst": {"mesh": "2", "devices": [0, 1]}}]})";
   const manifest m = parse_manifest(std::string_view(text));
   REQUIRE(m.device_count == 4);
+  for (std::size_t cap : {std::size_t{0}, std::size_t{48}})  // none, and 24-byte pieces
   for (std::size_t limit : {std::size_t{4}, std::size_t{1} << 20})
     for (execution mode : {execution::ordered, execution::concurrent}) {
       meshcast_nccl_emulation::largest_group = 0;
       std::vector<std::string> problems(4);
+      std::vector<std::size_t> staging(4, 0);
       std::size_t transfers = 0;
       run_ranks(4, [&](int rank, ncclComm_t comm) {
         cudaStream_t stream;
         cudaStreamCreate(&stream);
         try {
           nccl_batch_resharder<> r(comm, stream, m.tensors,
-                                   {.host_of = hosts_in_order(m.device_count, m.hosts_of(0)), .mode = mode}, {}, {}, limit);
+                                   {.host_of = hosts_in_order(m.device_count, m.hosts_of(0)), .mode = mode, .max_staging_bytes = cap},
+                                   {}, {}, limit);
           if (rank == 0) transfers = r.schedule().transfers.size();
+          staging[static_cast<std::size_t>(rank)] = r.staging_bytes();
           std::vector<std::vector<std::byte>> in, out;
           for (std::size_t k = 0; k < r.plans().size(); ++k) {
             const plan& p = r.plans()[k];
@@ -228,9 +232,12 @@ TEST_CASE("a model's batch over NCCL: bounded groups, every element right, in bo
         }
         cudaStreamDestroy(stream);
       });
+      CAPTURE(cap);
       CAPTURE(limit);
       CAPTURE(to_string(mode));
       for (const auto& p : problems) CHECK(p == "");
+      if (cap > 0)
+        for (std::size_t b : staging) CHECK(b <= cap);
       CHECK(transfers > 3 * 4);
       if (limit == 4) CHECK(meshcast_nccl_emulation::largest_group.load() <= 4);
       else if (mode == execution::concurrent)  // unbounded, concurrent mode issues everything in one group

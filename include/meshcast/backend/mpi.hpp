@@ -111,7 +111,8 @@ class mpi_backend {
     check(MPI_Ibcast(data, count(n), MPI_BYTE, root_rank, g.comm, &r.mpi), "MPI_Ibcast");
     return r;
   }
-  /// g.members[0] -> g.members[1] -> ..., chunk by chunk on the group's communicator. Every
+  /// g.members[0] -> g.members[1] -> ..., piece by piece on the group's communicator (pieces of
+  /// chain_piece_bytes(n, members, chain_chunk): smaller for small messages and long chains). Every
   /// chunk's receive is posted now; a member passes each chunk on once it has it, with at most
   /// `chain_window` chunks in flight to the next member: chunks posted together between one pair
   /// would progress side by side and all arrive at the end, which is no pipeline. Over UCX's TCP
@@ -128,8 +129,9 @@ class mpi_backend {
     c.prev = me - 1;
     c.prev_device = me > 0 ? static_cast<int>(g.members[static_cast<std::size_t>(me - 1)]) : -1;
     c.next_device = c.next >= 0 ? static_cast<int>(g.members[static_cast<std::size_t>(c.next)]) : -1;
-    for (std::size_t at = 0; at < n || (n == 0 && at == 0); at += chunk_) {
-      chain_state::piece k{at, std::min(chunk_, n - at), MPI_REQUEST_NULL, MPI_REQUEST_NULL, c.prev < 0, false};
+    const std::size_t piece = chain_piece_bytes(n, g.members.size(), chunk_);  // as the model cuts it
+    for (std::size_t at = 0; at < n || (n == 0 && at == 0); at += piece) {
+      chain_state::piece k{at, std::min(piece, n - at), MPI_REQUEST_NULL, MPI_REQUEST_NULL, c.prev < 0, false};
       if (c.prev >= 0) check(MPI_Irecv(data + at, count(k.len), MPI_BYTE, c.prev, tag, c.comm, &k.recv), "MPI_Irecv", c.prev_device);
       c.chunks.push_back(k);
       if (n == 0) break;

@@ -51,6 +51,7 @@
 #include "../schedule.hpp"
 #include "../error.hpp"
 #include "pack.hpp"
+#include "staging_arena.hpp"
 
 namespace meshcast {
 
@@ -117,10 +118,14 @@ class executor {
   /// (a handle: communicator, stream), so it never refers to a temporary. Throws
   /// `meshcast::error` when the communicator has fewer ranks than the plan has devices or the
   /// schedule does not fit the plan.
-  executor(Backend b, const plan& p, const schedule& s) : executor(std::move(b), std::span<const plan>(&p, 1), s) {}
+  /// `max_staging_bytes` caps the message buffers this rank holds at once (0: no cap); see
+  /// `plan_staging`.
+  executor(Backend b, const plan& p, const schedule& s, std::size_t max_staging_bytes = 0)
+      : executor(std::move(b), std::span<const plan>(&p, 1), s, max_staging_bytes) {}
 
   /// A batch: `plans[k]` is the plan of tensor k; the schedule's transfers name their tensor.
-  executor(Backend b, std::span<const plan> plans, const schedule& s) : b_(std::move(b)), mode_(s.mode) {
+  executor(Backend b, std::span<const plan> plans, const schedule& s, std::size_t max_staging_bytes = 0)
+      : b_(std::move(b)), mode_(s.mode) {
     me_ = b_.device();
     if (plans.empty()) throw error("an executor needs at least one plan");
     const index_t devices = device_count(plans);
@@ -143,6 +148,7 @@ class executor {
     make_groups(s);
     plan_steps(s);
     if (mode_ == execution::ordered) plan_lanes(s);
+    plan_staging(max_staging_bytes);
     if (mode_ == execution::ordered && !s.model.empty() && passes_port_tokens<Backend>()) plan_tokens(s);
     if (mode_ == execution::ordered && !s.model.empty()) plan_exchanges(s);
     if (acknowledged()) plan_acknowledgements();
@@ -164,8 +170,10 @@ class executor {
   std::size_t tensors() const noexcept { return tensors_.size(); }
   execution mode() const noexcept { return mode_; }
   /// Bytes of message buffers this rank holds (packing, receiving, forwarding), beyond its shards:
-  /// one per step, kept from construction on (no staging cap yet).
-  std::size_t staging_bytes() const noexcept { return staging_bytes_; }
+  /// one block, allocated at construction and never above the staging cap.
+  std::size_t staging_bytes() const noexcept { return arena_.capacity(); }
+  /// Whether the cap binds here: the steps' buffers then share the block as they run.
+  bool staging_shared() const noexcept { return shared_staging_; }
 
   /// Reshards: reads `source` (never written), fills `destination`. May be called repeatedly.
   void run(std::span<const std::byte> source, std::span<std::byte> destination) {
@@ -191,6 +199,7 @@ class executor {
     times_.clear();
     if (record_) times_.resize(steps_.size());
     tokens_sent_.clear();
+    reset_staging();
     if (mode_ == execution::ordered) {
       if constexpr (passes_port_tokens<Backend>()) run_ordered();
       else run_ordered_in_rounds();
@@ -214,13 +223,14 @@ class executor {
     box region;
     std::size_t bytes = 0;
     bool from_source = true;            // send / collective root: the region is in my source tile
-    std::size_t from_buffer = none;     // send: pass on this receive step's buffer as it is
+    std::size_t from_buffer = none;     // send: pass on the buffer of this receive step as it is
     std::vector<std::size_t> needs;     // send: my receive steps that must be complete first
     std::vector<index_t> peers;         // send: receivers; receive: the sender
     bool root = false;                  // collective: I hold the data
     int tag = 0;
     std::size_t group = none;
-    std::size_t buffer = none;
+    std::size_t staged = 0;     // bytes of message buffer it needs (0: none)
+    std::size_t buffer = none;  // offset of its buffer in the staging block, once it has one
     std::size_t direct = none;  // byte offset of a contiguous region in the shard it is sent from or received into
     std::vector<std::pair<index_t, int>> tokens_in, tokens_out;  // ordered mode
     bool send_lane = false, receive_lane = false;  // ordered mode: the lanes it holds
@@ -259,11 +269,6 @@ class executor {
     }
   }
 
-  std::size_t new_buffer(std::size_t bytes) {
-    buffers_.push_back(b_.memory().allocate(bytes));
-    staging_bytes_ += bytes;
-    return buffers_.size() - 1;
-  }
 
   void plan_steps(const schedule& s) {
     std::map<std::size_t, std::size_t> my_receive;  // transfer -> my receive step
@@ -292,7 +297,7 @@ class executor {
         if (sending && !ts.src_tile.contains(t.region)) throw error(who + " broadcasts a region it does not hold");
         x.direct = sending ? detail::contiguous_offset(ts.src_tile, t.region, ts.eb)
                            : ts.destination_bytes > 0 ? detail::contiguous_offset(ts.dst_tile, t.region, ts.eb) : none;
-        if (x.direct == none) x.buffer = new_buffer(x.bytes);
+        if (x.direct == none) x.staged = x.bytes;
       } else if (sending) {
         x.how = step::send;
         x.peers = t.receivers;
@@ -306,26 +311,106 @@ class executor {
             x.needs.push_back(it->second);
           }
           if (x.needs.size() == 1 && steps_[x.needs[0]].region == t.region) {
-            x.from_buffer = steps_[x.needs[0]].buffer;  // none where it was received into the shard:
-            x.direct = steps_[x.needs[0]].direct;      // then it is sent from there
+            if (steps_[x.needs[0]].staged) x.from_buffer = x.needs[0];
+            else x.direct = steps_[x.needs[0]].direct;  // received into the shard: sent from there
           } else if (!ts.dst_tile.contains(t.region)) {
             throw error(who + " forwards a region outside its destination tile");
           }
         }
         if (x.from_buffer == none && x.direct == none)
           x.direct = detail::contiguous_offset(x.from_source ? ts.src_tile : ts.dst_tile, t.region, ts.eb);
-        if (x.from_buffer == none && x.direct == none) x.buffer = new_buffer(x.bytes);
+        if (x.from_buffer == none && x.direct == none) x.staged = x.bytes;
       } else {
         x.how = step::receive;
         x.peers = {t.sender};
         if (ts.destination_bytes > 0) x.direct = detail::contiguous_offset(ts.dst_tile, t.region, ts.eb);
-        if (x.direct == none) x.buffer = new_buffer(x.bytes);
+        if (x.direct == none) x.staged = x.bytes;
         my_receive[i] = steps_.size();
       }
       step_of_[i] = steps_.size();
       steps_.push_back(std::move(x));
     }
     tokens_sent_.reserve(steps_.size());
+  }
+
+  // Message buffers under the staging cap `cap` (0: none). Where every step's buffer fits in the
+  // cap together, each keeps its own piece of the block for good (a repeated run allocates
+  // nothing). Otherwise the cap binds, a forward packs what it passes on from the destination
+  // shard (so a receive's buffer is free once unpacked), and
+  // - ordered mode: a lane carries one step at a time, so a rank needs two buffers at once at most,
+  //   one per lane. Each lane gets one slot, as large as its largest step; plans cut to half the
+  //   cap (cut_for_staging) make both fit, and the run waits for nothing the model does not know.
+  // - concurrent mode: steps take their buffers from the block in list order as room allows and
+  //   give them back when complete. The earliest unfinished transfer of the schedule then always
+  //   finds room at both ends: every earlier one gave its buffer back, no later one took one first.
+  void plan_staging(std::size_t cap) {
+    std::size_t total = 0;
+    for (const step& x : steps_)
+      if (__builtin_add_overflow(total, x.staged, &total)) throw error("the message buffers of one rank overflow 64 bits");
+    if (cap == 0 || total <= cap) {
+      std::size_t at = 0;
+      for (step& x : steps_)
+        if (x.staged) x.buffer = at, at += x.staged;
+      arena_ = detail::staging_arena(total);
+    } else {
+      const std::string who = "device " + std::to_string(me_);
+      for (step& x : steps_) {
+        if (x.from_buffer == none) continue;
+        const tensor_state& t = tensors_[x.tensor];
+        if (t.destination_bytes == 0 || !t.dst_tile.contains(x.region))
+          throw error(who + " forwards a region it does not keep, which a staging cap cannot bound");
+        x.from_buffer = none;
+        x.direct = detail::contiguous_offset(t.dst_tile, x.region, t.eb);
+        if (x.direct == none) x.staged = x.bytes;
+      }
+      std::size_t largest[2] = {0, 0};  // ordered: the send lane's slot, the receive lane's
+      for (const step& x : steps_) {
+        std::size_t& slot = mode_ == execution::ordered && !x.send_lane ? largest[1] : largest[0];
+        slot = std::max(slot, x.staged);
+      }
+      const std::size_t need = mode_ == execution::ordered ? largest[0] + largest[1] : largest[0];
+      if (need > cap)
+        throw error(who + " needs " + std::to_string(need) + " bytes of message buffers at once (" +
+                    (mode_ == execution::ordered ? "a send of " + std::to_string(largest[0]) + " bytes while it receives " +
+                                                       std::to_string(largest[1])
+                                                 : "its largest message") +
+                    ") but the staging cap is " + std::to_string(cap) +
+                    " bytes: cut the plans to the cap first (cut_for_staging)");
+      if (mode_ == execution::ordered && passes_port_tokens<Backend>()) {
+        for (step& x : steps_)
+          if (x.staged) x.buffer = x.send_lane ? 0 : largest[0];
+        arena_ = detail::staging_arena(need);
+      } else if (mode_ == execution::ordered) {  // in rounds: a round takes its buffers when it starts
+        arena_ = detail::staging_arena(need);
+        shared_staging_ = true;
+      } else {
+        arena_ = detail::staging_arena(cap);
+        arena_.reserve(steps_.size());
+        shared_staging_ = true;
+      }
+    }
+    if (arena_.capacity() > 0) block_ = b_.memory().allocate(arena_.capacity());
+  }
+  // Shared staging: the steps from next_to_take_ on take their buffers, in list order, while the
+  // block has room.
+  void take_buffers() {
+    for (; next_to_take_ < steps_.size(); ++next_to_take_) {
+      step& x = steps_[next_to_take_];
+      if (!x.staged) continue;
+      const auto at = arena_.take(x.staged);
+      if (!at) return;
+      x.buffer = *at;
+    }
+  }
+  bool has_buffer(const step& x) const noexcept { return !shared_staging_ || !x.staged || x.buffer != none; }
+  void release(step& x) {
+    if (shared_staging_ && x.staged && x.buffer != none) arena_.give(x.buffer), x.buffer = none;
+  }
+  void reset_staging() {
+    if (!shared_staging_) return;
+    arena_.clear();
+    next_to_take_ = 0;
+    for (step& x : steps_) x.buffer = none;
   }
 
   // Ordered mode: each step's lanes and the step before it on each.
@@ -473,7 +558,7 @@ class executor {
     if (std::find(list.begin(), list.end(), std::pair{device, tag}) == list.end()) list.push_back({device, tag});
   }
 
-  std::byte* buffer(std::size_t k) { return buffers_[k].data(); }
+  std::byte* buffer(std::size_t offset) { return block_->data() + offset; }
   double clock() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - began_).count(); }
   void mark(step& x, double step_time::*field) {
     if (!record_) return;
@@ -513,6 +598,7 @@ class executor {
     const tensor_state& t = tensors_[x.tensor];
     if ((x.how == step::receive || (x.how == step::collective && !x.root)) && t.destination_bytes > 0 && x.direct == none)
       unpack(b_.memory(), buffer(x.buffer), t.dst_tile, t.dst, x.region, t.eb);
+    release(x);
     const bool ack = x.how == step::receive && acknowledged(x);
     if (x.tokens_out.empty() && !ack) return;
     b_.begin_round();
@@ -607,6 +693,15 @@ class executor {
       std::size_t j = i;
       const double at = steps_[order[i]].model_start;
       while (j < order.size() && steps_[order[j]].model_start <= at + 1e-12 * (1 + at)) ++j;
+      for (std::size_t k = i; k < j && shared_staging_; ++k) {  // every earlier round gave its buffers back
+        step& x = steps_[order[k]];
+        if (!x.staged) continue;
+        const auto at = arena_.take(x.staged);
+        if (!at)
+          throw error("device " + std::to_string(me_) + ": the transfers the model starts together at " +
+                      std::to_string(x.model_start) + " s need more message buffers than the staging cap leaves");
+        x.buffer = *at;
+      }
       b_.begin_round();
       for (std::size_t k = i; k < j; ++k) {
         step& x = steps_[order[k]];
@@ -730,7 +825,7 @@ class executor {
     if (x.data_sent) return;
     x.data_sent = true;
     const tensor_state& t = tensors_[x.tensor];
-    const std::byte* message = x.from_buffer != none ? buffer(x.from_buffer)
+    const std::byte* message = x.from_buffer != none ? buffer(steps_[x.from_buffer].buffer)
                                : x.direct != none    ? (x.from_source ? t.src : t.dst) + x.direct
                                                      : buffer(x.buffer);
     if (cleared(x)) mark(x, &step_time::start);  // the data starts now
@@ -776,10 +871,11 @@ class executor {
     auto post_ready = [&] {
       std::vector<std::size_t> still;
       bool open = false;
+      take_buffers();
       for (std::size_t k : waiting) {
         step& x = steps_[k];
         const auto tag = static_cast<std::size_t>(x.tag) % held.size();
-        if (!held[tag] && inputs_arrived(x)) {
+        if (!held[tag] && inputs_arrived(x) && has_buffer(x)) {
           if (!open) b_.begin_round(), open = true;
           post_concurrent(x, k);
         } else {
@@ -805,9 +901,13 @@ class executor {
       step& x = steps_[k];
       if (k > 0 && group_of_transfer(x.transfer) != group_of_transfer(steps_[k - 1].transfer))
         b_.end_round(), b_.begin_round();  // a bounded group (both ends of a transfer agree on it)
-      if (!inputs_arrived(x)) {
+      auto ready = [&] {
+        take_buffers();
+        return inputs_arrived(x) && has_buffer(x);
+      };
+      if (!ready()) {
         b_.end_round();
-        await([&] { return inputs_arrived(x); });
+        await(ready);
         b_.begin_round();
       }
       post_concurrent(x, k);
@@ -842,8 +942,10 @@ class executor {
   std::vector<tensor_state> tensors_;
   std::vector<step> steps_;
   std::map<std::size_t, std::size_t> step_of_;  // transfer -> my step
-  std::vector<typename Backend::memory_type::buffer> buffers_;
-  std::size_t staging_bytes_ = 0;  // bytes of buffers_
+  std::optional<typename Backend::memory_type::buffer> block_;  // the message buffers (staging)
+  detail::staging_arena arena_;    // where each step's buffer lies in block_
+  bool shared_staging_ = false;    // concurrent mode under a binding cap: taken and given back as steps run
+  std::size_t next_to_take_ = 0;   // shared staging: steps take their buffers in list order, from here
   std::optional<typename Backend::memory_type::buffer> scratch_;  // the token byte
   std::optional<typename Backend::memory_type::buffer> acks_;     // acknowledgement bytes
   std::optional<typename Backend::memory_type::buffer> clears_;   // clearance bytes

@@ -65,10 +65,15 @@ struct broadcast {
       }
       intra |= receivers.size() > 1;
     }
-    // Pipelined in chunks: every hop adds a latency, the bytes flow at the slowest link's rate,
+    // Pipelined in pieces: every hop adds a latency, the bytes flow at the slowest link's rate,
     // and each NIC crossing after the first holds the last chunk back by a chunk's time (one
     // more when several chunks share the first link: the executor keeps two in flight).
-    const index_t chunk_bytes = std::min<index_t>(bytes, static_cast<index_t>(chain_chunk_bytes));
+    // A chain's pieces shrink with the message (chain_piece_bytes, as the backend cuts them); a
+    // collective broadcast is the MPI library's, modelled with the largest piece.
+    const std::size_t piece = o.kind == transfer_kind::chain
+                                  ? chain_piece_bytes(static_cast<std::size_t>(bytes), 1 + o.receivers.size())
+                                  : chain_chunk_bytes;
+    const index_t chunk_bytes = std::min<index_t>(bytes, static_cast<index_t>(piece));
     const double chunk = static_cast<double>(chunk_bytes);
     const double fill = static_cast<double>(by_host.size() - 1) * chunk + (bytes > chunk_bytes ? chunk : 0.0);
     o.latency_s = static_cast<double>(by_host.size()) * net.latency_s() + fill / slowest + (intra ? net.latency_s() : 0.0);
