@@ -49,11 +49,12 @@ int plan_main(int argc, char** argv) {
     if (sched.max_staging_given) cut_for_staging(p, sched.max_staging_bytes);  // what meshcast-reshard runs
     auto hosts = default_hosts(p.device_count, static_cast<index_t>(p.src_devices.size()), flags.devices_per_host);
     std::optional<schedule> s;
+    std::optional<network> net;
     if (sched.wanted()) {
-      network net = cli::network_from_flags(sched, hosts);
-      s = cli::schedule_from_flags<Solvers, Strategies>(sched, p, net);
-      resource_space rs{net.port_count(), net.device_count()};
-      if (!sched.trace.empty()) cli::write_trace(sched.trace, *s, net, rs);
+      net = cli::network_from_flags(sched, hosts);
+      s = cli::schedule_from_flags<Solvers, Strategies>(sched, p, *net);
+      resource_space rs{net->port_count(), net->device_count()};
+      if (!sched.trace.empty()) cli::write_trace(sched.trace, *s, *net, rs);
     }
     if (flags.json) {
       cli::json_writer j;
@@ -61,7 +62,7 @@ int plan_main(int argc, char** argv) {
       cli::write_plan_fields(j, p, hosts);
       if (s) {
         j.key("schedule");
-        cli::write_schedule(j, *s);
+        cli::write_schedule(j, *s, &*net);
       }
       j.end_object();
       cli::write_stdout(j.str() + '\n');

@@ -10,7 +10,11 @@
 
 namespace meshcast::cli {
 
-inline void write_schedule(json_writer& j, const schedule& s) {
+/// The "schedule" object. Given the network, an op that holds some NIC direction for less than the
+/// whole op (a chain, whose sender is free once it has sent) lists `holds`: one
+/// {"host", "dir", "start_s", "end_s"} per NIC direction it uses, which replaces the op's whole
+/// interval for those directions.
+inline void write_schedule(json_writer& j, const schedule& s, const network* net = nullptr) {
   j.begin_object();
   j.key("solver").value(s.solver);
   j.key("strategy").value(s.strategy);
@@ -40,6 +44,21 @@ inline void write_schedule(json_writer& j, const schedule& s) {
     j.key("end_s").value(m.end);
     // When the sender's NIC egress and send lane are free again (a chain's: once it has sent).
     j.key("sender_free_s").value(m.held_briefly > 0 ? m.start + m.brief_s : m.end);
+    if (net && m.held_briefly > 0) {
+      const int ports = net->port_count();
+      j.key("holds").begin_array();
+      for (std::size_t k = 0; k < m.resources.size(); ++k) {
+        const int r = m.resources[k];
+        if (r >= 2 * ports) continue;  // a lane, not a NIC direction
+        j.begin_object();
+        j.key("host").value(static_cast<long long>(net->port_host(r % ports)));
+        j.key("dir").value(r < ports ? "egress" : "ingress");
+        j.key("start_s").value(m.start);
+        j.key("end_s").value(std::min(m.end, m.start + m.held_for(k)));
+        j.end_object();
+      }
+      j.end_array();
+    }
     j.end_object();
   }
   j.end_array();

@@ -197,6 +197,23 @@ def check_schedule_json(name, j, dph):
                   f"{name}: egress overlap")
             if x["start_s"] < y["end_s"] - 1e-12 and y["start_s"] < x["end_s"] - 1e-12:
                 check(not set(x["ingress_hosts"]) & set(y["ingress_hosts"]), f"{name}: ingress overlap")
+    # The holds contract (issue 20): an op that holds a NIC direction for less than the whole op (a
+    # chain) lists "holds", which replace its interval for those directions; no NIC direction
+    # carries two at once.
+    busy = {}
+    for o in ops:
+        if o["kind"] == "chain":
+            check("holds" in o, f"{name}: a chain without holds")
+        spans = {(h, "egress"): (o["start_s"], o["end_s"]) for h in o["egress_hosts"]}
+        spans.update({(h, "ingress"): (o["start_s"], o["end_s"]) for h in o["ingress_hosts"]})
+        for hold in o.get("holds", []):
+            check(o["start_s"] <= hold["start_s"] <= hold["end_s"] <= o["end_s"] + 1e-12, f"{name}: a hold outside its op")
+            spans[(hold["host"], hold["dir"])] = (hold["start_s"], hold["end_s"])
+        for key, span in spans.items():
+            busy.setdefault(key, []).append(span)
+    for key, spans in busy.items():
+        spans.sort()
+        check(all(b[0] >= a[1] - 1e-12 for a, b in zip(spans, spans[1:])), f"{name}: two holds at once on {key}")
     check(abs(end - sch["makespan_s"]) <= 1e-9 * max(1, end), f"{name}: makespan is not the last end")
     check(sch["makespan_s"] >= sch["lower_bound_s"] * (1 - 1e-9), f"{name}: makespan below the bound")
 
