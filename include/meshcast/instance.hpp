@@ -60,6 +60,10 @@ struct instance_options {
   bool split_replicas = false;
   /// The execution mode the schedule will run in: solvers optimise its model.
   execution mode = execution::ordered;
+  /// A batch's point-to-point messages between two devices travel in buckets of at most this many
+  /// bytes (bucket.hpp; solve_batch): `auto_bucket_bytes` sizes them to the network, 0 turns it off.
+  std::size_t bucket_bytes = auto_bucket_bytes;
+  static constexpr std::size_t auto_bucket_bytes = static_cast<std::size_t>(-1);
 };
 
 /// Most slices a task is cut into under replica splitting.

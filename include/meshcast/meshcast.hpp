@@ -29,6 +29,7 @@
 #include "solvers.hpp"
 #include "simulate.hpp"
 #include "solve.hpp"
+#include "bucket.hpp"
 #include "solve_batch.hpp"
 #include "tensor_layouts.hpp"
 #include "validate.hpp"

@@ -174,7 +174,9 @@ class nccl_batch_resharder {
       }
       net_ = network_from(options_, hosts);
       if (channel_.rank() == 0)
-        schedule_ = solve_batch(plans_, net_, strategy, solver, {.split_replicas = options_.split_replicas, .mode = options_.mode},
+        schedule_ = solve_batch(plans_, net_, strategy, solver,
+                                {.split_replicas = options_.split_replicas, .mode = options_.mode,
+                                 .bucket_bytes = options_.buckets ? bucket_bytes(net_, options_.max_staging_bytes) : 0},
                                 {.time_limit_s = options_.time_limit_s, .seed = options_.seed});
     } catch (const std::exception& e) {
       problem = e.what();

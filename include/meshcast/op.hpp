@@ -56,6 +56,15 @@ constexpr std::string_view to_string(transfer_kind k) noexcept {
 }
 
 /// One transfer of a schedule: `sender` moves `region` (`bytes`) to every device in `receivers`.
+/// A further piece a bucketed message carries (bucket.hpp): its tensor, task, region and bytes.
+struct transfer_part {
+  std::int32_t tensor = 0;
+  index_t task = 0;
+  box region;
+  index_t bytes = 0;
+  friend bool operator==(const transfer_part&, const transfer_part&) = default;
+};
+
 struct transfer {
   transfer_kind kind = transfer_kind::point_to_point;
   std::int32_t tensor = 0;  ///< which tensor of a batch (0 for a single one)
@@ -67,6 +76,9 @@ struct transfer {
   /// Transfers (indices in the schedule) that must be complete before this one starts: the
   /// receives a forward passes on.
   std::vector<std::int32_t> waits_for;
+  /// A bucket (point to point only): the pieces after the first (tensor, task, region) that travel
+  /// in the same message, packed one after another; `bytes` counts them all.
+  std::vector<transfer_part> parts;
   friend bool operator==(const transfer&, const transfer&) = default;
 };
 

@@ -40,6 +40,9 @@ struct reshard_options {
   /// at once beyond its shards; tasks are cut to half of it before they are scheduled
   /// (staging.hpp). 0: no cap.
   std::size_t max_staging_bytes = default_max_staging_bytes;
+  /// Let a batch's messages between two devices travel together, in buckets sized to the network
+  /// (bucket.hpp), where that shortens the prediction.
+  bool buckets = true;
 };
 
 /// The network model the options describe, for devices on hosts `host_of`.
@@ -70,7 +73,7 @@ inline std::uint64_t agreement_key(const layout_value& src, const layout_value& 
   mix(static_cast<std::int64_t>(o.devices.how));
   for (index_t d : o.devices.dst_ids) mix(d);
   mix(o.devices_per_host), mix(static_cast<std::int64_t>(o.mode)), mix(o.split_replicas), mix(o.nics_per_host);
-  mix(static_cast<std::int64_t>(o.max_staging_bytes));
+  mix(static_cast<std::int64_t>(o.max_staging_bytes)), mix(o.buckets);
   for (index_t h : o.host_of) mix(h);
   mix(static_cast<std::int64_t>(o.seed));
   for (char c : policies) mix(c);

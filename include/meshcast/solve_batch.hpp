@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "bucket.hpp"
 #include "instance.hpp"
 #include "solve.hpp"
 #include "strategy/auto.hpp"
@@ -20,11 +21,16 @@
 namespace meshcast {
 
 /// The schedule of `plans` (one per tensor, on the devices of `net`) under strategy `st`.
+/// Several tensors' messages between two devices go in buckets (`io.bucket_bytes`, bucket.hpp) where
+/// that shortens the prediction.
 template <solver Solver, strategy Strategy>
 schedule solve_batch(std::vector<std::shared_ptr<const plan>> plans, std::shared_ptr<const network> net, const Strategy& st,
                      const Solver& sv, instance_options io = {}, solver_options so = {}) {
+  const std::size_t bucket = plans.size() < 2 ? 0
+                             : io.bucket_bytes == instance_options::auto_bucket_bytes ? bucket_bytes(*net)
+                                                                                      : io.bucket_bytes;
   if constexpr (!std::is_same_v<Strategy, auto_strategy>) {
-    return solve(make_instance(std::move(plans), std::move(net), st, io), sv, so);
+    return with_buckets(solve(make_instance(std::move(plans), net, st, io), sv, so), *net, bucket);
   } else {
     so.time_limit_s = detail::checked_seconds(so.time_limit_s, "the solver time limit") / 4;
     std::optional<schedule> best;
@@ -35,7 +41,7 @@ schedule solve_batch(std::vector<std::shared_ptr<const plan>> plans, std::shared
         why = no;
         return;
       }
-      schedule s = solve(in, sv, so);
+      schedule s = with_buckets(solve(in, sv, so), *net, bucket);
       if (!best || s.makespan_s < best->makespan_s) best = std::move(s);
     };
     consider(st);
@@ -61,7 +67,8 @@ schedule solve_batch(const std::vector<plan>& plans, const network& net, const S
 /// How many tasks of the plans each strategy serves in `s`. Under a single strategy, all of them;
 /// under `auto`, a task is counted by what its transfers are: a chain or group broadcast is
 /// `broadcast`, forwards on a receiving host are `send_recv_allgather`, anything else (one
-/// message per receiver, or copies that never leave the host) `send_recv`.
+/// message per receiver, or copies that never leave the host) `send_recv`; a bucket's pieces count
+/// as its kind.
 inline std::map<std::string, index_t> tasks_by_strategy(const schedule& s, const std::vector<plan>& plans) {
   // Tasks cut to a staging cap count as the task they were cut from (send_task::origin).
   auto uncut = [](const plan& p) {
@@ -71,14 +78,17 @@ inline std::map<std::string, index_t> tasks_by_strategy(const schedule& s, const
   for (std::size_t k = 0; k < plans.size(); ++k) first[k + 1] = first[k] + uncut(plans[k]);
   if (s.strategy != auto_strategy::name) return {{s.strategy, static_cast<index_t>(first.back())}};
   std::vector<std::uint8_t> kind(first.back(), 0);  // 0 send_recv, 1 send_recv_allgather, 2 broadcast
+  auto mark = [&](std::int32_t tensor, index_t task_index, std::uint8_t k) {
+    const send_task& task = plans[static_cast<std::size_t>(tensor)].tasks[static_cast<std::size_t>(task_index)];
+    const std::size_t at = first[static_cast<std::size_t>(tensor)] + static_cast<std::size_t>(task.origin >= 0 ? task.origin : task_index);
+    kind[at] = std::max(kind[at], k);
+  };
   for (const transfer& t : s.transfers) {
-    const send_task& task = plans[static_cast<std::size_t>(t.tensor)].tasks[static_cast<std::size_t>(t.task)];
-    const std::size_t at = first[static_cast<std::size_t>(t.tensor)] +
-                           static_cast<std::size_t>(task.origin >= 0 ? task.origin : t.task);
     const std::uint8_t k = t.kind == transfer_kind::chain || t.kind == transfer_kind::group_broadcast ? 2
                            : t.kind == transfer_kind::forward                                         ? 1
                                                                                                      : 0;
-    kind[at] = std::max(kind[at], k);
+    mark(t.tensor, t.task, k);
+    for (const transfer_part& q : t.parts) mark(q.tensor, q.task, k);  // a bucket's pieces go its way
   }
   std::map<std::string, index_t> out{{std::string(send_recv::name), 0}, {std::string(send_recv_allgather::name), 0},
                                      {std::string(broadcast::name), 0}};

@@ -1539,6 +1539,15 @@ constexpr std::string_view to_string(transfer_kind k) noexcept {
 }
 
 /// One transfer of a schedule: `sender` moves `region` (`bytes`) to every device in `receivers`.
+/// A further piece a bucketed message carries (bucket.hpp): its tensor, task, region and bytes.
+struct transfer_part {
+  std::int32_t tensor = 0;
+  index_t task = 0;
+  box region;
+  index_t bytes = 0;
+  friend bool operator==(const transfer_part&, const transfer_part&) = default;
+};
+
 struct transfer {
   transfer_kind kind = transfer_kind::point_to_point;
   std::int32_t tensor = 0;  ///< which tensor of a batch (0 for a single one)
@@ -1550,6 +1559,9 @@ struct transfer {
   /// Transfers (indices in the schedule) that must be complete before this one starts: the
   /// receives a forward passes on.
   std::vector<std::int32_t> waits_for;
+  /// A bucket (point to point only): the pieces after the first (tensor, task, region) that travel
+  /// in the same message, packed one after another; `bytes` counts them all.
+  std::vector<transfer_part> parts;
   friend bool operator==(const transfer&, const transfer&) = default;
 };
 
@@ -2385,6 +2397,10 @@ struct instance_options {
   bool split_replicas = false;
   /// The execution mode the schedule will run in: solvers optimise its model.
   execution mode = execution::ordered;
+  /// A batch's point-to-point messages between two devices travel in buckets of at most this many
+  /// bytes (bucket.hpp; solve_batch): `auto_bucket_bytes` sizes them to the network, 0 turns it off.
+  std::size_t bucket_bytes = auto_bucket_bytes;
+  static constexpr std::size_t auto_bucket_bytes = static_cast<std::size_t>(-1);
 };
 
 /// Most slices a task is cut into under replica splitting.
@@ -4524,6 +4540,112 @@ schedule solve(const instance& in, const S& s, const solver_options& options = {
 
 }  // namespace meshcast
 // ---- end meshcast/solve.hpp ----
+// ---- begin meshcast/bucket.hpp ----
+// Bucketing: in a batch's schedule, the messages that go from one device to another travel
+// together, so that a model of thousands of tensors pays a latency per pair and bucket, not per
+// tensor. A point-to-point transfer joins the open bucket of its (sender, receiver) pair, a chain
+// that of its (sender, members) sequence, placed where the bucket's first transfer was, while the
+// bucket stays under its size; the bucket's model is one message (one chain) of all their bytes.
+// The executor packs a bucket's pieces one after another (transfer::parts) and unpacks them at
+// every receiver.
+
+#include <algorithm>
+#include <cstddef>
+#include <map>
+#include <utility>
+#include <vector>
+
+
+namespace meshcast {
+
+/// The bytes a bucket holds at most on `net`: enough that one latency costs at most a sixteenth
+/// of the bucket's time on the slowest NIC, within [256 KiB, 64 MiB]; under a staging cap, at most
+/// half of it (a bucket goes through a message buffer). 0: no bucketing.
+inline std::size_t bucket_bytes(const network& net, std::size_t max_staging_bytes = 0) {
+  double slowest = 0;
+  for (int port = 0; port < net.port_count(); ++port) {
+    const double bps = std::min(net.egress_bps(port), net.ingress_bps(port));
+    slowest = slowest == 0 ? bps : std::min(slowest, bps);
+  }
+  const double wanted = 16 * slowest * net.latency_s();
+  std::size_t b = wanted < double(std::size_t{256} << 10) ? std::size_t{256} << 10
+                  : wanted > double(std::size_t{64} << 20) ? std::size_t{64} << 20
+                                                            : static_cast<std::size_t>(wanted);
+  if (max_staging_bytes > 0) b = std::min(b, max_staging_bytes / 2);
+  return b;
+}
+
+/// `s` with its point-to-point messages bucketed (at most `max_bytes` a bucket; see the file
+/// comment), times and makespan simulated anew. Transfers that wait for others (forwards), chains,
+/// broadcasts and local copies stay as they are; what waits for a bucketed transfer waits for its
+/// bucket. The lower bound stays where it holds (the latency-free physical bound otherwise).
+inline schedule bucketed(const schedule& s, const network& net, std::size_t max_bytes) {
+  schedule out = s;
+  out.transfers.clear();
+  out.model.clear();
+  if (max_bytes == 0 || s.model.size() != s.transfers.size()) return s;
+  const resource_space rs{net.port_count(), net.device_count()};
+  std::map<std::vector<index_t>, std::size_t> open;  // (kind, sender, receivers...) -> its bucket
+  std::vector<std::int32_t> moved(s.transfers.size());     // old index -> new index
+  bool merged = false;
+  for (std::size_t i = 0; i < s.transfers.size(); ++i) {
+    const transfer& t = s.transfers[i];
+    const bool candidate = ((t.kind == transfer_kind::point_to_point && t.receivers.size() == 1) || t.kind == transfer_kind::chain) &&
+                           t.waits_for.empty() && t.parts.empty() && static_cast<std::size_t>(t.bytes) < max_bytes;
+    std::vector<index_t> key;
+    if (candidate) {
+      key = {static_cast<index_t>(t.kind), t.sender};
+      key.insert(key.end(), t.receivers.begin(), t.receivers.end());
+      auto it = open.find(key);
+      if (it != open.end() && static_cast<std::size_t>(out.transfers[it->second].bytes + t.bytes) <= max_bytes) {
+        transfer& b = out.transfers[it->second];
+        b.parts.push_back({t.tensor, t.task, t.region, t.bytes});
+        b.bytes += t.bytes;
+        moved[i] = static_cast<std::int32_t>(it->second);
+        merged = true;
+        continue;
+      }
+    }
+    moved[i] = static_cast<std::int32_t>(out.transfers.size());
+    if (candidate) open[key] = out.transfers.size();
+    out.transfers.push_back(t);
+    for (std::int32_t& w : out.transfers.back().waits_for) w = moved[static_cast<std::size_t>(w)];
+    out.model.push_back(s.model[i]);
+  }
+  if (!merged) return s;
+  for (std::size_t i = 0; i < out.transfers.size(); ++i) {
+    const transfer& t = out.transfers[i];
+    if (t.parts.empty()) continue;
+    transfer_model& m = out.model[i];  // one message, or one chain, of all the bucket's bytes
+    if (t.kind == transfer_kind::point_to_point) {
+      m.duration = net.transfer_time(t.sender, t.receivers[0], t.bytes);
+      m.eager = m.connection >= 0 && t.bytes <= net.eager_bytes();
+    } else {
+      std::vector<op> chain;
+      broadcast{}.remote_ops(net, rs, t.task, t.region, t.bytes, t.sender, t.receivers, chain);
+      if (chain.size() != 1 || chain[0].receivers != t.receivers) return s;  // not a chain the model knows: leave it
+      const double start = m.start, end = m.end;
+      m = static_cast<const transfer_model&>(chain[0]);
+      m.start = start, m.end = end;
+    }
+  }
+  simulate(out, net, rs);
+  if (out.makespan_s < out.lower_bound_s) {  // that bound charged a latency per message
+    out.lower_bound_s = s.physical_bound_s;
+    out.solver_bound_s = s.physical_bound_s;
+    out.proven_optimal = false;
+  }
+  return out;
+}
+
+/// `s` bucketed where that shortens its predicted makespan, else `s`.
+inline schedule with_buckets(schedule s, const network& net, std::size_t max_bytes) {
+  schedule b = bucketed(s, net, max_bytes);
+  return b.makespan_s < s.makespan_s ? b : s;
+}
+
+}  // namespace meshcast
+// ---- end meshcast/bucket.hpp ----
 // ---- begin meshcast/solve_batch.hpp ----
 // Solving a batch of plans under a strategy in one call, and what each strategy serves. Under
 // `auto_strategy` the solver runs on the instance whose units offer every strategy's ops and on
@@ -4540,11 +4662,16 @@ schedule solve(const instance& in, const S& s, const solver_options& options = {
 namespace meshcast {
 
 /// The schedule of `plans` (one per tensor, on the devices of `net`) under strategy `st`.
+/// Several tensors' messages between two devices go in buckets (`io.bucket_bytes`, bucket.hpp) where
+/// that shortens the prediction.
 template <solver Solver, strategy Strategy>
 schedule solve_batch(std::vector<std::shared_ptr<const plan>> plans, std::shared_ptr<const network> net, const Strategy& st,
                      const Solver& sv, instance_options io = {}, solver_options so = {}) {
+  const std::size_t bucket = plans.size() < 2 ? 0
+                             : io.bucket_bytes == instance_options::auto_bucket_bytes ? bucket_bytes(*net)
+                                                                                      : io.bucket_bytes;
   if constexpr (!std::is_same_v<Strategy, auto_strategy>) {
-    return solve(make_instance(std::move(plans), std::move(net), st, io), sv, so);
+    return with_buckets(solve(make_instance(std::move(plans), net, st, io), sv, so), *net, bucket);
   } else {
     so.time_limit_s = detail::checked_seconds(so.time_limit_s, "the solver time limit") / 4;
     std::optional<schedule> best;
@@ -4555,7 +4682,7 @@ schedule solve_batch(std::vector<std::shared_ptr<const plan>> plans, std::shared
         why = no;
         return;
       }
-      schedule s = solve(in, sv, so);
+      schedule s = with_buckets(solve(in, sv, so), *net, bucket);
       if (!best || s.makespan_s < best->makespan_s) best = std::move(s);
     };
     consider(st);
@@ -4581,7 +4708,8 @@ schedule solve_batch(const std::vector<plan>& plans, const network& net, const S
 /// How many tasks of the plans each strategy serves in `s`. Under a single strategy, all of them;
 /// under `auto`, a task is counted by what its transfers are: a chain or group broadcast is
 /// `broadcast`, forwards on a receiving host are `send_recv_allgather`, anything else (one
-/// message per receiver, or copies that never leave the host) `send_recv`.
+/// message per receiver, or copies that never leave the host) `send_recv`; a bucket's pieces count
+/// as its kind.
 inline std::map<std::string, index_t> tasks_by_strategy(const schedule& s, const std::vector<plan>& plans) {
   // Tasks cut to a staging cap count as the task they were cut from (send_task::origin).
   auto uncut = [](const plan& p) {
@@ -4591,14 +4719,17 @@ inline std::map<std::string, index_t> tasks_by_strategy(const schedule& s, const
   for (std::size_t k = 0; k < plans.size(); ++k) first[k + 1] = first[k] + uncut(plans[k]);
   if (s.strategy != auto_strategy::name) return {{s.strategy, static_cast<index_t>(first.back())}};
   std::vector<std::uint8_t> kind(first.back(), 0);  // 0 send_recv, 1 send_recv_allgather, 2 broadcast
+  auto mark = [&](std::int32_t tensor, index_t task_index, std::uint8_t k) {
+    const send_task& task = plans[static_cast<std::size_t>(tensor)].tasks[static_cast<std::size_t>(task_index)];
+    const std::size_t at = first[static_cast<std::size_t>(tensor)] + static_cast<std::size_t>(task.origin >= 0 ? task.origin : task_index);
+    kind[at] = std::max(kind[at], k);
+  };
   for (const transfer& t : s.transfers) {
-    const send_task& task = plans[static_cast<std::size_t>(t.tensor)].tasks[static_cast<std::size_t>(t.task)];
-    const std::size_t at = first[static_cast<std::size_t>(t.tensor)] +
-                           static_cast<std::size_t>(task.origin >= 0 ? task.origin : t.task);
     const std::uint8_t k = t.kind == transfer_kind::chain || t.kind == transfer_kind::group_broadcast ? 2
                            : t.kind == transfer_kind::forward                                         ? 1
                                                                                                      : 0;
-    kind[at] = std::max(kind[at], k);
+    mark(t.tensor, t.task, k);
+    for (const transfer_part& q : t.parts) mark(q.tensor, q.task, k);  // a bucket's pieces go its way
   }
   std::map<std::string, index_t> out{{std::string(send_recv::name), 0}, {std::string(send_recv_allgather::name), 0},
                                      {std::string(broadcast::name), 0}};
@@ -4952,7 +5083,7 @@ inline void copy_region(const box& from_tile, std::span<const std::byte> from, c
 namespace meshcast {
 
 namespace detail {
-inline constexpr std::int64_t wire_magic = 0x6d63617374310004;  // "mcast1", version 4
+inline constexpr std::int64_t wire_magic = 0x6d63617374310005;  // "mcast1", version 5
 
 class wire_writer {
  public:
@@ -5044,6 +5175,13 @@ inline std::vector<std::int64_t> to_wire(const schedule& s) {
     w.word(t.sender);
     w.list(t.receivers);
     w.list(t.waits_for);
+    w.word(static_cast<std::int64_t>(t.parts.size()));
+    for (const transfer_part& q : t.parts) {
+      w.word(q.tensor);
+      w.word(q.task);
+      w.region(q.region);
+      w.word(q.bytes);
+    }
   }
   w.word(static_cast<std::int64_t>(s.model.size()));
   for (const transfer_model& m : s.model) {
@@ -5086,6 +5224,15 @@ inline schedule from_wire(const std::vector<std::int64_t>& words) {
     t.sender = r.word();
     t.receivers = r.list<index_t>();
     t.waits_for = r.list<std::int32_t>();
+    t.parts.resize(r.count(4));
+    for (transfer_part& q : t.parts) {
+      const std::int64_t part_tensor = r.word();
+      if (part_tensor < 0 || part_tensor > std::numeric_limits<std::int32_t>::max()) throw error("a schedule message has a bad tensor");
+      q.tensor = static_cast<std::int32_t>(part_tensor);
+      q.task = r.word();
+      q.region = r.region();
+      q.bytes = r.word();
+    }
   }
   s.model.resize(r.count(8));
   for (transfer_model& m : s.model) {
@@ -5276,7 +5423,7 @@ inline void check_schedule_fits(std::span<const plan> plans, const schedule& s) 
     for (index_t r : t.receivers)
       if (r < 0 || r >= p.device_count) bad(i, "names a receiver that is not a device of the plan");
     if (t.region.rank != whole.rank || !whole.contains(t.region) || t.region.empty()) bad(i, "moves a region outside the tensor");
-    if (t.bytes != t.region.volume() * p.element_bytes) bad(i, "has a byte count that does not match its region");
+    if (t.parts.empty() && t.bytes != t.region.volume() * p.element_bytes) bad(i, "has a byte count that does not match its region");
     if (t.task < 0 || t.task >= static_cast<index_t>(p.tasks.size()) || !p.tasks[static_cast<std::size_t>(t.task)].region.contains(t.region))
       bad(i, "moves a region outside its task");
     if (t.kind == transfer_kind::local_copy && (t.receivers.size() != 1 || t.receivers[0] != t.sender))
@@ -5288,6 +5435,24 @@ inline void check_schedule_fits(std::span<const plan> plans, const schedule& s) 
       if (w < 0 || static_cast<std::size_t>(w) >= i) bad(i, "waits for a transfer that does not come before it");
     if (!s.model.empty() && s.model[i].holders.size() != s.model[i].resources.size())
       bad(i, "has a model whose resources and holders differ in number");
+    if (t.parts.empty()) continue;
+    if (!((t.kind == transfer_kind::point_to_point && t.receivers.size() == 1) || t.kind == transfer_kind::chain) ||
+        !t.waits_for.empty())
+      bad(i, "bundles pieces but is neither one message nor one chain from its source");
+    index_t sum = t.region.volume() * p.element_bytes;
+    for (const transfer_part& q : t.parts) {
+      if (q.tensor < 0 || static_cast<std::size_t>(q.tensor) >= plans.size()) bad(i, "bundles a tensor the batch does not have");
+      const plan& pq = plans[static_cast<std::size_t>(q.tensor)];
+      const box w = pq.src.whole();
+      for (index_t r : t.receivers)
+        if (t.sender >= pq.device_count || r >= pq.device_count) bad(i, "bundles a piece of a tensor its devices do not hold");
+      if (q.region.rank != w.rank || !w.contains(q.region) || q.region.empty()) bad(i, "bundles a region outside its tensor");
+      if (q.bytes != q.region.volume() * pq.element_bytes) bad(i, "bundles a piece whose byte count does not match its region");
+      if (q.task < 0 || q.task >= static_cast<index_t>(pq.tasks.size()) || !pq.tasks[static_cast<std::size_t>(q.task)].region.contains(q.region))
+        bad(i, "bundles a region outside its task");
+      if (__builtin_add_overflow(sum, q.bytes, &sum)) bad(i, "bundles more bytes than 64 bits count");
+    }
+    if (sum != t.bytes) bad(i, "has a byte count that is not the sum of its pieces");
   }
 }
 inline void check_schedule_fits(const plan& p, const schedule& s) { check_schedule_fits(std::span<const plan>(&p, 1), s); }
@@ -5411,6 +5576,7 @@ class executor {
     int tag = 0;
     std::size_t group = none;
     std::size_t staged = 0;     // bytes of message buffer it needs (0: none)
+    std::vector<transfer_part> parts;  // a bucket: every piece, the first included, in message order
     std::size_t buffer = none;  // offset of its buffer in the staging block, once it has one
     std::size_t direct = none;  // byte offset of a contiguous region in the shard it is sent from or received into
     std::vector<std::pair<index_t, int>> tokens_in, tokens_out;  // ordered mode
@@ -5468,6 +5634,29 @@ class executor {
       x.bytes = tile_bytes(t.region, ts.eb);
       x.tag = static_cast<int>(i % transfer_tags);
       const std::string who = "device " + std::to_string(me_);
+      if (!t.parts.empty()) {  // a bucket: packed and unpacked piece by piece, always through a buffer
+        x.parts.push_back({t.tensor, t.task, t.region, t.region.volume() * static_cast<index_t>(ts.eb)});
+        x.parts.insert(x.parts.end(), t.parts.begin(), t.parts.end());
+        for (const transfer_part& q : x.parts) {
+          const tensor_state& tq = tensors_[static_cast<std::size_t>(q.tensor)];
+          if (sending ? !tq.src_tile.contains(q.region) : (tq.destination_bytes == 0 || !tq.dst_tile.contains(q.region)))
+            throw error(who + (sending ? " sends a region it does not hold" : " receives a region outside its destination tile"));
+        }
+        x.bytes = static_cast<std::size_t>(t.bytes);
+        x.staged = x.bytes;
+        if (t.kind == transfer_kind::chain) {
+          x.how = step::collective;
+          x.group = group_of_.at(i);
+          x.root = sending;
+        } else {
+          x.how = sending ? step::send : step::receive;
+          x.peers = sending ? t.receivers : std::vector<index_t>{t.sender};
+          if (!sending) my_receive[i] = steps_.size();
+        }
+        step_of_[i] = steps_.size();
+        steps_.push_back(std::move(x));
+        continue;
+      }
       if (t.kind == transfer_kind::local_copy) {
         if (!ts.src_tile.contains(t.region)) throw error(who + " copies a region it does not hold");
         x.how = step::copy;
@@ -5491,7 +5680,7 @@ class executor {
             if (it == my_receive.end()) throw error(who + " forwards transfer " + std::to_string(w) + ", which it does not receive");
             x.needs.push_back(it->second);
           }
-          if (x.needs.size() == 1 && steps_[x.needs[0]].region == t.region) {
+          if (x.needs.size() == 1 && steps_[x.needs[0]].region == t.region && steps_[x.needs[0]].parts.empty()) {
             if (steps_[x.needs[0]].staged) x.from_buffer = x.needs[0];
             else x.direct = steps_[x.needs[0]].direct;  // received into the shard: sent from there
           } else if (!ts.dst_tile.contains(t.region)) {
@@ -5777,7 +5966,14 @@ class executor {
     x.done = true;
     mark(x, &step_time::end);
     const tensor_state& t = tensors_[x.tensor];
-    if ((x.how == step::receive || (x.how == step::collective && !x.root)) && t.destination_bytes > 0 && x.direct == none)
+    if (!x.parts.empty() && (x.how == step::receive || (x.how == step::collective && !x.root))) {
+      const std::byte* in = buffer(x.buffer);
+      for (const transfer_part& q : x.parts) {
+        const tensor_state& tq = tensors_[static_cast<std::size_t>(q.tensor)];
+        unpack(b_.memory(), in, tq.dst_tile, tq.dst, q.region, tq.eb);
+        in += q.bytes;
+      }
+    } else if ((x.how == step::receive || (x.how == step::collective && !x.root)) && t.destination_bytes > 0 && x.direct == none)
       unpack(b_.memory(), buffer(x.buffer), t.dst_tile, t.dst, x.region, t.eb);
     release(x);
     const bool ack = x.how == step::receive && acknowledged(x);
@@ -5975,7 +6171,8 @@ class executor {
         copy_region(mem, t.src_tile, t.src, t.dst_tile, t.dst, x.region, t.eb);
         break;
       case step::send: {
-        if (x.from_buffer == none && x.direct == none) {
+        if (!x.parts.empty()) pack_parts(x);
+        else if (x.from_buffer == none && x.direct == none) {
           if (x.from_source) pack(mem, t.src_tile, t.src, x.region, t.eb, buffer(x.buffer));
           else pack(mem, t.dst_tile, t.dst, x.region, t.eb, buffer(x.buffer));
         }
@@ -5988,7 +6185,8 @@ class executor {
         if (cleared(x)) tokens_sent_.push_back(b_.send(clears_->data(), 1, x.peers[0], clear_tag(x)));
         break;
       case step::collective: {
-        if (x.root && x.direct == none) pack(mem, t.src_tile, t.src, x.region, t.eb, buffer(x.buffer));
+        if (x.root && !x.parts.empty()) pack_parts(x);
+        else if (x.root && x.direct == none) pack(mem, t.src_tile, t.src, x.region, t.eb, buffer(x.buffer));
         auto& g = *groups_[x.group];
         // The root's shard is only read by the broadcast (the transport's API takes one pointer).
         std::byte* data = x.direct == none ? buffer(x.buffer)
@@ -5998,6 +6196,16 @@ class executor {
                                                : b_.broadcast(data, x.bytes, g.members.front(), g);
         break;
       }
+    }
+  }
+
+  // A bucket's pieces, one after another in its buffer.
+  void pack_parts(step& x) {
+    std::byte* out = buffer(x.buffer);
+    for (const transfer_part& q : x.parts) {
+      const tensor_state& tq = tensors_[static_cast<std::size_t>(q.tensor)];
+      pack(b_.memory(), tq.src_tile, tq.src, q.region, tq.eb, out);
+      out += q.bytes;
     }
   }
 

@@ -141,7 +141,9 @@ class batch_resharder {
       // The MPI backend's eager messages are acknowledged in ordered mode (connections.hpp).
       net_ = network_from(options_, hosts).with_eager_bytes(static_cast<index_t>(eager_limit_bytes));
       if (rank == 0)
-        schedule_ = solve_batch(plans_, net_, strategy, solver, {.split_replicas = options_.split_replicas, .mode = options_.mode},
+        schedule_ = solve_batch(plans_, net_, strategy, solver,
+                                {.split_replicas = options_.split_replicas, .mode = options_.mode,
+                                 .bucket_bytes = options_.buckets ? bucket_bytes(net_, options_.max_staging_bytes) : 0},
                                 {.time_limit_s = options_.time_limit_s, .seed = options_.seed});
     } catch (const std::exception& e) {
       problem = e.what();

@@ -298,8 +298,7 @@ def main():
         if p.returncode == 0:
             q = json.loads(p.stdout)
             # (The predictions themselves may differ: greedy's search stops at a time limit.)
-            check(q["max_staging_bytes"] == cap and q["transfers"] >= q["tasks"] and
-                  q["predicted_seconds"] >= q["physical_bound_seconds"] * (1 - 1e-9),
+            check(q["max_staging_bytes"] == cap and q["predicted_seconds"] >= q["physical_bound_seconds"] * (1 - 1e-9),
                   f"{what}: meshcast-plan: {q}")
             check(sum(q["tasks_by_strategy"].values()) == q["tasks"], f"{what}: tasks_by_strategy {q['tasks_by_strategy']}")
         print(f"{what}: peak staging {j['peak_staging_bytes']} bytes, {j['transfers']} transfers, {files} shards checked",

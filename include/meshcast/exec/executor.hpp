@@ -95,7 +95,7 @@ inline void check_schedule_fits(std::span<const plan> plans, const schedule& s) 
     for (index_t r : t.receivers)
       if (r < 0 || r >= p.device_count) bad(i, "names a receiver that is not a device of the plan");
     if (t.region.rank != whole.rank || !whole.contains(t.region) || t.region.empty()) bad(i, "moves a region outside the tensor");
-    if (t.bytes != t.region.volume() * p.element_bytes) bad(i, "has a byte count that does not match its region");
+    if (t.parts.empty() && t.bytes != t.region.volume() * p.element_bytes) bad(i, "has a byte count that does not match its region");
     if (t.task < 0 || t.task >= static_cast<index_t>(p.tasks.size()) || !p.tasks[static_cast<std::size_t>(t.task)].region.contains(t.region))
       bad(i, "moves a region outside its task");
     if (t.kind == transfer_kind::local_copy && (t.receivers.size() != 1 || t.receivers[0] != t.sender))
@@ -107,6 +107,24 @@ inline void check_schedule_fits(std::span<const plan> plans, const schedule& s) 
       if (w < 0 || static_cast<std::size_t>(w) >= i) bad(i, "waits for a transfer that does not come before it");
     if (!s.model.empty() && s.model[i].holders.size() != s.model[i].resources.size())
       bad(i, "has a model whose resources and holders differ in number");
+    if (t.parts.empty()) continue;
+    if (!((t.kind == transfer_kind::point_to_point && t.receivers.size() == 1) || t.kind == transfer_kind::chain) ||
+        !t.waits_for.empty())
+      bad(i, "bundles pieces but is neither one message nor one chain from its source");
+    index_t sum = t.region.volume() * p.element_bytes;
+    for (const transfer_part& q : t.parts) {
+      if (q.tensor < 0 || static_cast<std::size_t>(q.tensor) >= plans.size()) bad(i, "bundles a tensor the batch does not have");
+      const plan& pq = plans[static_cast<std::size_t>(q.tensor)];
+      const box w = pq.src.whole();
+      for (index_t r : t.receivers)
+        if (t.sender >= pq.device_count || r >= pq.device_count) bad(i, "bundles a piece of a tensor its devices do not hold");
+      if (q.region.rank != w.rank || !w.contains(q.region) || q.region.empty()) bad(i, "bundles a region outside its tensor");
+      if (q.bytes != q.region.volume() * pq.element_bytes) bad(i, "bundles a piece whose byte count does not match its region");
+      if (q.task < 0 || q.task >= static_cast<index_t>(pq.tasks.size()) || !pq.tasks[static_cast<std::size_t>(q.task)].region.contains(q.region))
+        bad(i, "bundles a region outside its task");
+      if (__builtin_add_overflow(sum, q.bytes, &sum)) bad(i, "bundles more bytes than 64 bits count");
+    }
+    if (sum != t.bytes) bad(i, "has a byte count that is not the sum of its pieces");
   }
 }
 inline void check_schedule_fits(const plan& p, const schedule& s) { check_schedule_fits(std::span<const plan>(&p, 1), s); }
@@ -230,6 +248,7 @@ class executor {
     int tag = 0;
     std::size_t group = none;
     std::size_t staged = 0;     // bytes of message buffer it needs (0: none)
+    std::vector<transfer_part> parts;  // a bucket: every piece, the first included, in message order
     std::size_t buffer = none;  // offset of its buffer in the staging block, once it has one
     std::size_t direct = none;  // byte offset of a contiguous region in the shard it is sent from or received into
     std::vector<std::pair<index_t, int>> tokens_in, tokens_out;  // ordered mode
@@ -287,6 +306,29 @@ class executor {
       x.bytes = tile_bytes(t.region, ts.eb);
       x.tag = static_cast<int>(i % transfer_tags);
       const std::string who = "device " + std::to_string(me_);
+      if (!t.parts.empty()) {  // a bucket: packed and unpacked piece by piece, always through a buffer
+        x.parts.push_back({t.tensor, t.task, t.region, t.region.volume() * static_cast<index_t>(ts.eb)});
+        x.parts.insert(x.parts.end(), t.parts.begin(), t.parts.end());
+        for (const transfer_part& q : x.parts) {
+          const tensor_state& tq = tensors_[static_cast<std::size_t>(q.tensor)];
+          if (sending ? !tq.src_tile.contains(q.region) : (tq.destination_bytes == 0 || !tq.dst_tile.contains(q.region)))
+            throw error(who + (sending ? " sends a region it does not hold" : " receives a region outside its destination tile"));
+        }
+        x.bytes = static_cast<std::size_t>(t.bytes);
+        x.staged = x.bytes;
+        if (t.kind == transfer_kind::chain) {
+          x.how = step::collective;
+          x.group = group_of_.at(i);
+          x.root = sending;
+        } else {
+          x.how = sending ? step::send : step::receive;
+          x.peers = sending ? t.receivers : std::vector<index_t>{t.sender};
+          if (!sending) my_receive[i] = steps_.size();
+        }
+        step_of_[i] = steps_.size();
+        steps_.push_back(std::move(x));
+        continue;
+      }
       if (t.kind == transfer_kind::local_copy) {
         if (!ts.src_tile.contains(t.region)) throw error(who + " copies a region it does not hold");
         x.how = step::copy;
@@ -310,7 +352,7 @@ class executor {
             if (it == my_receive.end()) throw error(who + " forwards transfer " + std::to_string(w) + ", which it does not receive");
             x.needs.push_back(it->second);
           }
-          if (x.needs.size() == 1 && steps_[x.needs[0]].region == t.region) {
+          if (x.needs.size() == 1 && steps_[x.needs[0]].region == t.region && steps_[x.needs[0]].parts.empty()) {
             if (steps_[x.needs[0]].staged) x.from_buffer = x.needs[0];
             else x.direct = steps_[x.needs[0]].direct;  // received into the shard: sent from there
           } else if (!ts.dst_tile.contains(t.region)) {
@@ -596,7 +638,14 @@ class executor {
     x.done = true;
     mark(x, &step_time::end);
     const tensor_state& t = tensors_[x.tensor];
-    if ((x.how == step::receive || (x.how == step::collective && !x.root)) && t.destination_bytes > 0 && x.direct == none)
+    if (!x.parts.empty() && (x.how == step::receive || (x.how == step::collective && !x.root))) {
+      const std::byte* in = buffer(x.buffer);
+      for (const transfer_part& q : x.parts) {
+        const tensor_state& tq = tensors_[static_cast<std::size_t>(q.tensor)];
+        unpack(b_.memory(), in, tq.dst_tile, tq.dst, q.region, tq.eb);
+        in += q.bytes;
+      }
+    } else if ((x.how == step::receive || (x.how == step::collective && !x.root)) && t.destination_bytes > 0 && x.direct == none)
       unpack(b_.memory(), buffer(x.buffer), t.dst_tile, t.dst, x.region, t.eb);
     release(x);
     const bool ack = x.how == step::receive && acknowledged(x);
@@ -794,7 +843,8 @@ class executor {
         copy_region(mem, t.src_tile, t.src, t.dst_tile, t.dst, x.region, t.eb);
         break;
       case step::send: {
-        if (x.from_buffer == none && x.direct == none) {
+        if (!x.parts.empty()) pack_parts(x);
+        else if (x.from_buffer == none && x.direct == none) {
           if (x.from_source) pack(mem, t.src_tile, t.src, x.region, t.eb, buffer(x.buffer));
           else pack(mem, t.dst_tile, t.dst, x.region, t.eb, buffer(x.buffer));
         }
@@ -807,7 +857,8 @@ class executor {
         if (cleared(x)) tokens_sent_.push_back(b_.send(clears_->data(), 1, x.peers[0], clear_tag(x)));
         break;
       case step::collective: {
-        if (x.root && x.direct == none) pack(mem, t.src_tile, t.src, x.region, t.eb, buffer(x.buffer));
+        if (x.root && !x.parts.empty()) pack_parts(x);
+        else if (x.root && x.direct == none) pack(mem, t.src_tile, t.src, x.region, t.eb, buffer(x.buffer));
         auto& g = *groups_[x.group];
         // The root's shard is only read by the broadcast (the transport's API takes one pointer).
         std::byte* data = x.direct == none ? buffer(x.buffer)
@@ -817,6 +868,16 @@ class executor {
                                                : b_.broadcast(data, x.bytes, g.members.front(), g);
         break;
       }
+    }
+  }
+
+  // A bucket's pieces, one after another in its buffer.
+  void pack_parts(step& x) {
+    std::byte* out = buffer(x.buffer);
+    for (const transfer_part& q : x.parts) {
+      const tensor_state& tq = tensors_[static_cast<std::size_t>(q.tensor)];
+      pack(b_.memory(), tq.src_tile, tq.src, q.region, tq.eb, out);
+      out += q.bytes;
     }
   }
 

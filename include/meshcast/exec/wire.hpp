@@ -18,7 +18,7 @@
 namespace meshcast {
 
 namespace detail {
-inline constexpr std::int64_t wire_magic = 0x6d63617374310004;  // "mcast1", version 4
+inline constexpr std::int64_t wire_magic = 0x6d63617374310005;  // "mcast1", version 5
 
 class wire_writer {
  public:
@@ -110,6 +110,13 @@ inline std::vector<std::int64_t> to_wire(const schedule& s) {
     w.word(t.sender);
     w.list(t.receivers);
     w.list(t.waits_for);
+    w.word(static_cast<std::int64_t>(t.parts.size()));
+    for (const transfer_part& q : t.parts) {
+      w.word(q.tensor);
+      w.word(q.task);
+      w.region(q.region);
+      w.word(q.bytes);
+    }
   }
   w.word(static_cast<std::int64_t>(s.model.size()));
   for (const transfer_model& m : s.model) {
@@ -152,6 +159,15 @@ inline schedule from_wire(const std::vector<std::int64_t>& words) {
     t.sender = r.word();
     t.receivers = r.list<index_t>();
     t.waits_for = r.list<std::int32_t>();
+    t.parts.resize(r.count(4));
+    for (transfer_part& q : t.parts) {
+      const std::int64_t part_tensor = r.word();
+      if (part_tensor < 0 || part_tensor > std::numeric_limits<std::int32_t>::max()) throw error("a schedule message has a bad tensor");
+      q.tensor = static_cast<std::int32_t>(part_tensor);
+      q.task = r.word();
+      q.region = r.region();
+      q.bytes = r.word();
+    }
   }
   s.model.resize(r.count(8));
   for (transfer_model& m : s.model) {

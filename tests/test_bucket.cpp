@@ -1,0 +1,74 @@
+// Bucketing (bucket.hpp): a batch's messages between two devices travel together. Over batches of
+// many small tensors: every piece still goes exactly once, buckets stay under their size, waits
+// point back, the executor's checks accept the result, and the prediction only shortens.
+#include <doctest/doctest.h>
+
+#include <meshcast/meshcast.hpp>
+
+#include <map>
+#include <tuple>
+#include <vector>
+
+using namespace meshcast;
+
+namespace {
+// Every (tensor, task, region, receiver) a schedule delivers, with how often.
+std::map<std::tuple<int, index_t, std::string, index_t>, int> deliveries(const schedule& s) {
+  std::map<std::tuple<int, index_t, std::string, index_t>, int> out;
+  for (const transfer& t : s.transfers) {
+    for (index_t r : t.receivers) {
+      ++out[{t.tensor, t.task, t.region.to_string(), r}];
+      for (const transfer_part& q : t.parts) ++out[{q.tensor, q.task, q.region.to_string(), r}];
+    }
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("bucketed: every piece once, buckets within their size, a prediction no longer") {
+  for (int tensors : {2, 7, 24})
+    for (execution mode : {execution::ordered, execution::concurrent}) {
+      CAPTURE(tensors);
+      std::vector<plan> plans;
+      for (int k = 0; k < tensors; ++k) {
+        const dynamic_layout src(dynamic_mesh{2, 2}, dynamic_spec(k % 2 ? "S0,S1" : "S1,R"), dynamic_shape{8 + k, 6});
+        const dynamic_layout dst(dynamic_mesh{4}, dynamic_spec(k % 3 ? "R,S0" : "S0,R"), dynamic_shape{8 + k, 6});
+        plans.push_back(make_plan(src, dst, {.element_bytes = 4, .device_count = 8}));
+      }
+      const network net = network::uniform(default_hosts(8, 4, 2), network::gbit_per_s(400), network::gbit_per_s(800), 10e-6, 1);
+      const schedule whole = solve_batch(plans, net, send_recv{}, greedy{}, {.mode = mode, .bucket_bytes = 0});
+      for (std::size_t limit : {std::size_t{64}, std::size_t{1000}, bucket_bytes(net)}) {
+        CAPTURE(limit);
+        const schedule b = bucketed(whole, net, limit);
+        CHECK(deliveries(b) == deliveries(whole));
+        CHECK_NOTHROW(check_schedule_fits(plans, b));
+        for (std::size_t i = 0; i < b.transfers.size(); ++i) {
+          const transfer& t = b.transfers[i];
+          if (!t.parts.empty()) {
+            CHECK(static_cast<std::size_t>(t.bytes) <= limit);
+            CHECK(t.kind == transfer_kind::point_to_point);
+          }
+          for (std::int32_t w : t.waits_for) CHECK(static_cast<std::size_t>(w) < i);
+        }
+        CHECK(b.makespan_s >= b.physical_bound_s * (1 - 1e-12));
+        const schedule kept = with_buckets(whole, net, limit);
+        CHECK(kept.makespan_s <= whole.makespan_s);
+      }
+      // Many small tensors at 400 Gbit/s: latency is most of their time, and buckets save it.
+      if (tensors == 24 && mode == execution::ordered) {
+        const schedule auto_sized = solve_batch(plans, net, send_recv{}, greedy{}, {.mode = mode});
+        CHECK(auto_sized.makespan_s < whole.makespan_s);
+        CHECK(auto_sized.transfers.size() < whole.transfers.size());
+      }
+    }
+}
+
+TEST_CASE("bucket_bytes: sized to the network, within [256 KiB, 64 MiB], half a staging cap at most") {
+  const auto hosts = default_hosts(4, 2, 2);
+  const network slow = network::uniform(hosts, network::gbit_per_s(0.2), network::gbit_per_s(800), 40e-6, 1);
+  const network fast = network::uniform(hosts, network::gbit_per_s(400), network::gbit_per_s(800), 10e-6, 1);
+  CHECK(bucket_bytes(slow) == std::size_t{256} << 10);
+  CHECK(bucket_bytes(fast) >= 7999999);  // 16 x 50 GB/s x 10 us
+  CHECK(bucket_bytes(fast) <= 8000000);
+  CHECK(bucket_bytes(fast, std::size_t{1} << 20) == std::size_t{512} << 10);
+}
