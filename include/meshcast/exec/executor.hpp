@@ -288,7 +288,6 @@ class executor {
     }
   }
 
-
   void plan_steps(const schedule& s) {
     std::map<std::size_t, std::size_t> my_receive;  // transfer -> my receive step
     for (std::size_t i = 0; i < s.transfers.size(); ++i) {
