@@ -2,7 +2,6 @@
 // domains of regions and piece sizes) and the first-fit block the executor hands buffers out of.
 #include <doctest/doctest.h>
 
-#include <meshcast/exec/staging_arena.hpp>
 #include <meshcast/meshcast.hpp>
 
 #include <map>
