@@ -43,8 +43,11 @@ inline void write_schedule(json_writer& j, const schedule& s, const network* net
     j.key("start_s").value(m.start);
     j.key("end_s").value(m.end);
     // When the sender's NIC egress and send lane are free again (a chain's: once it has sent).
-    j.key("sender_free_s").value(m.held_briefly > 0 ? m.start + m.brief_s : m.end);
-    if (net && m.held_briefly > 0) {
+    double sender_free = m.holds_briefly() ? m.start : m.end;
+    for (std::size_t k = 0; k < m.resources.size() && m.holds_briefly(); ++k)
+      if (m.holders[k] == o.sender) sender_free = std::max(sender_free, m.start + m.held_until(k));
+    j.key("sender_free_s").value(sender_free);
+    if (net && m.holds_briefly()) {
       const int ports = net->port_count();
       j.key("holds").begin_array();
       for (std::size_t k = 0; k < m.resources.size(); ++k) {
@@ -53,8 +56,8 @@ inline void write_schedule(json_writer& j, const schedule& s, const network* net
         j.begin_object();
         j.key("host").value(static_cast<long long>(net->port_host(r % ports)));
         j.key("dir").value(r < ports ? "egress" : "ingress");
-        j.key("start_s").value(m.start);
-        j.key("end_s").value(std::min(m.end, m.start + m.held_for(k)));
+        j.key("start_s").value(m.start + m.held_from(k));
+        j.key("end_s").value(std::min(m.end, m.start + m.held_until(k)));
         j.end_object();
       }
       j.end_array();

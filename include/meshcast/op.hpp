@@ -107,19 +107,22 @@ struct transfer_model {
   double latency_s = 0;                ///< the fixed part of `duration`
   double duration = 0;                 ///< on an otherwise idle network
   double start = 0, end = 0;           ///< when the schedule's model runs it
-  /// The first `held_briefly` resources are free again `brief_s` after the start, the others
-  /// after `duration`: a chain's sender (its send lane and NIC egress) has passed its last chunk on
-  /// well before the chain's last member has it, and its executor step is then over.
-  int held_briefly = 0;
-  double brief_s = 0;
+  /// When it holds each resource, relative to its start (beside `resources`; both empty: every
+  /// one for the whole op): a pipelined chain holds a member's lanes and NIC directions only
+  /// while its bytes pass that member, and its sender's only until its last piece has left.
+  std::vector<double> hold_from, hold_until;
   /// Its connection's slot for its direction (the other direction: `connection ^ 1`), or -1, and
   /// whether it goes eagerly (connections.hpp).
   int connection = -1;
   bool eager = false;
   friend bool operator==(const transfer_model&, const transfer_model&) = default;
 
-  /// How long the transfer holds its k-th resource.
-  double held_for(std::size_t k) const noexcept { return static_cast<int>(k) < held_briefly ? brief_s : duration; }
+  /// When it starts and stops holding its k-th resource (seconds after its start), and how long.
+  double held_from(std::size_t k) const noexcept { return hold_from.empty() ? 0.0 : hold_from[k]; }
+  double held_until(std::size_t k) const noexcept { return hold_until.empty() ? duration : hold_until[k]; }
+  double held_for(std::size_t k) const noexcept { return held_until(k) - held_from(k); }
+  /// Whether it holds some resource for less than the whole op.
+  bool holds_briefly() const noexcept { return !hold_until.empty(); }
 
   bool uses_nic(const resource_space& rs) const noexcept {
     for (int r : resources)

@@ -1,7 +1,7 @@
 // The ordered model's clock, the one engine every solver and the simulator place ops with:
 // every resource (NIC direction, device lane) is free from some time on, and an op placed next
 // starts when all its resources are free, and occupies them for its duration (some of them
-// for less: transfer_model::held_for).
+// for less, and from later than its start: transfer_model::held_from, held_until).
 //
 // A transfer that names a connection slot also keeps the connection rule (connections.hpp): in
 // opposite directions between two devices, transfers start together (both by rendezvous) or one
@@ -55,18 +55,18 @@ class resource_clock {
   /// When `o` can start if placed next (not before `not_before`).
   double earliest_start(const transfer_model& o, double not_before = 0) const noexcept {
     double t = not_before;
-    for (int r : o.resources) t = std::max(t, free_[r]);
+    for (std::size_t k = 0; k < o.resources.size(); ++k) t = std::max(t, free_[o.resources[k]] - o.held_from(k));
     return o.connection >= 0 ? connection_start(o, t, use(o.connection ^ 1)) : t;
   }
   /// Occupies `o`'s resources from `start`, each for as long as `o` holds it; returns the end.
   double occupy(const transfer_model& o, double start) {
     return occupy_as(o, start, [](double length) { return length; });
   }
-  /// Occupies `o`'s resources from `start`, each for `length(time it holds it)` (ilp's whole
-  /// slots); returns the end, `start + length(duration)`.
+  /// Occupies `o`'s resources from `start`, each until `length(when it stops holding it)` (ilp's
+  /// whole slots); returns the end, `start + length(duration)`.
   template <class Length>
   double occupy_as(const transfer_model& o, double start, Length&& length) {
-    for (std::size_t k = 0; k < o.resources.size(); ++k) free_[o.resources[k]] = start + length(o.held_for(k));
+    for (std::size_t k = 0; k < o.resources.size(); ++k) free_[o.resources[k]] = start + length(o.held_until(k));
     const double end = start + length(o.duration);
     if (o.connection >= 0) slot(o.connection) = {start, end, o.eager, true};
     makespan_ = std::max(makespan_, end);
@@ -133,10 +133,13 @@ class trial_clock {
     double finish = 0;
     for (const auto& x : ops) {
       double start = 0;
-      for (int r : x.resources) start = std::max(start, stamp_[r] == epoch_ ? time_[r] : base.free_at(r));
+      for (std::size_t k = 0; k < x.resources.size(); ++k) {
+        const int r = x.resources[k];
+        start = std::max(start, (stamp_[r] == epoch_ ? time_[r] : base.free_at(r)) - x.held_from(k));
+      }
       if (x.connection >= 0) start = connection_start(x, start, use(x.connection ^ 1, base));
       for (std::size_t k = 0; k < x.resources.size(); ++k)
-        stamp_[x.resources[k]] = epoch_, time_[x.resources[k]] = start + x.held_for(k);
+        stamp_[x.resources[k]] = epoch_, time_[x.resources[k]] = start + x.held_until(k);
       if (x.connection >= 0) touched_.push_back({x.connection, {start, start + x.duration, x.eager, true}});
       finish = std::max(finish, start + x.duration);
     }

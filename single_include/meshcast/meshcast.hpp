@@ -1590,19 +1590,22 @@ struct transfer_model {
   double latency_s = 0;                ///< the fixed part of `duration`
   double duration = 0;                 ///< on an otherwise idle network
   double start = 0, end = 0;           ///< when the schedule's model runs it
-  /// The first `held_briefly` resources are free again `brief_s` after the start, the others
-  /// after `duration`: a chain's sender (its send lane and NIC egress) has passed its last chunk on
-  /// well before the chain's last member has it, and its executor step is then over.
-  int held_briefly = 0;
-  double brief_s = 0;
+  /// When it holds each resource, relative to its start (beside `resources`; both empty: every
+  /// one for the whole op): a pipelined chain holds a member's lanes and NIC directions only
+  /// while its bytes pass that member, and its sender's only until its last piece has left.
+  std::vector<double> hold_from, hold_until;
   /// Its connection's slot for its direction (the other direction: `connection ^ 1`), or -1, and
   /// whether it goes eagerly (connections.hpp).
   int connection = -1;
   bool eager = false;
   friend bool operator==(const transfer_model&, const transfer_model&) = default;
 
-  /// How long the transfer holds its k-th resource.
-  double held_for(std::size_t k) const noexcept { return static_cast<int>(k) < held_briefly ? brief_s : duration; }
+  /// When it starts and stops holding its k-th resource (seconds after its start), and how long.
+  double held_from(std::size_t k) const noexcept { return hold_from.empty() ? 0.0 : hold_from[k]; }
+  double held_until(std::size_t k) const noexcept { return hold_until.empty() ? duration : hold_until[k]; }
+  double held_for(std::size_t k) const noexcept { return held_until(k) - held_from(k); }
+  /// Whether it holds some resource for less than the whole op.
+  bool holds_briefly() const noexcept { return !hold_until.empty(); }
 
   bool uses_nic(const resource_space& rs) const noexcept {
     for (int r : resources)
@@ -1659,7 +1662,7 @@ inline execution parse_execution(std::string_view name) {
 // The ordered model's clock, the one engine every solver and the simulator place ops with:
 // every resource (NIC direction, device lane) is free from some time on, and an op placed next
 // starts when all its resources are free, and occupies them for its duration (some of them
-// for less: transfer_model::held_for).
+// for less, and from later than its start: transfer_model::held_from, held_until).
 //
 // A transfer that names a connection slot also keeps the connection rule (connections.hpp): in
 // opposite directions between two devices, transfers start together (both by rendezvous) or one
@@ -1711,18 +1714,18 @@ class resource_clock {
   /// When `o` can start if placed next (not before `not_before`).
   double earliest_start(const transfer_model& o, double not_before = 0) const noexcept {
     double t = not_before;
-    for (int r : o.resources) t = std::max(t, free_[r]);
+    for (std::size_t k = 0; k < o.resources.size(); ++k) t = std::max(t, free_[o.resources[k]] - o.held_from(k));
     return o.connection >= 0 ? connection_start(o, t, use(o.connection ^ 1)) : t;
   }
   /// Occupies `o`'s resources from `start`, each for as long as `o` holds it; returns the end.
   double occupy(const transfer_model& o, double start) {
     return occupy_as(o, start, [](double length) { return length; });
   }
-  /// Occupies `o`'s resources from `start`, each for `length(time it holds it)` (ilp's whole
-  /// slots); returns the end, `start + length(duration)`.
+  /// Occupies `o`'s resources from `start`, each until `length(when it stops holding it)` (ilp's
+  /// whole slots); returns the end, `start + length(duration)`.
   template <class Length>
   double occupy_as(const transfer_model& o, double start, Length&& length) {
-    for (std::size_t k = 0; k < o.resources.size(); ++k) free_[o.resources[k]] = start + length(o.held_for(k));
+    for (std::size_t k = 0; k < o.resources.size(); ++k) free_[o.resources[k]] = start + length(o.held_until(k));
     const double end = start + length(o.duration);
     if (o.connection >= 0) slot(o.connection) = {start, end, o.eager, true};
     makespan_ = std::max(makespan_, end);
@@ -1789,10 +1792,13 @@ class trial_clock {
     double finish = 0;
     for (const auto& x : ops) {
       double start = 0;
-      for (int r : x.resources) start = std::max(start, stamp_[r] == epoch_ ? time_[r] : base.free_at(r));
+      for (std::size_t k = 0; k < x.resources.size(); ++k) {
+        const int r = x.resources[k];
+        start = std::max(start, (stamp_[r] == epoch_ ? time_[r] : base.free_at(r)) - x.held_from(k));
+      }
       if (x.connection >= 0) start = connection_start(x, start, use(x.connection ^ 1, base));
       for (std::size_t k = 0; k < x.resources.size(); ++k)
-        stamp_[x.resources[k]] = epoch_, time_[x.resources[k]] = start + x.held_for(k);
+        stamp_[x.resources[k]] = epoch_, time_[x.resources[k]] = start + x.held_until(k);
       if (x.connection >= 0) touched_.push_back({x.connection, {start, start + x.duration, x.eager, true}});
       finish = std::max(finish, start + x.duration);
     }
@@ -2168,11 +2174,29 @@ struct broadcast {
     o.latency_s = static_cast<double>(by_host.size()) * net.latency_s() + fill / slowest + (intra ? net.latency_s() : 0.0);
     o.duration = o.latency_s + static_cast<double>(bytes) / slowest;
     if (o.kind == transfer_kind::chain) {
-      // The sender's send lane and NIC egress (its first two resources) are free once its last
-      // chunk has gone; the chain's members still pass it on. (A collective broadcast keeps its
-      // root busy in algorithm steps of its own: all its resources are held to the end.)
-      o.held_briefly = 2;
-      o.brief_s = net.latency_s() + static_cast<double>(bytes) / slowest;
+      // Each member holds its lanes and NIC directions only while the bytes pass it: the sender's
+      // (its first two resources) until its last piece has gone; the members of the i-th receiving
+      // host (of H) from when the first piece starts towards them, (i-1) hop times after the
+      // start, to when their last piece is through, (H-i) hop times before the end (a hop: a
+      // latency and a piece). So chains over the same hosts follow each other a hop apart, as
+      // the executor's members, each passing its own NIC token on once done, run them. (A
+      // collective broadcast keeps its root busy in algorithm steps of its own: all its resources
+      // are held to the end.)
+      const double hop = net.latency_s() + chunk / slowest;
+      const double hosts = static_cast<double>(by_host.size());
+      o.hold_from.assign(o.resources.size(), 0.0);
+      o.hold_until.assign(o.resources.size(), o.duration);
+      o.hold_until[0] = o.hold_until[1] = std::min(o.duration, net.latency_s() + static_cast<double>(bytes) / slowest);
+      std::size_t k = 2;
+      double i = 0;
+      for (const auto& [host, receivers] : by_host) {
+        ++i;
+        const std::size_t held = 1 + (i < hosts ? 1 : 0) + 2 * receivers.size() - (i < hosts ? 0 : 1);
+        for (std::size_t e = k + held; k < e; ++k) {
+          o.hold_from[k] = std::max(0.0, (i - 1) * hop);
+          o.hold_until[k] = std::max(o.hold_from[k], o.duration - (hosts - i) * hop);
+        }
+      }
     }
     out.push_back(std::move(o));
   }
@@ -3480,8 +3504,13 @@ namespace meshcast {
 
 struct greedy {
   static constexpr std::string_view name = "greedy";
-  /// Time after which the local search stops (counted from the start, construction included).
-  double search_limit_s = 0.03;
+  /// The local search's work, in op placements (a list schedule places every op once): a count,
+  /// not a time, so that the answer is the same however loaded the machine is. It makes at least
+  /// 8 and at most 4096 moves.
+  std::size_t search_placements = std::size_t{1} << 19;
+  /// Time after which the local search stops whatever is left of its work (counted from the
+  /// start, construction included; 0: no local search).
+  double search_limit_s = 0.25;
   /// Largest instance (in units) for the earliest-finish order, whose cost grows faster than linearly.
   std::size_t earliest_finish_limit = 256;
 
@@ -3554,12 +3583,12 @@ struct greedy {
     std::vector<std::size_t> with_choice;
     for (std::size_t u = 0; u < in.units.size(); ++u)
       if (in.units[u].has_choice()) with_choice.push_back(u);
-    // An iteration costs about one list schedule; none starts that would end past the limit.
-    double iteration_s = 0;
-    for (int it = 0; best.order.size() > 1; ++it) {
-      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-      if (elapsed + iteration_s > limit) break;
-      const auto iteration_begin = std::chrono::steady_clock::now();
+    // A move costs one list schedule.
+    std::size_t placed = 1;
+    for (std::size_t u = 0; u < in.units.size(); ++u) placed += in.units[u].options[best.choice[u]].ops.size();
+    const std::size_t moves = std::clamp<std::size_t>(search_placements / placed, 8, 4096);
+    for (std::size_t it = 0; it < moves && best.order.size() > 1 && limit > 0; ++it) {
+      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() > limit) break;
       trial.order = best.order;
       trial.forced = best.forced;
       if (!with_choice.empty() && (it & 1)) {
@@ -3575,7 +3604,6 @@ struct greedy {
       }
       trial.makespan = list_schedule(in, trial.order, &trial.choice, &trial.forced);
       if (trial.makespan <= best.makespan) std::swap(best, trial);
-      iteration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - iteration_begin).count();
     }
     return best;
   }
@@ -3688,6 +3716,9 @@ struct greedy {
     std::iota(by_weight.begin(), by_weight.end(), 0);
     std::stable_sort(by_weight.begin(), by_weight.end(), [&](std::size_t a, std::size_t b) { return weight[a] > weight[b]; });
     std::vector<std::size_t> round(in.units.size(), 0);
+    // Every round below lowest_free[port] is taken on that port: a unit's search starts at the
+    // largest of its ports' (without it, units that all share a port cost quadratic time).
+    std::vector<std::size_t> lowest_free(used.size(), 0);
     std::vector<int> ports;
     std::size_t done = 0;
     for (std::size_t u : by_weight) {
@@ -3699,6 +3730,7 @@ struct greedy {
           for (int r : x.resources)
             if (rs.is_port(r) && std::find(ports.begin(), ports.end(), r) == ports.end()) ports.push_back(r);
         std::size_t r = 0;
+        for (int p : ports) r = std::max(r, lowest_free[p]);
         while (std::any_of(ports.begin(), ports.end(), [&](int p) { return taken(p, r); })) ++r;
         if (r < best_round) best_round = r, best_k = k;
       }
@@ -3707,6 +3739,7 @@ struct greedy {
           if (rs.is_port(r)) {
             if (used[r].size() <= best_round) used[r].resize(best_round + 1, 0);
             used[r][best_round] = 1;
+            while (taken(r, lowest_free[r])) ++lowest_free[r];
           }
       round[u] = best_round;
     }
@@ -5083,7 +5116,7 @@ inline void copy_region(const box& from_tile, std::span<const std::byte> from, c
 namespace meshcast {
 
 namespace detail {
-inline constexpr std::int64_t wire_magic = 0x6d63617374310005;  // "mcast1", version 5
+inline constexpr std::int64_t wire_magic = 0x6d63617374310006;  // "mcast1", version 6
 
 class wire_writer {
  public:
@@ -5190,8 +5223,8 @@ inline std::vector<std::int64_t> to_wire(const schedule& s) {
     w.list(m.egress_hosts);
     w.list(m.ingress_hosts);
     for (double v : {m.latency_s, m.duration, m.start, m.end}) w.real(v);
-    w.word(m.held_briefly);
-    w.real(m.brief_s);
+    w.word(static_cast<std::int64_t>(m.hold_from.size()));
+    for (std::size_t k = 0; k < m.hold_from.size(); ++k) w.real(m.hold_from[k]), w.real(m.hold_until[k]);
     w.word(m.connection);
     w.word(m.eager ? 1 : 0);
   }
@@ -5241,12 +5274,14 @@ inline schedule from_wire(const std::vector<std::int64_t>& words) {
     m.egress_hosts = r.list<index_t>();
     m.ingress_hosts = r.list<index_t>();
     for (double* v : {&m.latency_s, &m.duration, &m.start, &m.end}) *v = r.real();
-    const std::int64_t briefly = r.word();
-    if (briefly < 0 || briefly > static_cast<std::int64_t>(m.resources.size()))
-      throw error("a schedule message frees more resources early than a transfer holds");
-    m.held_briefly = static_cast<int>(briefly);
-    m.brief_s = r.real();
-    if (!(m.brief_s >= 0 && m.brief_s <= m.duration)) throw error("a schedule message frees resources outside a transfer's time");
+    const std::size_t holds = r.count(2);
+    if (holds != 0 && holds != m.resources.size()) throw error("a schedule message gives holds for other resources than a transfer's");
+    for (std::size_t k = 0; k < holds; ++k) {
+      m.hold_from.push_back(r.real());
+      m.hold_until.push_back(r.real());
+      if (!(0 <= m.hold_from[k] && m.hold_from[k] <= m.hold_until[k] && m.hold_until[k] <= m.duration))
+        throw error("a schedule message holds a resource outside a transfer's time");
+    }
     const std::int64_t connection = r.word();
     if (connection < -1 || connection > std::numeric_limits<int>::max()) throw error("a schedule message has a bad connection slot");
     m.connection = static_cast<int>(connection);
@@ -5826,9 +5861,9 @@ class executor {
       for (std::int32_t w : s.transfers[i].waits_for)
         if (m.start < s.model[static_cast<std::size_t>(w)].end) return false;
       for (std::size_t k = 0; k < m.resources.size(); ++k) {
-        const double until = m.start + m.held_for(k);
+        const double until = m.start + m.held_until(k);
         auto [it, fresh] = free.try_emplace(m.resources[k], until);
-        if (!fresh && m.start < std::exchange(it->second, until)) return false;
+        if (!fresh && m.start + m.held_from(k) < std::exchange(it->second, until)) return false;
       }
     }
     return true;
@@ -5848,9 +5883,20 @@ class executor {
       last_on[slot] = k;
     }
     if (!times_follow_order(s)) return;
+    // When each step takes its first lane or NIC direction in the model: a chain's member does
+    // when the bytes reach it (transfer_model::held_from), after the chain's start. Every wait
+    // points to a step that takes its resources earlier by this time.
+    std::vector<double> takes(steps_.size());
+    for (std::size_t k = 0; k < steps_.size(); ++k) {
+      const transfer_model& m = s.model[steps_[k].transfer];
+      double from = m.duration;
+      for (std::size_t q = 0; q < m.resources.size(); ++q)
+        if (m.holders[q] == me_) from = std::min(from, m.held_from(q));
+      takes[k] = m.start + (from < m.duration ? from : 0.0);
+    }
     for (step& x : steps_) {
       auto after = [&](std::size_t k) {
-        if (k != none) x.latest_dependency = std::max(x.latest_dependency, steps_[k].model_start);
+        if (k != none) x.latest_dependency = std::max(x.latest_dependency, takes[k]);
       };
       after(x.prev_send);
       after(x.prev_receive);

@@ -71,8 +71,11 @@ inline std::string check_schedule(const plan& p, const std::vector<index_t>& hos
     });
     if (!ok) return "device " + std::to_string(dev) + " does not receive its tile exactly once";
   }
-  // Ordered model: one op at a time per NIC direction (single-NIC hosts) and per device. A chain's
-  // sender holds its NIC egress and its send lane only until it has sent (brief_s after the start).
+  // Ordered model: one op at a time per NIC direction (single-NIC hosts) and per device. An op
+  // that holds its resources for less than the whole op (a pipelined chain) is checked with the
+  // windows it claims for each device (transfer_model::held_from/held_until, over the resources
+  // that device drives) and for each host (over its devices'): inside the op, and along a chain,
+  // starting in the order the bytes pass.
   struct use {
     index_t who;
     double from, to;
@@ -82,14 +85,31 @@ inline std::string check_schedule(const plan& p, const std::vector<index_t>& hos
   for (std::size_t i = 0; i < s.transfers.size() && s.mode == execution::ordered; ++i) {
     const transfer& t = s.transfers[i];
     const transfer_model& m = s.model[i];
-    const double sender_to = m.held_briefly > 0 ? m.start + m.brief_s : m.end;
-    for (index_t h : m.egress_hosts) egress[i].push_back({h, m.start, h == host_of[t.sender] ? sender_to : m.end});
-    for (index_t h : m.ingress_hosts) ingress[i].push_back({h, m.start, m.end});
-    sending[i].push_back({t.sender, m.start, sender_to});
+    auto window = [&](auto&& mine) {
+      if (!m.holds_briefly()) return use{0, m.start, m.end};
+      use w{0, 1e300, -1e300};
+      for (std::size_t k = 0; k < m.resources.size(); ++k)
+        if (mine(m.holders[k])) w.from = std::min(w.from, m.start + m.held_from(k)), w.to = std::max(w.to, m.start + m.held_until(k));
+      return w;
+    };
+    auto of_device = [&](index_t d) { return window([&](index_t h) { return h == d; }); };
+    auto of_host = [&](index_t host) { return window([&](index_t h) { return host_of[h] == host; }); };
+    for (const use& w : {of_device(t.sender), of_host(host_of[t.sender])})
+      if (w.from < m.start - eps || w.to > m.end + eps || w.to < w.from) return "an op holds a resource outside its time";
+    double previous = m.start;
+    for (index_t r : t.receivers) {
+      const use w = of_device(r);
+      if (w.from < previous - eps || w.to > m.end + eps || w.to < w.from) return "a chain's members hold their resources out of order";
+      previous = w.from;
+    }
+    for (index_t h : m.egress_hosts) egress[i].push_back({h, of_host(h).from, of_host(h).to});
+    for (index_t h : m.ingress_hosts) ingress[i].push_back({h, of_host(h).from, of_host(h).to});
+    sending[i].push_back({t.sender, of_device(t.sender).from, of_device(t.sender).to});
     // A local copy does both; a chain's members but the last pass the bytes on.
     if (t.kind == transfer_kind::chain)
-      for (std::size_t k = 0; k + 1 < t.receivers.size(); ++k) sending[i].push_back({t.receivers[k], m.start, m.end});
-    for (index_t r : t.receivers) receiving[i].push_back({r, m.start, m.end});
+      for (std::size_t k = 0; k + 1 < t.receivers.size(); ++k)
+        sending[i].push_back({t.receivers[k], of_device(t.receivers[k]).from, of_device(t.receivers[k]).to});
+    for (index_t r : t.receivers) receiving[i].push_back({r, of_device(r).from, of_device(r).to});
   }
   auto clash = [&](const std::vector<use>& u, const std::vector<use>& v) {
     for (const use& a : u)

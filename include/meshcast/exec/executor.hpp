@@ -498,9 +498,9 @@ class executor {
       for (std::int32_t w : s.transfers[i].waits_for)
         if (m.start < s.model[static_cast<std::size_t>(w)].end) return false;
       for (std::size_t k = 0; k < m.resources.size(); ++k) {
-        const double until = m.start + m.held_for(k);
+        const double until = m.start + m.held_until(k);
         auto [it, fresh] = free.try_emplace(m.resources[k], until);
-        if (!fresh && m.start < std::exchange(it->second, until)) return false;
+        if (!fresh && m.start + m.held_from(k) < std::exchange(it->second, until)) return false;
       }
     }
     return true;
@@ -520,9 +520,20 @@ class executor {
       last_on[slot] = k;
     }
     if (!times_follow_order(s)) return;
+    // When each step takes its first lane or NIC direction in the model: a chain's member does
+    // when the bytes reach it (transfer_model::held_from), after the chain's start. Every wait
+    // points to a step that takes its resources earlier by this time.
+    std::vector<double> takes(steps_.size());
+    for (std::size_t k = 0; k < steps_.size(); ++k) {
+      const transfer_model& m = s.model[steps_[k].transfer];
+      double from = m.duration;
+      for (std::size_t q = 0; q < m.resources.size(); ++q)
+        if (m.holders[q] == me_) from = std::min(from, m.held_from(q));
+      takes[k] = m.start + (from < m.duration ? from : 0.0);
+    }
     for (step& x : steps_) {
       auto after = [&](std::size_t k) {
-        if (k != none) x.latest_dependency = std::max(x.latest_dependency, steps_[k].model_start);
+        if (k != none) x.latest_dependency = std::max(x.latest_dependency, takes[k]);
       };
       after(x.prev_send);
       after(x.prev_receive);

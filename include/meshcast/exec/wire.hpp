@@ -18,7 +18,7 @@
 namespace meshcast {
 
 namespace detail {
-inline constexpr std::int64_t wire_magic = 0x6d63617374310005;  // "mcast1", version 5
+inline constexpr std::int64_t wire_magic = 0x6d63617374310006;  // "mcast1", version 6
 
 class wire_writer {
  public:
@@ -125,8 +125,8 @@ inline std::vector<std::int64_t> to_wire(const schedule& s) {
     w.list(m.egress_hosts);
     w.list(m.ingress_hosts);
     for (double v : {m.latency_s, m.duration, m.start, m.end}) w.real(v);
-    w.word(m.held_briefly);
-    w.real(m.brief_s);
+    w.word(static_cast<std::int64_t>(m.hold_from.size()));
+    for (std::size_t k = 0; k < m.hold_from.size(); ++k) w.real(m.hold_from[k]), w.real(m.hold_until[k]);
     w.word(m.connection);
     w.word(m.eager ? 1 : 0);
   }
@@ -176,12 +176,14 @@ inline schedule from_wire(const std::vector<std::int64_t>& words) {
     m.egress_hosts = r.list<index_t>();
     m.ingress_hosts = r.list<index_t>();
     for (double* v : {&m.latency_s, &m.duration, &m.start, &m.end}) *v = r.real();
-    const std::int64_t briefly = r.word();
-    if (briefly < 0 || briefly > static_cast<std::int64_t>(m.resources.size()))
-      throw error("a schedule message frees more resources early than a transfer holds");
-    m.held_briefly = static_cast<int>(briefly);
-    m.brief_s = r.real();
-    if (!(m.brief_s >= 0 && m.brief_s <= m.duration)) throw error("a schedule message frees resources outside a transfer's time");
+    const std::size_t holds = r.count(2);
+    if (holds != 0 && holds != m.resources.size()) throw error("a schedule message gives holds for other resources than a transfer's");
+    for (std::size_t k = 0; k < holds; ++k) {
+      m.hold_from.push_back(r.real());
+      m.hold_until.push_back(r.real());
+      if (!(0 <= m.hold_from[k] && m.hold_from[k] <= m.hold_until[k] && m.hold_until[k] <= m.duration))
+        throw error("a schedule message holds a resource outside a transfer's time");
+    }
     const std::int64_t connection = r.word();
     if (connection < -1 || connection > std::numeric_limits<int>::max()) throw error("a schedule message has a bad connection slot");
     m.connection = static_cast<int>(connection);

@@ -28,8 +28,13 @@ namespace meshcast {
 
 struct greedy {
   static constexpr std::string_view name = "greedy";
-  /// Time after which the local search stops (counted from the start, construction included).
-  double search_limit_s = 0.03;
+  /// The local search's work, in op placements (a list schedule places every op once): a count,
+  /// not a time, so that the answer is the same however loaded the machine is. It makes at least
+  /// 8 and at most 4096 moves.
+  std::size_t search_placements = std::size_t{1} << 19;
+  /// Time after which the local search stops whatever is left of its work (counted from the
+  /// start, construction included; 0: no local search).
+  double search_limit_s = 0.25;
   /// Largest instance (in units) for the earliest-finish order, whose cost grows faster than linearly.
   std::size_t earliest_finish_limit = 256;
 
@@ -102,12 +107,12 @@ struct greedy {
     std::vector<std::size_t> with_choice;
     for (std::size_t u = 0; u < in.units.size(); ++u)
       if (in.units[u].has_choice()) with_choice.push_back(u);
-    // An iteration costs about one list schedule; none starts that would end past the limit.
-    double iteration_s = 0;
-    for (int it = 0; best.order.size() > 1; ++it) {
-      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-      if (elapsed + iteration_s > limit) break;
-      const auto iteration_begin = std::chrono::steady_clock::now();
+    // A move costs one list schedule.
+    std::size_t placed = 1;
+    for (std::size_t u = 0; u < in.units.size(); ++u) placed += in.units[u].options[best.choice[u]].ops.size();
+    const std::size_t moves = std::clamp<std::size_t>(search_placements / placed, 8, 4096);
+    for (std::size_t it = 0; it < moves && best.order.size() > 1 && limit > 0; ++it) {
+      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() > limit) break;
       trial.order = best.order;
       trial.forced = best.forced;
       if (!with_choice.empty() && (it & 1)) {
@@ -123,7 +128,6 @@ struct greedy {
       }
       trial.makespan = list_schedule(in, trial.order, &trial.choice, &trial.forced);
       if (trial.makespan <= best.makespan) std::swap(best, trial);
-      iteration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - iteration_begin).count();
     }
     return best;
   }
@@ -236,6 +240,9 @@ struct greedy {
     std::iota(by_weight.begin(), by_weight.end(), 0);
     std::stable_sort(by_weight.begin(), by_weight.end(), [&](std::size_t a, std::size_t b) { return weight[a] > weight[b]; });
     std::vector<std::size_t> round(in.units.size(), 0);
+    // Every round below lowest_free[port] is taken on that port: a unit's search starts at the
+    // largest of its ports' (without it, units that all share a port cost quadratic time).
+    std::vector<std::size_t> lowest_free(used.size(), 0);
     std::vector<int> ports;
     std::size_t done = 0;
     for (std::size_t u : by_weight) {
@@ -247,6 +254,7 @@ struct greedy {
           for (int r : x.resources)
             if (rs.is_port(r) && std::find(ports.begin(), ports.end(), r) == ports.end()) ports.push_back(r);
         std::size_t r = 0;
+        for (int p : ports) r = std::max(r, lowest_free[p]);
         while (std::any_of(ports.begin(), ports.end(), [&](int p) { return taken(p, r); })) ++r;
         if (r < best_round) best_round = r, best_k = k;
       }
@@ -255,6 +263,7 @@ struct greedy {
           if (rs.is_port(r)) {
             if (used[r].size() <= best_round) used[r].resize(best_round + 1, 0);
             used[r][best_round] = 1;
+            while (taken(r, lowest_free[r])) ++lowest_free[r];
           }
       round[u] = best_round;
     }

@@ -60,7 +60,8 @@ struct ilp {
       for (const option& o : u.options)
         for (const op& x : o.ops) {
           if (x.duration > 0) shortest = std::min(shortest, x.duration);
-          if (x.held_briefly > 0 && x.brief_s > 0) shortest = std::min(shortest, x.brief_s);
+          for (std::size_t q = 0; q < x.resources.size(); ++q)
+            if (x.held_until(q) > 0) shortest = std::min(shortest, x.held_until(q));
         }
     if (!std::isfinite(shortest)) shortest = 1;
     // Prefer a slot that divides every duration (then the program is exact), e.g. 768 and 640
@@ -69,8 +70,10 @@ struct ilp {
       for (const unit& u : in.units)
         for (const option& o : u.options)
           for (const op& x : o.ops)
-            for (double v : {x.duration, x.held_briefly > 0 ? x.brief_s : 0.0})
+            for (std::size_t k = 0; k <= 2 * x.resources.size(); ++k) {
+              const double v = k == 0 ? x.duration : k % 2 ? x.held_until(k / 2) : x.held_from(k / 2 - 1);
               if (double q = v / d; std::abs(q - std::round(q)) > 1e-6 * std::max(1.0, q)) return false;
+            }
       return true;
     };
     double delta = shortest;
@@ -101,8 +104,10 @@ struct ilp {
     for (const unit& u : in.units)
       for (const option& o : u.options)
         for (const op& x : o.ops) {
-          for (double v : {x.duration, x.held_briefly > 0 ? x.brief_s : 0.0})
+          for (std::size_t k = 0; k <= 2 * x.resources.size(); ++k) {
+            const double v = k == 0 ? x.duration : k % 2 ? x.held_until(k / 2) : x.held_from(k / 2 - 1);
             exact &= v <= 0 || std::abs(slots(v) * delta - v) <= 1e-9 * delta;
+          }
           exact &= x.connection < 0;  // the program does not state the connection rule
         }
 
@@ -165,8 +170,8 @@ struct ilp {
             once.push_back({cs.first + t, 1});
             end.push_back({cs.first + t, t + d});
             for (std::size_t q = 0; q < ops[j].resources.size(); ++q) {
-              const int held = slots(ops[j].held_for(q));
-              for (int s = t; s < t + held; ++s) busy[dense[ops[j].resources[q]]][s].push_back({cs.first + t, 1});
+              const int from = first_slot(ops[j].held_from(q), delta), until = slots(ops[j].held_until(q));
+              for (int s = t + from; s < t + until; ++s) busy[dense[ops[j].resources[q]]][s].push_back({cs.first + t, 1});
             }
           }
           add_row(once, 0, 0);
@@ -191,7 +196,8 @@ struct ilp {
           const op& o = in.units[u].options[k].ops[j];
           for (std::size_t q = 0; q < o.resources.size(); ++q)
             for (int t = 0; t < x[u][k][j].count; ++t)
-              work[dense[o.resources[q]]].push_back({x[u][k][j].first + t, slots(o.held_for(q))});
+              work[dense[o.resources[q]]].push_back(
+                  {x[u][k][j].first + t, std::max(0, slots(o.held_until(q)) - first_slot(o.held_from(q), delta))});
         }
     for (auto& w : work)
       if (!w.empty()) {
@@ -281,6 +287,9 @@ struct ilp {
  private:
   // Whole slots an op of `d` seconds takes, at least 1 and at most cap + 1 (so that no ratio of
   // a long op to a short slot can overflow an int).
+  // The slot a hold beginning `d` seconds after its op's start begins in (rounded down: held
+  // early rather than late).
+  static int first_slot(double d, double delta) { return static_cast<int>(std::floor(d / delta + 1e-9)); }
   static int slots_of(double d, double delta, int cap) {
     const double q = std::ceil(d / delta - 1e-9);
     return q >= cap + 1.0 ? cap + 1 : std::max(1, static_cast<int>(q));
@@ -293,9 +302,15 @@ struct ilp {
     if (starts) starts->assign(in.units.size(), {});
     resource_clock clock(in.resources.size());  // in slots
     for (std::size_t u : g.order)
-      for (const op& x : in.units[u].options[g.choice[u]].ops) {
+      for (const op& o : in.units[u].options[g.choice[u]].ops) {
+        // The op in whole slots, as the program holds its resources: from the slot its hold
+        // begins in to the slot it ends in.
+        transfer_model x = o;
+        x.duration = slots(o.duration);
+        for (std::size_t k = 0; k < x.hold_from.size(); ++k)
+          x.hold_from[k] = first_slot(o.hold_from[k], delta), x.hold_until[k] = std::max(x.hold_from[k], slots(o.hold_until[k]));
         const double s = clock.earliest_start(x);
-        clock.occupy_as(x, s, slots);
+        clock.occupy(x, s);
         if (starts) (*starts)[u].push_back(static_cast<int>(std::min(s, 1e9)));
       }
     return clock.makespan();

@@ -79,11 +79,29 @@ struct broadcast {
     o.latency_s = static_cast<double>(by_host.size()) * net.latency_s() + fill / slowest + (intra ? net.latency_s() : 0.0);
     o.duration = o.latency_s + static_cast<double>(bytes) / slowest;
     if (o.kind == transfer_kind::chain) {
-      // The sender's send lane and NIC egress (its first two resources) are free once its last
-      // chunk has gone; the chain's members still pass it on. (A collective broadcast keeps its
-      // root busy in algorithm steps of its own: all its resources are held to the end.)
-      o.held_briefly = 2;
-      o.brief_s = net.latency_s() + static_cast<double>(bytes) / slowest;
+      // Each member holds its lanes and NIC directions only while the bytes pass it: the sender's
+      // (its first two resources) until its last piece has gone; the members of the i-th receiving
+      // host (of H) from when the first piece starts towards them, (i-1) hop times after the
+      // start, to when their last piece is through, (H-i) hop times before the end (a hop: a
+      // latency and a piece). So chains over the same hosts follow each other a hop apart, as
+      // the executor's members, each passing its own NIC token on once done, run them. (A
+      // collective broadcast keeps its root busy in algorithm steps of its own: all its resources
+      // are held to the end.)
+      const double hop = net.latency_s() + chunk / slowest;
+      const double hosts = static_cast<double>(by_host.size());
+      o.hold_from.assign(o.resources.size(), 0.0);
+      o.hold_until.assign(o.resources.size(), o.duration);
+      o.hold_until[0] = o.hold_until[1] = std::min(o.duration, net.latency_s() + static_cast<double>(bytes) / slowest);
+      std::size_t k = 2;
+      double i = 0;
+      for (const auto& [host, receivers] : by_host) {
+        ++i;
+        const std::size_t held = 1 + (i < hosts ? 1 : 0) + 2 * receivers.size() - (i < hosts ? 0 : 1);
+        for (std::size_t e = k + held; k < e; ++k) {
+          o.hold_from[k] = std::max(0.0, (i - 1) * hop);
+          o.hold_until[k] = std::max(o.hold_from[k], o.duration - (hosts - i) * hop);
+        }
+      }
     }
     out.push_back(std::move(o));
   }
