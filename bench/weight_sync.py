@@ -9,8 +9,9 @@ For each model, bench/manifests.py writes a manifest scaled for the emulated NIC
 hosts 0..H/2-1 (FSDP over axis 0, TP over axis 1), the inference engines on the other hosts (TP
 inside a host, one replica per host). Each way runs as its own job (meshcast-bench-weight-sync:
 allgather, broadcast, owner, serial, batch), best of --repeat, every element checked; beside them
-meshcast-plan --manifest gives the busiest-NIC bound and batch's prediction for the same network.
-Prints a markdown table: seconds, ratio to the bound, peak RSS per rank.
+meshcast-plan --manifest gives the busiest-NIC bound; meshcast's ways print the prediction of the
+schedules they ran (the same network: --nic-efficiency, 100 us latency). Prints a markdown table:
+seconds, ratio to the bound, meshcast's predictions, peak RSS per rank.
 """
 import argparse
 import json
@@ -61,7 +62,8 @@ def main():
                                           capture_output=True, text=True, check=True).stdout)
             for way in WAYS:
                 r = subprocess.run(["bash", CLUSTER, "mpiexec", "-ppn", str(a.ppn), "-n", str(ranks), tool, "--manifest", path,
-                                    "--way", way, "--repeat", str(a.repeat), "--nic-gbps", str(a.mbit / 1000)],
+                                    "--way", way, "--repeat", str(a.repeat), "--nic-gbps", str(a.mbit / 1000),
+                                    "--nic-efficiency", str(a.nic_efficiency), "--latency-us", "100"],
                                    capture_output=True, text=True, timeout=1800)
                 line = [x for x in r.stdout.splitlines() if x.startswith("{")]
                 j = json.loads(line[-1]) if line else {"way": way, "seconds": None, "wrong_elements": None, "peak_rss_bytes": None}
@@ -72,12 +74,14 @@ def main():
     finally:
         subprocess.run(["bash", CLUSTER, "down"])
     print(f"\n{a.hosts} hosts of {a.ppn} ranks, {a.mbit:g} Mbit/s; trainer {train}, inference {infer}; best of {a.repeat}\n")
-    print("| model | way | seconds | / bound | peak RSS per rank | wrong |\n|---|---|---:|---:|---:|---:|")
+    print("| model | way | seconds | / bound | predicted (measured / predicted) | peak RSS per rank | wrong |\n"
+          "|---|---|---:|---:|---:|---:|---:|")
     for j in rows:
-        s = j["seconds"]
+        s, p = j["seconds"], j.get("way_predicted_s") or 0
+        predicted = f"{p:.3f} ({s / p:.2f})" if s is not None and p > 0 else ""
         print(f"| {j['model']} ({j['tensors']} tensors, {j['bytes'] / 2**20:.1f} MiB) | {NAMES[j['way']]} | "
-              f"{s:.3f} | {s / j['bound_s']:.2f} | {j['peak_rss_bytes'] / 2**20:.1f} MiB | {j['wrong_elements']} |"
-              if s is not None else f"| {j['model']} | {NAMES[j['way']]} | failed (status {j['status']}) | | | |")
+              f"{s:.3f} | {s / j['bound_s']:.2f} | {predicted} | {j['peak_rss_bytes'] / 2**20:.1f} MiB | {j['wrong_elements']} |"
+              if s is not None else f"| {j['model']} | {NAMES[j['way']]} | failed (status {j['status']}) | | | | |")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -156,7 +156,7 @@ TEST_CASE("laws: run merging equals element-by-element enumeration; unpack(pack(
   }
 }
 
-TEST_CASE("chain_piece_bytes: pieces within [16 KiB, the largest], about a (2 x hops)th of the message") {
+TEST_CASE("chain_piece_bytes: pieces within [16 KiB, the largest], about an (8 x hops)th of the message") {
   for (std::size_t members : {2, 3, 5, 9, 33})
     for (std::size_t bytes : {std::size_t{1}, std::size_t{1000}, std::size_t{16} << 10, std::size_t{40} << 10, std::size_t{64} << 10,
                               std::size_t{96} << 10, std::size_t{1} << 20, std::size_t{7} << 20, std::size_t{1} << 30}) {
@@ -168,9 +168,11 @@ TEST_CASE("chain_piece_bytes: pieces within [16 KiB, the largest], about a (2 x 
       const std::size_t pieces = (bytes + piece - 1) / piece;
       if (pieces > 1) CHECK(piece >= chain_min_piece_bytes);
       if (pieces > 1) CHECK(pieces > 2);  // two pieces gain nothing over one
-      if (members > 2 && bytes >= 2 * (members - 1) * chain_min_piece_bytes && bytes <= 2 * (members - 1) * chain_chunk_bytes)
-        CHECK(pieces == 2 * (members - 1));  // within the clamps, 2 x hops pieces
+      const std::size_t cuts = chain_pieces_per_hop * (members - 1);
+      if (bytes >= cuts * chain_min_piece_bytes && bytes <= cuts * chain_chunk_bytes)
+        CHECK(pieces == cuts);  // within the clamps, 8 x hops pieces
       if (bytes <= chain_chunk_bytes && pieces == 1) CHECK(piece == bytes);
     }
-  static_assert(chain_piece_bytes(96 << 10, 3) == 24 << 10, "96 KiB down a 3-device chain goes in four 24 KiB pieces.");
+  static_assert(chain_piece_bytes(96 << 10, 3) == 16 << 10, "96 KiB down a 3-device chain goes in six 16 KiB pieces.");
+  static_assert(chain_piece_bytes(1 << 20, 3) == 64 << 10, "1 MiB down a 3-device chain goes in sixteen 64 KiB pieces.");
 }

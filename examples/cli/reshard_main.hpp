@@ -113,8 +113,10 @@ void gather_trace(const Executor& exec, const meshcast::schedule& s, const std::
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
+  // Per step: transfer, wait, start, end, and when the rank's run began on its steady clock.
   std::vector<double> mine;
-  for (const auto& t : exec.times()) mine.insert(mine.end(), {static_cast<double>(t.transfer), t.wait, t.start, t.end});
+  for (const auto& t : exec.times())
+    mine.insert(mine.end(), {static_cast<double>(t.transfer), t.wait, t.start, t.end, exec.run_began_s()});
   int count = static_cast<int>(mine.size());
   std::vector<int> counts(static_cast<std::size_t>(size)), offsets(static_cast<std::size_t>(size));
   const detail::deadline stop(timeout_s, "the timeout");
@@ -131,21 +133,25 @@ void gather_trace(const Executor& exec, const meshcast::schedule& s, const std::
   cli::json_writer j;
   j.begin_object().key("displayTimeUnit").value("ms").key("traceEvents").begin_array();
   // Every event names its transfer, that transfer's sender and its bytes in "args", for programs that read the trace.
+  // Every measured event also gives, in "began_s", when its rank's run began on that rank's steady
+  // clock: ranks on one machine (the emulated cluster) share it, and line their times up by it.
   auto event = [&](const std::string& name, long long pid, long long tid, double a, double b, const char* cat,
-                   std::size_t i) {
+                   std::size_t i, double began = -1) {
     j.begin_object().key("ph").value("X").key("cat").value(cat).key("name").value(name);
     j.key("pid").value(pid).key("tid").value(tid).key("ts").value(a * 1e6).key("dur").value((b - a) * 1e6);
     j.key("args").begin_object().key("transfer").value(static_cast<long long>(i));
     j.key("sender").value(static_cast<long long>(s.transfers[i].sender));
-    j.key("bytes").value(static_cast<long long>(s.transfers[i].bytes)).end_object().end_object();
+    j.key("bytes").value(static_cast<long long>(s.transfers[i].bytes));
+    if (began >= 0) j.key("began_s").value(began);
+    j.end_object().end_object();
   };
   for (int d = 0; d < size; ++d)
-    for (int k = offsets[static_cast<std::size_t>(d)]; k + 3 < offsets[static_cast<std::size_t>(d)] + counts[static_cast<std::size_t>(d)]; k += 4) {
-      const auto i = static_cast<std::size_t>(all[static_cast<std::size_t>(k)]);
+    for (int k = offsets[static_cast<std::size_t>(d)]; k + 4 < offsets[static_cast<std::size_t>(d)] + counts[static_cast<std::size_t>(d)]; k += 5) {
+      const auto at = [&](int q) { return all[static_cast<std::size_t>(k + q)]; };
+      const auto i = static_cast<std::size_t>(at(0));
       const std::string name = std::string(to_string(s.transfers[i].kind)) + " " + std::to_string(i);
-      if (all[static_cast<std::size_t>(k) + 2] > all[static_cast<std::size_t>(k) + 1])
-        event("wait " + std::to_string(i), 0, d, all[static_cast<std::size_t>(k) + 1], all[static_cast<std::size_t>(k) + 2], "wait", i);
-      event(name, 0, d, all[static_cast<std::size_t>(k) + 2], all[static_cast<std::size_t>(k) + 3], "measured", i);
+      if (at(2) > at(1)) event("wait " + std::to_string(i), 0, d, at(1), at(2), "wait", i, at(4));
+      event(name, 0, d, at(2), at(3), "measured", i, at(4));
     }
   for (std::size_t i = 0; i < s.transfers.size(); ++i) {
     const std::string name = std::string(to_string(s.transfers[i].kind)) + " " + std::to_string(i);

@@ -1512,14 +1512,20 @@ inline constexpr std::size_t chain_chunk_bytes = std::size_t{256} << 10;
 /// pipelining it saves at the NIC rates meshcast models (16 KiB is 0.65 ms at 200 Mbit/s).
 inline constexpr std::size_t chain_min_piece_bytes = std::size_t{16} << 10;
 
+/// Pieces a chain cuts its message into per hop, where the clamps allow: a member holds its NIC
+/// directions for the message and one piece more (strategy/broadcast.hpp), so a chain over two
+/// hosts in 16 pieces costs each of them 1/16 more than the bytes alone.
+inline constexpr std::size_t chain_pieces_per_hop = 8;
+
 /// The piece a chain of `members` devices (the sender included) cuts `bytes` into: about a
-/// (2 x hops)th of the message, so that a small message still pipelines down a long chain, within
-/// [chain_min_piece_bytes, max_piece]; a message that would make two pieces or fewer goes whole
-/// (up to max_piece). The model (strategy/broadcast.hpp) and the executing
+/// (chain_pieces_per_hop x hops)th of the message, so that a small message still pipelines down a
+/// long chain, within [chain_min_piece_bytes, max_piece]; a message that would make two pieces or
+/// fewer goes whole (up to max_piece). The model (strategy/broadcast.hpp) and the executing
 /// backend both cut by this rule, so the prediction describes the pieces that run.
 constexpr std::size_t chain_piece_bytes(std::size_t bytes, std::size_t members, std::size_t max_piece = chain_chunk_bytes) noexcept {
   const std::size_t hops = members > 1 ? members - 1 : 1;
-  std::size_t piece = bytes / (2 * hops) + (bytes % (2 * hops) != 0);
+  const std::size_t cuts = chain_pieces_per_hop * hops;
+  std::size_t piece = bytes / cuts + (bytes % cuts != 0);
   if (piece < chain_min_piece_bytes) piece = chain_min_piece_bytes;
   if (piece > max_piece) piece = max_piece;
   // Two pieces or fewer gain nothing: the second waits behind the first on the sender's link.
@@ -5543,6 +5549,9 @@ class executor {
   };
   void record_times(bool on) { record_ = on; }
   const std::vector<step_time>& times() const noexcept { return times_; }
+  /// When the last run started, on this process's steady clock (seconds since its epoch): ranks
+  /// that share a machine, and so that clock, line their times up by it.
+  double run_began_s() const noexcept { return std::chrono::duration<double>(began_.time_since_epoch()).count(); }
 
   /// Bytes this rank's source and destination shards of tensor `k` must have (row-major over
   /// their tiles).

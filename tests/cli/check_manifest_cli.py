@@ -314,8 +314,9 @@ def main():
         check(r.returncode == 2 and "staging cap of 7 bytes" in r.stderr, f"cap 7: exit {r.returncode}, {r.stderr[-300:]!r}")
 
     # 6. Chains of pieces below 1 MiB: 96 KiB replicated from one device to every other, one per
-    # host, at 3-6 ranks and in both modes; a chain cuts it into pieces of a (2 x hops)th, at least
-    # 16 KiB (op.hpp, chain_piece_bytes), so every chain here moves 4-6 pieces. Every element checked.
+    # host, at 3-6 ranks and in both modes; a chain cuts it into pieces of an (8 x hops)th, at least
+    # 16 KiB (op.hpp, chain_piece_bytes), so every chain here moves six 16 KiB pieces. Every element
+    # checked.
     for ranks in [3, 4, 5, 6]:
         for mode in ["ordered", "concurrent"]:
             m = {"devices_per_host": 1, "src": {"mesh": "1"}, "dst": {"mesh": str(ranks - 1)},

@@ -180,6 +180,9 @@ class executor {
   };
   void record_times(bool on) { record_ = on; }
   const std::vector<step_time>& times() const noexcept { return times_; }
+  /// When the last run started, on this process's steady clock (seconds since its epoch): ranks
+  /// that share a machine, and so that clock, line their times up by it.
+  double run_began_s() const noexcept { return std::chrono::duration<double>(began_.time_since_epoch()).count(); }
 
   /// Bytes this rank's source and destination shards of tensor `k` must have (row-major over
   /// their tiles).
