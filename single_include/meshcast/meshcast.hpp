@@ -2190,18 +2190,14 @@ struct broadcast {
       // are held to the end.)
       const double hop = net.latency_s() + chunk / slowest;
       const double hosts = static_cast<double>(by_host.size());
+      std::map<index_t, double> position;  // receiving host -> i, from 1
+      for (const auto& [host, receivers] : by_host) position.emplace(host, static_cast<double>(position.size() + 1));
       o.hold_from.assign(o.resources.size(), 0.0);
-      o.hold_until.assign(o.resources.size(), o.duration);
-      o.hold_until[0] = o.hold_until[1] = std::min(o.duration, net.latency_s() + static_cast<double>(bytes) / slowest);
-      std::size_t k = 2;
-      double i = 0;
-      for (const auto& [host, receivers] : by_host) {
-        ++i;
-        const std::size_t held = 1 + (i < hosts ? 1 : 0) + 2 * receivers.size() - (i < hosts ? 0 : 1);
-        for (std::size_t e = k + held; k < e; ++k) {
-          o.hold_from[k] = std::max(0.0, (i - 1) * hop);
-          o.hold_until[k] = std::max(o.hold_from[k], o.duration - (hosts - i) * hop);
-        }
+      o.hold_until.assign(o.resources.size(), std::min(o.duration, net.latency_s() + static_cast<double>(bytes) / slowest));
+      for (std::size_t k = 2; k < o.resources.size(); ++k) {  // past the sender's two
+        const double i = position.at(net.host_of(o.holders[k]));
+        o.hold_from[k] = (i - 1) * hop;
+        o.hold_until[k] = std::max(o.hold_from[k], o.duration - (hosts - i) * hop);
       }
     }
     out.push_back(std::move(o));
