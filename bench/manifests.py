@@ -14,7 +14,10 @@ column-parallel weights ([out, in]: wq, wk, wv, w1, w3, embeddings, output) S01,
 ones (wo, w2) S0,S1; norms S0. Inference (mesh RxT: R replicas of an engine, tensor parallel T
 inside it): column-parallel S1,R, row-parallel R,S1, norms R. MoE experts [E, out, in]: training
 S0,S1,R (experts over axis 0, the weight over axis 1); inference S1,R,R (experts spread over the
-engine), a router [E, hidden] S0,R -> R,R. Devices: the trainer's 0..D*T-1, the inference mesh
+engine), a router [E, hidden] S0,R -> R,R. With --expert-tensors, each expert's w1, w3 and w2 are
+tensors of their own (as checkpoints store them: thousands of tensors), each on the training mesh
+row that holds its expert (a 1xT mesh, the weight over its T devices) and replicated over the
+inference devices of its tensor-parallel rank (an Rx1 mesh). Devices: the trainer's 0..D*T-1, the inference mesh
 right after; with pp, stage s holds layers [s*L/S, (s+1)*L/S) on devices s*D*T/S.. of a mesh of
 (D/S)xT... (the trainer's mesh split along axis 0).
 """
@@ -43,6 +46,8 @@ def main():
     ap.add_argument("--devices-per-host", type=int, default=8)
     ap.add_argument("--stages", type=int, default=2)
     ap.add_argument("--experts", type=int, default=16)
+    ap.add_argument("--expert-tensors", action="store_true",
+                    help="moe: one tensor per expert and weight instead of one per layer")
     ap.add_argument("--dtype-bytes", type=int, default=2)
     ap.add_argument("-o", "--output", default="-")
     a = ap.parse_args()
@@ -82,6 +87,18 @@ def main():
         add(p + "attention.wo.weight", [hidden, hidden], "S0,S1", "R,S1", st)
         if a.model == "moe":
             add(p + "feed_forward.router.weight", [a.experts, hidden], "S0,R", "R,R", st)
+        if a.model == "moe" and a.expert_tensors:
+            for e in range(a.experts):
+                row = e * train[0] // a.experts
+                rank = e * infer[1] // a.experts
+                src = {"mesh": f"1x{train[1]}", "devices": list(range(row * train[1], (row + 1) * train[1]))}
+                dst = {"mesh": f"{infer[0]}x1", "devices": [n_train + r * infer[1] + rank for r in range(infer[0])]}
+                q = p + f"feed_forward.experts.{e}."
+                for w, shape, spec in (("w1", [inter, hidden], "S1,R"), ("w3", [inter, hidden], "S1,R"),
+                                       ("w2", [hidden, inter], "R,S1")):
+                    add(q + w + ".weight", shape, spec, "R,R", src)
+                    tensors[-1]["dst"] = dst
+        elif a.model == "moe":
             add(p + "feed_forward.experts.w1", [a.experts, inter, hidden], "S0,S1,R", "S1,R,R", st)
             add(p + "feed_forward.experts.w3", [a.experts, inter, hidden], "S0,S1,R", "S1,R,R", st)
             add(p + "feed_forward.experts.w2", [a.experts, hidden, inter], "S0,R,S1", "S1,R,R", st)

@@ -5,6 +5,7 @@
 
 #include <meshcast/meshcast.hpp>
 
+#include <limits>
 #include <map>
 #include <tuple>
 #include <vector>
@@ -63,12 +64,18 @@ TEST_CASE("bucketed: every piece once, buckets within their size, a prediction n
     }
 }
 
-TEST_CASE("bucket_bytes: sized to the network, within [256 KiB, 64 MiB], half a staging cap at most") {
+TEST_CASE("bucket_bytes: sized to the network and the batch, within [256 KiB, 64 MiB], half a staging cap at most") {
   const auto hosts = default_hosts(4, 2, 2);
   const network slow = network::uniform(hosts, network::gbit_per_s(0.2), network::gbit_per_s(800), 40e-6, 1);
   const network fast = network::uniform(hosts, network::gbit_per_s(400), network::gbit_per_s(800), 10e-6, 1);
   CHECK(bucket_bytes(slow) == std::size_t{256} << 10);
-  CHECK(bucket_bytes(fast) >= 7999999);  // 16 x 50 GB/s x 10 us
-  CHECK(bucket_bytes(fast) <= 8000000);
+  CHECK(bucket_bytes(fast) >= 31999999);  // 64 x 50 GB/s x 10 us
+  CHECK(bucket_bytes(fast) <= 32000000);
   CHECK(bucket_bytes(fast, std::size_t{1} << 20) == std::size_t{512} << 10);
+  // A batch whose busiest NIC works 1 s: about 1024 buckets of 48.8 MB; 10 s: the 64 MiB ceiling.
+  CHECK(bucket_bytes(fast, 0, 1.0) >= 48828124);
+  CHECK(bucket_bytes(fast, 0, 1.0) <= 48828125);
+  CHECK(bucket_bytes(fast, 0, 10.0) == std::size_t{64} << 20);
+  CHECK(bucket_bytes(fast, std::size_t{16} << 20, 10.0) == std::size_t{8} << 20);
+  CHECK(bucket_bytes(slow, 0, std::numeric_limits<double>::infinity()) == std::size_t{256} << 10);
 }

@@ -152,7 +152,7 @@ schedule schedule_batch_from_flags(const schedule_flags& f, const std::vector<pl
       if (f.group_broadcast) s.how = transfer_kind::group_broadcast;
     return visit_solver<Solvers>(solver_name, [&](auto solver) {
       return solve_batch(plans, net, s, solver,
-                         {.split_replicas = f.split_replicas, .mode = f.mode, .bucket_bytes = bucket_bytes(net, f.max_staging_bytes)}, o);
+                         {.split_replicas = f.split_replicas, .mode = f.mode, .max_staging_bytes = f.max_staging_bytes}, o);
     });
   });
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <map>
 #include <utility>
@@ -20,16 +21,19 @@
 
 namespace meshcast {
 
-/// The bytes a bucket holds at most on `net`: enough that one latency costs at most a sixteenth
-/// of the bucket's time on the slowest NIC, within [256 KiB, 64 MiB]; under a staging cap, at most
-/// half of it (a bucket goes through a message buffer). 0: no bucketing.
-inline std::size_t bucket_bytes(const network& net, std::size_t max_staging_bytes = 0) {
+/// The bytes a bucket (a bundle, bundle.hpp) holds at most on `net`: enough that one latency
+/// costs at most a 64th of the bucket's time on the slowest NIC, and, where the busiest NIC
+/// direction must work `busiest_s` seconds whatever the schedule, enough that the batch makes at
+/// most about 1024 buckets per NIC direction (a bucket's time is then at most a thousandth of
+/// the whole: what a last bucket can leave unbalanced); within [256 KiB, 64 MiB]; under a
+/// staging cap, at most half of it (a bucket goes through a message buffer). 0: no bucketing.
+inline std::size_t bucket_bytes(const network& net, std::size_t max_staging_bytes = 0, double busiest_s = 0) {
   double slowest = 0;
   for (int port = 0; port < net.port_count(); ++port) {
     const double bps = std::min(net.egress_bps(port), net.ingress_bps(port));
     slowest = slowest == 0 ? bps : std::min(slowest, bps);
   }
-  const double wanted = 16 * slowest * net.latency_s();
+  const double wanted = slowest * std::max(64 * net.latency_s(), std::isfinite(busiest_s) ? busiest_s / 1024 : 0.0);
   std::size_t b = wanted < double(std::size_t{256} << 10) ? std::size_t{256} << 10
                   : wanted > double(std::size_t{64} << 20) ? std::size_t{64} << 20
                                                             : static_cast<std::size_t>(wanted);
@@ -37,27 +41,50 @@ inline std::size_t bucket_bytes(const network& net, std::size_t max_staging_byte
   return b;
 }
 
+namespace detail {
+// Whether a transfer may join a bucket, and the key of the buckets it may join.
+inline bool bucket_candidate(const transfer& t, std::size_t max_bytes) {
+  return ((t.kind == transfer_kind::point_to_point && t.receivers.size() == 1) || t.kind == transfer_kind::chain) &&
+         t.waits_for.empty() && t.parts.empty() && static_cast<std::size_t>(t.bytes) < max_bytes;
+}
+inline std::vector<index_t> bucket_key(const transfer& t) {
+  std::vector<index_t> key{static_cast<index_t>(t.kind), t.sender};
+  key.insert(key.end(), t.receivers.begin(), t.receivers.end());
+  return key;
+}
+// Whether two transfers of `s` could share a bucket (else bucketing changes nothing).
+inline bool bucketable(const schedule& s, std::size_t max_bytes) {
+  std::map<std::vector<index_t>, index_t> seen;  // key -> bytes of the first candidate
+  for (const transfer& t : s.transfers) {
+    if (!bucket_candidate(t, max_bytes)) continue;
+    auto [it, fresh] = seen.try_emplace(bucket_key(t), t.bytes);
+    if (fresh) continue;
+    if (static_cast<std::size_t>(it->second + t.bytes) <= max_bytes) return true;
+    it->second = t.bytes;  // the next bucket of that key opens with it
+  }
+  return false;
+}
+}  // namespace detail
+
 /// `s` with its point-to-point messages bucketed (at most `max_bytes` a bucket; see the file
 /// comment), times and makespan simulated anew. Transfers that wait for others (forwards), chains,
 /// broadcasts and local copies stay as they are; what waits for a bucketed transfer waits for its
 /// bucket. The lower bound stays where it holds (the latency-free physical bound otherwise).
 inline schedule bucketed(const schedule& s, const network& net, std::size_t max_bytes) {
+  if (max_bytes == 0 || s.model.size() != s.transfers.size() || !detail::bucketable(s, max_bytes)) return s;
   schedule out = s;
   out.transfers.clear();
   out.model.clear();
-  if (max_bytes == 0 || s.model.size() != s.transfers.size()) return s;
   const resource_space rs{net.port_count(), net.device_count()};
   std::map<std::vector<index_t>, std::size_t> open;  // (kind, sender, receivers...) -> its bucket
   std::vector<std::int32_t> moved(s.transfers.size());     // old index -> new index
   bool merged = false;
   for (std::size_t i = 0; i < s.transfers.size(); ++i) {
     const transfer& t = s.transfers[i];
-    const bool candidate = ((t.kind == transfer_kind::point_to_point && t.receivers.size() == 1) || t.kind == transfer_kind::chain) &&
-                           t.waits_for.empty() && t.parts.empty() && static_cast<std::size_t>(t.bytes) < max_bytes;
+    const bool candidate = detail::bucket_candidate(t, max_bytes);
     std::vector<index_t> key;
     if (candidate) {
-      key = {static_cast<index_t>(t.kind), t.sender};
-      key.insert(key.end(), t.receivers.begin(), t.receivers.end());
+      key = detail::bucket_key(t);
       auto it = open.find(key);
       if (it != open.end() && static_cast<std::size_t>(out.transfers[it->second].bytes + t.bytes) <= max_bytes) {
         transfer& b = out.transfers[it->second];
@@ -102,6 +129,7 @@ inline schedule bucketed(const schedule& s, const network& net, std::size_t max_
 
 /// `s` bucketed where that shortens its predicted makespan, else `s`.
 inline schedule with_buckets(schedule s, const network& net, std::size_t max_bytes) {
+  if (max_bytes == 0 || !detail::bucketable(s, max_bytes)) return s;
   schedule b = bucketed(s, net, max_bytes);
   return b.makespan_s < s.makespan_s ? b : s;
 }

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "bundle.hpp"
 #include "connections.hpp"
 #include "execution.hpp"
 #include "network.hpp"
@@ -60,10 +61,16 @@ struct instance_options {
   bool split_replicas = false;
   /// The execution mode the schedule will run in: solvers optimise its model.
   execution mode = execution::ordered;
-  /// A batch's point-to-point messages between two devices travel in buckets of at most this many
-  /// bytes (bucket.hpp; solve_batch): `auto_bucket_bytes` sizes them to the network, 0 turns it off.
+  /// solve_batch: a batch's tasks between the same devices travel in bundles, and its remaining
+  /// messages between two devices in buckets, of at most this many bytes (bundle.hpp, bucket.hpp):
+  /// `auto_bucket_bytes` sizes them to the network and the batch, 0 turns both off.
   std::size_t bucket_bytes = auto_bucket_bytes;
   static constexpr std::size_t auto_bucket_bytes = static_cast<std::size_t>(-1);
+  /// The staging cap the schedule will run under (0: none): `auto_bucket_bytes` stays within half.
+  std::size_t max_staging_bytes = 0;
+  /// Under a strategy that moves bundles: a batch's tasks that share their senders and receivers
+  /// go in bundles of at most this many bytes, one unit each (bundle.hpp); 0: one unit per task.
+  std::size_t bundle_bytes = 0;
 };
 
 /// Most slices a task is cut into under replica splitting.
@@ -101,18 +108,88 @@ inline std::vector<index_t> sender_choices(const network& net, std::span<const i
 }
 
 namespace detail {
-// Appends a unit, stamping every op with where it comes from (see op::unit).
-inline void add_unit(instance& in, unit&& u) {
+// The options of a unit: for each sender offered, the ops `make(alternative, sender, out)` appends
+// (every distinct alternative under a strategy that offers several).
+template <strategy S, class Make>
+void add_options(unit& u, std::span<const index_t> choices, Make&& make) {
+  for (index_t s : choices) {
+    if constexpr (strategy_with_alternatives<S>) {
+      const std::size_t first = u.options.size();
+      for (std::size_t a = 0; a < S::alternatives(); ++a) {
+        option o{s, {}};
+        make(a, s, o.ops);
+        bool repeated = false;
+        for (std::size_t k = first; k < u.options.size() && !repeated; ++k) repeated = same_ops(u.options[k].ops, o.ops);
+        if (!repeated) u.options.push_back(std::move(o));
+      }
+    } else {
+      option o{s, {}};
+      make(std::size_t{0}, s, o.ops);
+      u.options.push_back(std::move(o));
+    }
+  }
+}
+
+// Appends a unit, stamping every op with where it comes from (see op::unit) and, unless its ops
+// name their tensors already (bundles), with the unit's tensor.
+inline void add_unit(instance& in, unit&& u, bool stamp_tensor = true) {
   const auto id = static_cast<index_t>(in.units.size());
   for (std::size_t k = 0; k < u.options.size(); ++k)
     for (std::size_t j = 0; j < u.options[k].ops.size(); ++j) {
       op& o = u.options[k].ops[j];
-      o.tensor = u.tensor;
+      if (stamp_tensor) o.tensor = u.tensor;
       o.unit = id;
       o.option = static_cast<int>(k);
       o.part = static_cast<int>(j);
     }
   in.units.push_back(std::move(u));
+}
+
+// Ordered mode over a transport with eager messages: every op takes its connection's slot.
+inline void apply_connections(instance& in) {
+  if (in.mode != execution::ordered || in.net->eager_bytes() == 0) return;
+  for (unit& u : in.units)
+    for (option& o : u.options)
+      for (op& x : o.ops) in.connections.apply(x, *in.net);
+}
+
+// Whether S moves bundles, each of its alternatives too if it offers several.
+template <class S>
+constexpr bool moves_bundles() {
+  if constexpr (!bundling_strategy<S>) return false;
+  else if constexpr (strategy_with_alternatives<S>)
+    return requires(const S& s, const network& net, const resource_space& rs, const payload& what, index_t sender,
+                    std::span<const index_t> remote, std::vector<op>& out) {
+      s.remote_bundle_ops_of(std::size_t{0}, net, rs, what, sender, remote, out);
+    };
+  else return true;
+}
+
+// The units of a batch's bundles (bundle.hpp): a bundle of local receivers is one fixed unit, a
+// bundle across the network one unit with an option per sender offered, each op carrying every
+// piece of the bundle.
+template <bundling_strategy S>
+void add_bundles(instance& in, const S& st, std::size_t max_bytes) {
+  const network& net = *in.net;
+  std::vector<bundle> bundles = make_bundles(in.plans, net, max_bytes, in.split_replicas, max_slices);
+  for (std::size_t b = 0; b < bundles.size(); ++b) {
+    const bundle& x = bundles[b];
+    const transfer_part& lead = x.pieces.front();
+    const payload what{x.pieces, x.bytes};
+    unit u{lead.task, lead.tensor, lead.region, x.bytes, {}};
+    if (x.local) {
+      u.options.push_back(option{});
+      deliver_locally(net, in.resources, what, x.senders, x.receivers, u.options[0].ops);
+      add_unit(in, std::move(u), false);
+      continue;
+    }
+    const std::vector<index_t> remote = remote_receivers(net, x.senders, x.receivers);
+    add_options<S>(u, sender_choices(net, x.senders, static_cast<index_t>(b)), [&](std::size_t a, index_t s, std::vector<op>& ops) {
+      if constexpr (strategy_with_alternatives<S>) st.remote_bundle_ops_of(a, net, in.resources, what, s, remote, ops);
+      else st.remote_bundle_ops(net, in.resources, what, s, remote, ops);
+    });
+    add_unit(in, std::move(u), false);
+  }
 }
 }  // namespace detail
 
@@ -140,50 +217,41 @@ instance make_instance(std::vector<std::shared_ptr<const plan>> plans, std::shar
   in.point_to_point = S::point_to_point;
   in.split_replicas = split_replicas;
   in.mode = options.mode;
-  for (std::size_t tensor = 0; tensor < in.plans.size(); ++tensor) {
-  const plan& p = *in.plans[tensor];
-  for (std::size_t i = 0; i < p.tasks.size(); ++i) {
-    const send_task& t = p.tasks[i];
-    const auto task = static_cast<index_t>(i);
-    auto senders = p.senders(t);
-    unit fixed{task, static_cast<std::int32_t>(tensor), t.region, t.bytes, {option{}}};
-    std::vector<index_t> remote =
-        deliver_locally(net, in.resources, task, t.region, t.bytes, senders, p.receivers(t), fixed.options[0].ops);
-    if (!fixed.options[0].ops.empty()) detail::add_unit(in, std::move(fixed));
-    if (remote.empty()) continue;
-    // Replicas behind one NIC port cannot share its load, so a task is cut once per sender port.
-    const auto ports = static_cast<index_t>(sender_ports(net, senders).size());
-    auto slices = split_replicas ? slice_region(t.region, std::min<index_t>(ports, max_slices))
-                                 : std::vector<box>{t.region};
-    for (std::size_t k = 0; k < slices.size(); ++k) {
-      const box& slice = slices[k];
-      std::vector<index_t> choices =
-          sender_choices(net, senders, task * static_cast<index_t>(slices.size()) + static_cast<index_t>(k));
-      unit u{task, static_cast<std::int32_t>(tensor), slice, slice.volume() * p.element_bytes, {}};
-      for (index_t s : choices) {
-        if constexpr (strategy_with_alternatives<S>) {
-          const std::size_t first = u.options.size();
-          for (std::size_t a = 0; a < S::alternatives(); ++a) {
-            option o{s, {}};
-            st.remote_ops_of(a, net, in.resources, task, slice, u.bytes, s, remote, o.ops);
-            bool repeated = false;
-            for (std::size_t k = first; k < u.options.size() && !repeated; ++k) repeated = detail::same_ops(u.options[k].ops, o.ops);
-            if (!repeated) u.options.push_back(std::move(o));
-          }
-        } else {
-          option o{s, {}};
-          st.remote_ops(net, in.resources, task, slice, u.bytes, s, remote, o.ops);
-          u.options.push_back(std::move(o));
-        }
-      }
-      detail::add_unit(in, std::move(u));
+  if constexpr (detail::moves_bundles<S>()) {
+    if (options.bundle_bytes > 0) {
+      detail::add_bundles(in, st, options.bundle_bytes);
+      detail::apply_connections(in);
+      return in;
     }
   }
+  for (std::size_t tensor = 0; tensor < in.plans.size(); ++tensor) {
+    const plan& p = *in.plans[tensor];
+    for (std::size_t i = 0; i < p.tasks.size(); ++i) {
+      const send_task& t = p.tasks[i];
+      const auto task = static_cast<index_t>(i);
+      auto senders = p.senders(t);
+      unit fixed{task, static_cast<std::int32_t>(tensor), t.region, t.bytes, {option{}}};
+      std::vector<index_t> remote =
+          deliver_locally(net, in.resources, task, t.region, t.bytes, senders, p.receivers(t), fixed.options[0].ops);
+      if (!fixed.options[0].ops.empty()) detail::add_unit(in, std::move(fixed));
+      if (remote.empty()) continue;
+      // Replicas behind one NIC port cannot share its load, so a task is cut once per sender port.
+      const auto ports = static_cast<index_t>(sender_ports(net, senders).size());
+      auto slices = split_replicas ? slice_region(t.region, std::min<index_t>(ports, max_slices)) : std::vector<box>{t.region};
+      for (std::size_t k = 0; k < slices.size(); ++k) {
+        const box& slice = slices[k];
+        std::vector<index_t> choices =
+            sender_choices(net, senders, task * static_cast<index_t>(slices.size()) + static_cast<index_t>(k));
+        unit u{task, static_cast<std::int32_t>(tensor), slice, slice.volume() * p.element_bytes, {}};
+        detail::add_options<S>(u, choices, [&](std::size_t a, index_t s, std::vector<op>& ops) {
+          if constexpr (strategy_with_alternatives<S>) st.remote_ops_of(a, net, in.resources, task, slice, u.bytes, s, remote, ops);
+          else st.remote_ops(net, in.resources, task, slice, u.bytes, s, remote, ops);
+        });
+        detail::add_unit(in, std::move(u));
+      }
+    }
   }
-  if (in.mode == execution::ordered && net.eager_bytes() > 0)
-    for (unit& u : in.units)
-      for (option& o : u.options)
-        for (op& x : o.ops) in.connections.apply(x, net);
+  detail::apply_connections(in);
   return in;
 }
 

@@ -5,7 +5,10 @@
 #pragma once
 
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
+#include <initializer_list>
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -71,6 +74,38 @@ struct transfer_part {
   friend bool operator==(const transfer_part&, const transfer_part&) = default;
 };
 
+/// The pieces a bundle carries after its first. Every option and receiver of a bundle carries the
+/// same list, so copies of a transfer share it; a change copies it first if it is shared.
+class part_list {
+ public:
+  using value_type = transfer_part;
+  using const_iterator = std::vector<transfer_part>::const_iterator;
+  part_list() = default;
+  part_list(std::initializer_list<transfer_part> parts) { assign(parts.begin(), parts.end()); }
+  template <class It>
+  void assign(It first, It last) {
+    if (first == last) p_.reset();
+    else p_ = std::make_shared<std::vector<transfer_part>>(first, last);
+  }
+  void push_back(const transfer_part& q) { own().push_back(q); }
+  bool empty() const noexcept { return !p_ || p_->empty(); }
+  std::size_t size() const noexcept { return p_ ? p_->size() : 0; }
+  const_iterator begin() const noexcept { return p_ ? p_->cbegin() : const_iterator{}; }
+  const_iterator end() const noexcept { return p_ ? p_->cend() : const_iterator{}; }
+  const transfer_part& operator[](std::size_t i) const noexcept { return (*p_)[i]; }
+  friend bool operator==(const part_list& a, const part_list& b) noexcept {
+    return a.p_ == b.p_ || (a.empty() && b.empty()) || (a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin()));
+  }
+
+ private:
+  std::vector<transfer_part>& own() {
+    if (!p_) p_ = std::make_shared<std::vector<transfer_part>>();
+    else if (p_.use_count() > 1) p_ = std::make_shared<std::vector<transfer_part>>(*p_);
+    return *p_;
+  }
+  std::shared_ptr<std::vector<transfer_part>> p_;
+};
+
 struct transfer {
   transfer_kind kind = transfer_kind::point_to_point;
   std::int32_t tensor = 0;  ///< which tensor of a batch (0 for a single one)
@@ -84,7 +119,7 @@ struct transfer {
   std::vector<std::int32_t> waits_for;
   /// A bucket (point to point only): the pieces after the first (tensor, task, region) that travel
   /// in the same message, packed one after another; `bytes` counts them all.
-  std::vector<transfer_part> parts;
+  part_list parts;
   friend bool operator==(const transfer&, const transfer&) = default;
 };
 

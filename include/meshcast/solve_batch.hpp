@@ -21,14 +21,21 @@
 namespace meshcast {
 
 /// The schedule of `plans` (one per tensor, on the devices of `net`) under strategy `st`.
-/// Several tensors' messages between two devices go in buckets (`io.bucket_bytes`, bucket.hpp) where
-/// that shortens the prediction.
+/// Several tensors' tasks between the same devices go in bundles, one unit of the instance each
+/// (`io.bucket_bytes`, bundle.hpp), and the remaining messages between two devices in buckets
+/// where that shortens the prediction (bucket.hpp).
 template <solver Solver, strategy Strategy>
 schedule solve_batch(std::vector<std::shared_ptr<const plan>> plans, std::shared_ptr<const network> net, const Strategy& st,
                      const Solver& sv, instance_options io = {}, solver_options so = {}) {
-  const std::size_t bucket = plans.size() < 2 ? 0
-                             : io.bucket_bytes == instance_options::auto_bucket_bytes ? bucket_bytes(*net)
-                                                                                      : io.bucket_bytes;
+  std::size_t bucket = io.bucket_bytes;
+  if (plans.size() < 2) bucket = 0;
+  else if (bucket == instance_options::auto_bucket_bytes) {
+    std::vector<const plan*> raw;
+    for (const auto& p : plans) raw.push_back(p.get());
+    const double busiest_s = physical_bound(raw, *net) - net->latency_s();
+    bucket = bucket_bytes(*net, io.max_staging_bytes, busiest_s);
+  }
+  io.bundle_bytes = bucket;
   if constexpr (!std::is_same_v<Strategy, auto_strategy>) {
     return with_buckets(solve(make_instance(std::move(plans), net, st, io), sv, so), *net, bucket);
   } else {

@@ -39,15 +39,52 @@ concept strategy_with_alternatives =
       s.remote_ops_of(std::size_t{0}, net, rs, task, region, bytes, sender, remote, out);
     };
 
+/// What a bundle moves (bundle.hpp): pieces of several tasks, of several tensors, that go from the
+/// same senders to the same receivers, as one message. `pieces[0]` leads (its tensor, task and
+/// region name the transfer) and the others travel after it (transfer::parts); `bytes` counts all.
+struct payload {
+  std::span<const transfer_part> pieces;
+  index_t bytes = 0;
+};
+
+/// A strategy that moves bundles: `remote_bundle_ops` appends the ops that move a whole payload,
+/// each op carrying its pieces. Batches are scheduled per bundle only under such strategies.
+template <class S>
+concept bundling_strategy =
+    strategy<S> && requires(const S& s, const network& net, const resource_space& rs, const payload& what,
+                            index_t sender, std::span<const index_t> remote, std::vector<op>& out) {
+      s.remote_bundle_ops(net, rs, what, sender, remote, out);
+    };
+
 namespace detail {
 // Whether two alternatives do the same thing (the strategies agree on a lone remote receiver).
 inline bool same_ops(const std::vector<op>& a, const std::vector<op>& b) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i)
     if (a[i].kind != b[i].kind || a[i].sender != b[i].sender || a[i].receivers != b[i].receivers ||
-        a[i].bytes != b[i].bytes || !(a[i].region == b[i].region))
+        a[i].bytes != b[i].bytes || !(a[i].region == b[i].region) || a[i].parts != b[i].parts)
       return false;
   return true;
+}
+
+// Makes the ops from `first` on carry a payload whose lead piece they were made for (with the
+// payload's bytes): the other pieces follow as parts.
+inline void carry(std::vector<op>& ops, std::size_t first, const payload& what) {
+  for (std::size_t i = first; i < ops.size(); ++i) {
+    ops[i].tensor = what.pieces.front().tensor;
+    ops[i].parts.assign(what.pieces.begin() + 1, what.pieces.end());
+  }
+}
+
+// The ops of a strategy whose every op moves the region it is given, whole (send_recv, broadcast):
+// made for the lead piece with the payload's bytes, then carrying the rest.
+template <class S>
+void whole_payload_ops(const S& st, const network& net, const resource_space& rs, const payload& what, index_t sender,
+                       std::span<const index_t> remote, std::vector<op>& out) {
+  const std::size_t first = out.size();
+  const transfer_part& lead = what.pieces.front();
+  st.remote_ops(net, rs, lead.task, lead.region, what.bytes, sender, remote, out);
+  carry(out, first, what);
 }
 }  // namespace detail
 
@@ -98,6 +135,17 @@ inline std::vector<index_t> deliver_locally(const network& net, const resource_s
     if (holder >= 0) out.push_back(make_transfer(net, rs, task, region, bytes, holder, r));
     else remote.push_back(r);
   }
+  return remote;
+}
+
+/// The same for a whole payload: each local op carries every piece.
+inline std::vector<index_t> deliver_locally(const network& net, const resource_space& rs, const payload& what,
+                                            std::span<const index_t> senders, std::span<const index_t> receivers,
+                                            std::vector<op>& out) {
+  const std::size_t first = out.size();
+  const transfer_part& lead = what.pieces.front();
+  std::vector<index_t> remote = deliver_locally(net, rs, lead.task, lead.region, what.bytes, senders, receivers, out);
+  detail::carry(out, first, what);
   return remote;
 }
 

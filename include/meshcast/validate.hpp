@@ -5,7 +5,8 @@
 // `after` op is complete. A solver may cut an op into pieces (open_shop does, to pipeline
 // transfers and to share one transfer among replicas): the pieces are slabs of the op's region
 // along one dim that together tile it exactly, each sent as the op of some option of the unit
-// (options that differ only in their sender, so that a piece's sender holds it).
+// (options that differ only in their sender, so that a piece's sender holds it). An op that
+// carries a bundle (transfer::parts) is not cut.
 #pragma once
 
 #include <algorithm>
@@ -95,7 +96,6 @@ inline void validate_solution(const instance& in, const std::vector<op>& ops, st
   std::vector<box> pieces;
   for (std::size_t u = 0; u < n_units; ++u) {
     const auto& model_ops = in.units[u].options[static_cast<std::size_t>(chosen[u])].ops;
-    const index_t element_bytes = in.plan_of(in.units[u]).element_bytes;
     for (std::size_t j = 0; j < model_ops.size(); ++j) {
       const op& model = model_ops[j];
       const std::size_t s = base[u] + j;
@@ -110,7 +110,11 @@ inline void validate_solution(const instance& in, const std::vector<op>& ops, st
           fail(where + " changes its sender or receivers");
         if (o.region.rank != model.region.rank || !model.region.contains(o.region) || o.region.empty())
           fail(where + " has a piece outside its region");
-        if (o.bytes != o.region.volume() * element_bytes) fail(where + " has a piece whose bytes do not match its region");
+        if (!own.parts.empty()) {  // a bundle goes whole
+          if (!(o.region == own.region) || o.parts != own.parts || o.bytes != own.bytes) fail(where + " cuts a bundle");
+        } else if (o.bytes != o.region.volume() * in.plans[static_cast<std::size_t>(own.tensor)]->element_bytes) {
+          fail(where + " has a piece whose bytes do not match its region");
+        }
         pieces.push_back(o.region);
       }
       if (!detail::tiles(model.region, pieces)) fail(where + " is not delivered exactly once");

@@ -1489,7 +1489,10 @@ class network {
 // the form strategies write and solvers arrange.
 
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
+#include <initializer_list>
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -1554,6 +1557,38 @@ struct transfer_part {
   friend bool operator==(const transfer_part&, const transfer_part&) = default;
 };
 
+/// The pieces a bundle carries after its first. Every option and receiver of a bundle carries the
+/// same list, so copies of a transfer share it; a change copies it first if it is shared.
+class part_list {
+ public:
+  using value_type = transfer_part;
+  using const_iterator = std::vector<transfer_part>::const_iterator;
+  part_list() = default;
+  part_list(std::initializer_list<transfer_part> parts) { assign(parts.begin(), parts.end()); }
+  template <class It>
+  void assign(It first, It last) {
+    if (first == last) p_.reset();
+    else p_ = std::make_shared<std::vector<transfer_part>>(first, last);
+  }
+  void push_back(const transfer_part& q) { own().push_back(q); }
+  bool empty() const noexcept { return !p_ || p_->empty(); }
+  std::size_t size() const noexcept { return p_ ? p_->size() : 0; }
+  const_iterator begin() const noexcept { return p_ ? p_->cbegin() : const_iterator{}; }
+  const_iterator end() const noexcept { return p_ ? p_->cend() : const_iterator{}; }
+  const transfer_part& operator[](std::size_t i) const noexcept { return (*p_)[i]; }
+  friend bool operator==(const part_list& a, const part_list& b) noexcept {
+    return a.p_ == b.p_ || (a.empty() && b.empty()) || (a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin()));
+  }
+
+ private:
+  std::vector<transfer_part>& own() {
+    if (!p_) p_ = std::make_shared<std::vector<transfer_part>>();
+    else if (p_.use_count() > 1) p_ = std::make_shared<std::vector<transfer_part>>(*p_);
+    return *p_;
+  }
+  std::shared_ptr<std::vector<transfer_part>> p_;
+};
+
 struct transfer {
   transfer_kind kind = transfer_kind::point_to_point;
   std::int32_t tensor = 0;  ///< which tensor of a batch (0 for a single one)
@@ -1567,7 +1602,7 @@ struct transfer {
   std::vector<std::int32_t> waits_for;
   /// A bucket (point to point only): the pieces after the first (tensor, task, region) that travel
   /// in the same message, packed one after another; `bytes` counts them all.
-  std::vector<transfer_part> parts;
+  part_list parts;
   friend bool operator==(const transfer&, const transfer&) = default;
 };
 
@@ -1921,15 +1956,52 @@ concept strategy_with_alternatives =
       s.remote_ops_of(std::size_t{0}, net, rs, task, region, bytes, sender, remote, out);
     };
 
+/// What a bundle moves (bundle.hpp): pieces of several tasks, of several tensors, that go from the
+/// same senders to the same receivers, as one message. `pieces[0]` leads (its tensor, task and
+/// region name the transfer) and the others travel after it (transfer::parts); `bytes` counts all.
+struct payload {
+  std::span<const transfer_part> pieces;
+  index_t bytes = 0;
+};
+
+/// A strategy that moves bundles: `remote_bundle_ops` appends the ops that move a whole payload,
+/// each op carrying its pieces. Batches are scheduled per bundle only under such strategies.
+template <class S>
+concept bundling_strategy =
+    strategy<S> && requires(const S& s, const network& net, const resource_space& rs, const payload& what,
+                            index_t sender, std::span<const index_t> remote, std::vector<op>& out) {
+      s.remote_bundle_ops(net, rs, what, sender, remote, out);
+    };
+
 namespace detail {
 // Whether two alternatives do the same thing (the strategies agree on a lone remote receiver).
 inline bool same_ops(const std::vector<op>& a, const std::vector<op>& b) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i)
     if (a[i].kind != b[i].kind || a[i].sender != b[i].sender || a[i].receivers != b[i].receivers ||
-        a[i].bytes != b[i].bytes || !(a[i].region == b[i].region))
+        a[i].bytes != b[i].bytes || !(a[i].region == b[i].region) || a[i].parts != b[i].parts)
       return false;
   return true;
+}
+
+// Makes the ops from `first` on carry a payload whose lead piece they were made for (with the
+// payload's bytes): the other pieces follow as parts.
+inline void carry(std::vector<op>& ops, std::size_t first, const payload& what) {
+  for (std::size_t i = first; i < ops.size(); ++i) {
+    ops[i].tensor = what.pieces.front().tensor;
+    ops[i].parts.assign(what.pieces.begin() + 1, what.pieces.end());
+  }
+}
+
+// The ops of a strategy whose every op moves the region it is given, whole (send_recv, broadcast):
+// made for the lead piece with the payload's bytes, then carrying the rest.
+template <class S>
+void whole_payload_ops(const S& st, const network& net, const resource_space& rs, const payload& what, index_t sender,
+                       std::span<const index_t> remote, std::vector<op>& out) {
+  const std::size_t first = out.size();
+  const transfer_part& lead = what.pieces.front();
+  st.remote_ops(net, rs, lead.task, lead.region, what.bytes, sender, remote, out);
+  carry(out, first, what);
 }
 }  // namespace detail
 
@@ -1980,6 +2052,17 @@ inline std::vector<index_t> deliver_locally(const network& net, const resource_s
     if (holder >= 0) out.push_back(make_transfer(net, rs, task, region, bytes, holder, r));
     else remote.push_back(r);
   }
+  return remote;
+}
+
+/// The same for a whole payload: each local op carries every piece.
+inline std::vector<index_t> deliver_locally(const network& net, const resource_space& rs, const payload& what,
+                                            std::span<const index_t> senders, std::span<const index_t> receivers,
+                                            std::vector<op>& out) {
+  const std::size_t first = out.size();
+  const transfer_part& lead = what.pieces.front();
+  std::vector<index_t> remote = deliver_locally(net, rs, lead.task, lead.region, what.bytes, senders, receivers, out);
+  detail::carry(out, first, what);
   return remote;
 }
 
@@ -2091,8 +2174,8 @@ decltype(auto) visit_by_name(std::string_view what, std::string_view name, F&& f
 // ---- begin meshcast/strategy/auto.hpp ----
 // auto: the strategy chosen per task. Each unit offers, for each of its senders, what send_recv,
 // send_recv_allgather and broadcast would do (distinct alternatives only), and the solver picks
-// per unit whichever makes the batch finish first under its model. `solve_for`
-// (solve_for.hpp) also solves under each single strategy and keeps the shortest, so `auto` is
+// per unit whichever makes the batch finish first under its model. `solve_batch`
+// (solve_batch.hpp) also solves under each single strategy and keeps the shortest, so `auto` is
 // never predicted slower than the best of them.
 
 #include <array>
@@ -2202,6 +2285,11 @@ struct broadcast {
     }
     out.push_back(std::move(o));
   }
+  /// A bundle goes down the chain (or to the lone receiver) whole, as one message.
+  void remote_bundle_ops(const network& net, const resource_space& rs, const payload& what, index_t sender,
+                         std::span<const index_t> remote, std::vector<op>& out) const {
+    detail::whole_payload_ops(*this, net, rs, what, sender, remote, out);
+  }
 };
 
 }  // namespace meshcast
@@ -2220,6 +2308,11 @@ struct send_recv {
                   index_t sender, std::span<const index_t> remote, std::vector<op>& out) const {
     for (index_t r : remote) out.push_back(make_transfer(net, rs, task, region, bytes, sender, r));
   }
+  /// A bundle goes whole to each receiver, as one message.
+  void remote_bundle_ops(const network& net, const resource_space& rs, const payload& what, index_t sender,
+                         std::span<const index_t> remote, std::vector<op>& out) const {
+    detail::whole_payload_ops(*this, net, rs, what, sender, remote, out);
+  }
 };
 
 }  // namespace meshcast
@@ -2227,7 +2320,8 @@ struct send_recv {
 // ---- begin meshcast/strategy/send_recv_allgather.hpp ----
 // send_recv_allgather (Alpa's local all-gather): each receiving host takes the region across its
 // NIC once, cut into one slice per receiver device there, then the devices exchange their slices
-// over the intra-host link (forwards, each after the receive it passes on).
+// over the intra-host link (forwards, each after the receive it passes on). A bundle is cut piece
+// by piece: receiver i takes the i-th slice of every piece, as one message.
 
 #include <map>
 
@@ -2240,21 +2334,57 @@ struct send_recv_allgather {
 
   void remote_ops(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,
                   index_t sender, std::span<const index_t> remote, std::vector<op>& out) const {
+    const transfer_part one{0, task, region, bytes};
+    remote_bundle_ops(net, rs, payload{std::span<const transfer_part>(&one, 1), bytes}, sender, remote, out);
+  }
+
+  void remote_bundle_ops(const network& net, const resource_space& rs, const payload& what, index_t sender,
+                         std::span<const index_t> remote, std::vector<op>& out) const {
     std::map<index_t, std::vector<index_t>> by_host;
     for (index_t r : remote) by_host[net.host_of(r)].push_back(r);
-    const index_t element_bytes = region.volume() > 0 ? bytes / region.volume() : 1;
+    // The payload cut for n receivers (hosts with as many share it): slice i of every piece goes
+    // to receiver i, as one message (a piece too small for n slices has fewer: the receivers past
+    // them pass nothing of it on).
+    struct slice {
+      transfer_part lead;
+      part_list rest;
+      index_t bytes = 0;
+    };
+    std::map<std::size_t, std::vector<slice>> cut_for;
+    auto cut = [&](std::size_t n) -> const std::vector<slice>& {
+      auto [it, fresh] = cut_for.try_emplace(n);
+      if (!fresh) return it->second;
+      std::vector<std::vector<transfer_part>> pieces(n);
+      for (const transfer_part& q : what.pieces) {
+        const index_t element_bytes = q.region.volume() > 0 ? q.bytes / q.region.volume() : 1;
+        const std::vector<box> boxes = n == 1 ? std::vector<box>{q.region} : slice_region(q.region, static_cast<index_t>(n));
+        for (std::size_t i = 0; i < boxes.size(); ++i) pieces[i].push_back({q.tensor, q.task, boxes[i], boxes[i].volume() * element_bytes});
+      }
+      for (std::vector<transfer_part>& list : pieces) {
+        if (list.empty()) continue;
+        slice x{list.front(), {}, 0};
+        x.rest.assign(list.begin() + 1, list.end());
+        for (const transfer_part& q : list) x.bytes += q.bytes;
+        it->second.push_back(std::move(x));
+      }
+      return it->second;
+    };
     for (const auto& [host, receivers] : by_host) {
-      auto slices = slice_region(region, static_cast<index_t>(receivers.size()));
+      const std::vector<slice>& slices = cut(receivers.size());
       for (std::size_t i = 0; i < slices.size(); ++i) {
-        index_t slice_bytes = slices[i].volume() * element_bytes;
-        out.push_back(make_transfer(net, rs, task, slices[i], slice_bytes, sender, receivers[i]));
+        const slice& x = slices[i];
+        op& to = out.emplace_back(make_transfer(net, rs, x.lead.task, x.lead.region, x.bytes, sender, receivers[i]));
+        to.tensor = x.lead.tensor;
+        to.parts = x.rest;
         if (receivers.size() == 1) continue;
         // The receiver of slice i passes it on to the other receivers of its host.
         op gather;
         gather.kind = transfer_kind::forward;
-        gather.task = task;
-        gather.region = slices[i];
-        gather.bytes = slice_bytes;
+        gather.tensor = x.lead.tensor;
+        gather.task = x.lead.task;
+        gather.region = x.lead.region;
+        gather.bytes = x.bytes;
+        gather.parts = x.rest;
         gather.sender = receivers[i];
         gather.resources.push_back(rs.send_lane(receivers[i]));
         gather.holders.push_back(receivers[i]);
@@ -2266,7 +2396,7 @@ struct send_recv_allgather {
         }
         // The host's exchanges are one all-gather launch: only the first pays the latency.
         gather.latency_s = i == 0 ? net.latency_s() : 0.0;
-        gather.duration = gather.latency_s + static_cast<double>(slice_bytes) / net.intra_bps();
+        gather.duration = gather.latency_s + static_cast<double>(x.bytes) / net.intra_bps();
         gather.after = static_cast<int>(out.size()) - 1;
         out.push_back(std::move(gather));
       }
@@ -2292,6 +2422,17 @@ struct auto_strategy {
     if (k == 0) send_recv{}.remote_ops(net, rs, task, region, bytes, sender, remote, out);
     else if (k == 1) send_recv_allgather{}.remote_ops(net, rs, task, region, bytes, sender, remote, out);
     else broadcast{}.remote_ops(net, rs, task, region, bytes, sender, remote, out);
+  }
+  /// The ops of alternative `k` for a bundle.
+  void remote_bundle_ops_of(std::size_t k, const network& net, const resource_space& rs, const payload& what,
+                            index_t sender, std::span<const index_t> remote, std::vector<op>& out) const {
+    if (k == 0) send_recv{}.remote_bundle_ops(net, rs, what, sender, remote, out);
+    else if (k == 1) send_recv_allgather{}.remote_bundle_ops(net, rs, what, sender, remote, out);
+    else broadcast{}.remote_bundle_ops(net, rs, what, sender, remote, out);
+  }
+  void remote_bundle_ops(const network& net, const resource_space& rs, const payload& what, index_t sender,
+                         std::span<const index_t> remote, std::vector<op>& out) const {
+    remote_bundle_ops_of(0, net, rs, what, sender, remote, out);
   }
   /// As a plain strategy (one alternative per sender): send_recv's.
   void remote_ops(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,
@@ -2380,6 +2521,129 @@ class connection_map {
 #include <string_view>
 #include <vector>
 
+// ---- begin meshcast/bundle.hpp ----
+// Bundles: the tasks of a batch that go from the same senders to the same receivers (the pieces of
+// many tensors between the same devices) gathered into units of work of at most a bundle's bytes.
+// A model of thousands of tensors is then scheduled, and pays its latencies, per bundle rather
+// than per task: its instance has one unit per bundle, and each op of a unit moves every piece of
+// the bundle as one message (transfer::parts). Receivers served on their own host (local copies)
+// and the receivers across the network are bundled apart, as make_instance serves them apart.
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+
+namespace meshcast {
+
+/// Pieces of tasks with one set of senders and one set of receivers, moved together.
+struct bundle {
+  std::vector<transfer_part> pieces;  ///< in plan order; the first leads (names the unit)
+  index_t bytes = 0;
+  bool local = false;  ///< the receivers served on their host (else those across the network)
+  std::span<const index_t> senders, receivers;  ///< the lead task's (every piece's) devices
+  index_t slice = 0;   ///< under replica splitting: which slice of their tasks the pieces are
+};
+
+namespace detail {
+// Whether some receiver is served on its own host (holds the region, or shares a host with a
+// holder) and whether some is not: the split deliver_locally makes.
+inline std::pair<bool, bool> local_and_remote(const network& net, std::span<const index_t> senders,
+                                              std::span<const index_t> receivers) {
+  bool local = false, remote = false;
+  for (index_t r : receivers) {
+    bool here = false;
+    for (index_t s : senders) here |= net.host_of(s) == net.host_of(r);
+    (here ? local : remote) = true;
+  }
+  return {local, remote};
+}
+
+// The receivers that no sender shares a host with (those deliver_locally leaves for the network).
+inline std::vector<index_t> remote_receivers(const network& net, std::span<const index_t> senders,
+                                             std::span<const index_t> receivers) {
+  std::vector<index_t> remote;
+  for (index_t r : receivers)
+    if (std::none_of(senders.begin(), senders.end(), [&](index_t s) { return net.host_of(s) == net.host_of(r); }))
+      remote.push_back(r);
+  return remote;
+}
+
+inline std::uint64_t mix_hash(std::uint64_t h, std::uint64_t v) noexcept {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h;
+}
+}  // namespace detail
+
+/// The bundles of a batch (see the file comment), in the order of their first pieces. A piece
+/// joins the open bundle of its kind (local, or slice k of n across the network) and devices
+/// while that stays within `max_bytes`; a piece of `max_bytes` or more is a bundle of its own.
+/// With `split_replicas`, the network part of a task is first cut into one slice per sender port
+/// (at most `max_slices`), and slices bundle with the same slice of other tasks.
+inline std::vector<bundle> make_bundles(std::span<const std::shared_ptr<const plan>> plans, const network& net,
+                                        std::size_t max_bytes, bool split_replicas, index_t max_slices) {
+  std::vector<bundle> out;
+  std::unordered_map<std::uint64_t, std::vector<std::size_t>> open;  // key's hash -> open bundles
+  auto same = [](std::span<const index_t> a, std::span<const index_t> b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());
+  };
+  auto add = [&](std::uint64_t hash, const transfer_part& piece, bool local, index_t slice, std::span<const index_t> senders,
+                 std::span<const index_t> receivers) {
+    if (static_cast<std::size_t>(piece.bytes) >= max_bytes) {
+      out.push_back({{piece}, piece.bytes, local, senders, receivers, slice});
+      return;
+    }
+    std::vector<std::size_t>& list = open[hash];
+    for (std::size_t& b : list) {
+      bundle& x = out[b];
+      if (x.local != local || x.slice != slice || !same(x.senders, senders) || !same(x.receivers, receivers)) continue;
+      if (static_cast<std::size_t>(x.bytes) + static_cast<std::size_t>(piece.bytes) <= max_bytes) {
+        x.pieces.push_back(piece);
+        x.bytes += piece.bytes;
+        return;
+      }
+      b = out.size();  // full: a new bundle takes its place
+      out.push_back({{piece}, piece.bytes, local, senders, receivers, slice});
+      return;
+    }
+    list.push_back(out.size());
+    out.push_back({{piece}, piece.bytes, local, senders, receivers, slice});
+  };
+  for (std::size_t k = 0; k < plans.size(); ++k) {
+    const plan& p = *plans[k];
+    const auto tensor = static_cast<std::int32_t>(k);
+    for (std::size_t i = 0; i < p.tasks.size(); ++i) {
+      const send_task& t = p.tasks[i];
+      const auto senders = p.senders(t), receivers = p.receivers(t);
+      std::uint64_t hash = senders.size();
+      for (index_t s : senders) hash = detail::mix_hash(hash, static_cast<std::uint64_t>(s));
+      for (index_t r : receivers) hash = detail::mix_hash(hash, static_cast<std::uint64_t>(r) + 0x100000000ULL);
+      const auto [local, remote] = detail::local_and_remote(net, senders, receivers);
+      const transfer_part whole{tensor, static_cast<index_t>(i), t.region, t.bytes};
+      if (local) add(detail::mix_hash(hash, 1), whole, true, 0, senders, receivers);
+      if (!remote) continue;
+      if (!split_replicas) {
+        add(hash, whole, false, 0, senders, receivers);
+        continue;
+      }
+      std::vector<int> ports;
+      for (index_t s : senders)
+        if (std::find(ports.begin(), ports.end(), net.port_of(s)) == ports.end()) ports.push_back(net.port_of(s));
+      const std::vector<box> slices = slice_region(t.region, std::min<index_t>(static_cast<index_t>(ports.size()), max_slices));
+      for (std::size_t j = 0; j < slices.size(); ++j) {
+        const transfer_part piece{tensor, static_cast<index_t>(i), slices[j], slices[j].volume() * p.element_bytes};
+        add(detail::mix_hash(hash, 2 + j), piece, false, static_cast<index_t>(j), senders, receivers);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace meshcast
+// ---- end meshcast/bundle.hpp ----
 
 namespace meshcast {
 
@@ -2423,10 +2687,16 @@ struct instance_options {
   bool split_replicas = false;
   /// The execution mode the schedule will run in: solvers optimise its model.
   execution mode = execution::ordered;
-  /// A batch's point-to-point messages between two devices travel in buckets of at most this many
-  /// bytes (bucket.hpp; solve_batch): `auto_bucket_bytes` sizes them to the network, 0 turns it off.
+  /// solve_batch: a batch's tasks between the same devices travel in bundles, and its remaining
+  /// messages between two devices in buckets, of at most this many bytes (bundle.hpp, bucket.hpp):
+  /// `auto_bucket_bytes` sizes them to the network and the batch, 0 turns both off.
   std::size_t bucket_bytes = auto_bucket_bytes;
   static constexpr std::size_t auto_bucket_bytes = static_cast<std::size_t>(-1);
+  /// The staging cap the schedule will run under (0: none): `auto_bucket_bytes` stays within half.
+  std::size_t max_staging_bytes = 0;
+  /// Under a strategy that moves bundles: a batch's tasks that share their senders and receivers
+  /// go in bundles of at most this many bytes, one unit each (bundle.hpp); 0: one unit per task.
+  std::size_t bundle_bytes = 0;
 };
 
 /// Most slices a task is cut into under replica splitting.
@@ -2464,18 +2734,88 @@ inline std::vector<index_t> sender_choices(const network& net, std::span<const i
 }
 
 namespace detail {
-// Appends a unit, stamping every op with where it comes from (see op::unit).
-inline void add_unit(instance& in, unit&& u) {
+// The options of a unit: for each sender offered, the ops `make(alternative, sender, out)` appends
+// (every distinct alternative under a strategy that offers several).
+template <strategy S, class Make>
+void add_options(unit& u, std::span<const index_t> choices, Make&& make) {
+  for (index_t s : choices) {
+    if constexpr (strategy_with_alternatives<S>) {
+      const std::size_t first = u.options.size();
+      for (std::size_t a = 0; a < S::alternatives(); ++a) {
+        option o{s, {}};
+        make(a, s, o.ops);
+        bool repeated = false;
+        for (std::size_t k = first; k < u.options.size() && !repeated; ++k) repeated = same_ops(u.options[k].ops, o.ops);
+        if (!repeated) u.options.push_back(std::move(o));
+      }
+    } else {
+      option o{s, {}};
+      make(std::size_t{0}, s, o.ops);
+      u.options.push_back(std::move(o));
+    }
+  }
+}
+
+// Appends a unit, stamping every op with where it comes from (see op::unit) and, unless its ops
+// name their tensors already (bundles), with the unit's tensor.
+inline void add_unit(instance& in, unit&& u, bool stamp_tensor = true) {
   const auto id = static_cast<index_t>(in.units.size());
   for (std::size_t k = 0; k < u.options.size(); ++k)
     for (std::size_t j = 0; j < u.options[k].ops.size(); ++j) {
       op& o = u.options[k].ops[j];
-      o.tensor = u.tensor;
+      if (stamp_tensor) o.tensor = u.tensor;
       o.unit = id;
       o.option = static_cast<int>(k);
       o.part = static_cast<int>(j);
     }
   in.units.push_back(std::move(u));
+}
+
+// Ordered mode over a transport with eager messages: every op takes its connection's slot.
+inline void apply_connections(instance& in) {
+  if (in.mode != execution::ordered || in.net->eager_bytes() == 0) return;
+  for (unit& u : in.units)
+    for (option& o : u.options)
+      for (op& x : o.ops) in.connections.apply(x, *in.net);
+}
+
+// Whether S moves bundles, each of its alternatives too if it offers several.
+template <class S>
+constexpr bool moves_bundles() {
+  if constexpr (!bundling_strategy<S>) return false;
+  else if constexpr (strategy_with_alternatives<S>)
+    return requires(const S& s, const network& net, const resource_space& rs, const payload& what, index_t sender,
+                    std::span<const index_t> remote, std::vector<op>& out) {
+      s.remote_bundle_ops_of(std::size_t{0}, net, rs, what, sender, remote, out);
+    };
+  else return true;
+}
+
+// The units of a batch's bundles (bundle.hpp): a bundle of local receivers is one fixed unit, a
+// bundle across the network one unit with an option per sender offered, each op carrying every
+// piece of the bundle.
+template <bundling_strategy S>
+void add_bundles(instance& in, const S& st, std::size_t max_bytes) {
+  const network& net = *in.net;
+  std::vector<bundle> bundles = make_bundles(in.plans, net, max_bytes, in.split_replicas, max_slices);
+  for (std::size_t b = 0; b < bundles.size(); ++b) {
+    const bundle& x = bundles[b];
+    const transfer_part& lead = x.pieces.front();
+    const payload what{x.pieces, x.bytes};
+    unit u{lead.task, lead.tensor, lead.region, x.bytes, {}};
+    if (x.local) {
+      u.options.push_back(option{});
+      deliver_locally(net, in.resources, what, x.senders, x.receivers, u.options[0].ops);
+      add_unit(in, std::move(u), false);
+      continue;
+    }
+    const std::vector<index_t> remote = remote_receivers(net, x.senders, x.receivers);
+    add_options<S>(u, sender_choices(net, x.senders, static_cast<index_t>(b)), [&](std::size_t a, index_t s, std::vector<op>& ops) {
+      if constexpr (strategy_with_alternatives<S>) st.remote_bundle_ops_of(a, net, in.resources, what, s, remote, ops);
+      else st.remote_bundle_ops(net, in.resources, what, s, remote, ops);
+    });
+    add_unit(in, std::move(u), false);
+  }
 }
 }  // namespace detail
 
@@ -2503,50 +2843,41 @@ instance make_instance(std::vector<std::shared_ptr<const plan>> plans, std::shar
   in.point_to_point = S::point_to_point;
   in.split_replicas = split_replicas;
   in.mode = options.mode;
-  for (std::size_t tensor = 0; tensor < in.plans.size(); ++tensor) {
-  const plan& p = *in.plans[tensor];
-  for (std::size_t i = 0; i < p.tasks.size(); ++i) {
-    const send_task& t = p.tasks[i];
-    const auto task = static_cast<index_t>(i);
-    auto senders = p.senders(t);
-    unit fixed{task, static_cast<std::int32_t>(tensor), t.region, t.bytes, {option{}}};
-    std::vector<index_t> remote =
-        deliver_locally(net, in.resources, task, t.region, t.bytes, senders, p.receivers(t), fixed.options[0].ops);
-    if (!fixed.options[0].ops.empty()) detail::add_unit(in, std::move(fixed));
-    if (remote.empty()) continue;
-    // Replicas behind one NIC port cannot share its load, so a task is cut once per sender port.
-    const auto ports = static_cast<index_t>(sender_ports(net, senders).size());
-    auto slices = split_replicas ? slice_region(t.region, std::min<index_t>(ports, max_slices))
-                                 : std::vector<box>{t.region};
-    for (std::size_t k = 0; k < slices.size(); ++k) {
-      const box& slice = slices[k];
-      std::vector<index_t> choices =
-          sender_choices(net, senders, task * static_cast<index_t>(slices.size()) + static_cast<index_t>(k));
-      unit u{task, static_cast<std::int32_t>(tensor), slice, slice.volume() * p.element_bytes, {}};
-      for (index_t s : choices) {
-        if constexpr (strategy_with_alternatives<S>) {
-          const std::size_t first = u.options.size();
-          for (std::size_t a = 0; a < S::alternatives(); ++a) {
-            option o{s, {}};
-            st.remote_ops_of(a, net, in.resources, task, slice, u.bytes, s, remote, o.ops);
-            bool repeated = false;
-            for (std::size_t k = first; k < u.options.size() && !repeated; ++k) repeated = detail::same_ops(u.options[k].ops, o.ops);
-            if (!repeated) u.options.push_back(std::move(o));
-          }
-        } else {
-          option o{s, {}};
-          st.remote_ops(net, in.resources, task, slice, u.bytes, s, remote, o.ops);
-          u.options.push_back(std::move(o));
-        }
-      }
-      detail::add_unit(in, std::move(u));
+  if constexpr (detail::moves_bundles<S>()) {
+    if (options.bundle_bytes > 0) {
+      detail::add_bundles(in, st, options.bundle_bytes);
+      detail::apply_connections(in);
+      return in;
     }
   }
+  for (std::size_t tensor = 0; tensor < in.plans.size(); ++tensor) {
+    const plan& p = *in.plans[tensor];
+    for (std::size_t i = 0; i < p.tasks.size(); ++i) {
+      const send_task& t = p.tasks[i];
+      const auto task = static_cast<index_t>(i);
+      auto senders = p.senders(t);
+      unit fixed{task, static_cast<std::int32_t>(tensor), t.region, t.bytes, {option{}}};
+      std::vector<index_t> remote =
+          deliver_locally(net, in.resources, task, t.region, t.bytes, senders, p.receivers(t), fixed.options[0].ops);
+      if (!fixed.options[0].ops.empty()) detail::add_unit(in, std::move(fixed));
+      if (remote.empty()) continue;
+      // Replicas behind one NIC port cannot share its load, so a task is cut once per sender port.
+      const auto ports = static_cast<index_t>(sender_ports(net, senders).size());
+      auto slices = split_replicas ? slice_region(t.region, std::min<index_t>(ports, max_slices)) : std::vector<box>{t.region};
+      for (std::size_t k = 0; k < slices.size(); ++k) {
+        const box& slice = slices[k];
+        std::vector<index_t> choices =
+            sender_choices(net, senders, task * static_cast<index_t>(slices.size()) + static_cast<index_t>(k));
+        unit u{task, static_cast<std::int32_t>(tensor), slice, slice.volume() * p.element_bytes, {}};
+        detail::add_options<S>(u, choices, [&](std::size_t a, index_t s, std::vector<op>& ops) {
+          if constexpr (strategy_with_alternatives<S>) st.remote_ops_of(a, net, in.resources, task, slice, u.bytes, s, remote, ops);
+          else st.remote_ops(net, in.resources, task, slice, u.bytes, s, remote, ops);
+        });
+        detail::add_unit(in, std::move(u));
+      }
+    }
   }
-  if (in.mode == execution::ordered && net.eager_bytes() > 0)
-    for (unit& u : in.units)
-      for (option& o : u.options)
-        for (op& x : o.ops) in.connections.apply(x, net);
+  detail::apply_connections(in);
   return in;
 }
 
@@ -4122,6 +4453,8 @@ struct open_shop {
         std::vector<index_t> rows = apportion(region[d].size(), share);
         std::vector<box> blocks = slice_by_counts(region, d, rows);
         std::size_t first_chunk = chunks.size();
+        // A bundle (transfer::parts) is not cut: it goes whole, from the sender its quota names.
+        if (!ops0[j].parts.empty()) blocks.clear(), chunks.push_back(un.options[static_cast<std::size_t>(whole[u])].ops[j]);
         for (std::size_t k = 0; k < blocks.size(); ++k) {
           if (rows[k] == 0) continue;
           const op& model = un.options[k].ops[j];
@@ -4412,7 +4745,8 @@ inline double simulate(schedule& s, const network& net, const resource_space& rs
 // `after` op is complete. A solver may cut an op into pieces (open_shop does, to pipeline
 // transfers and to share one transfer among replicas): the pieces are slabs of the op's region
 // along one dim that together tile it exactly, each sent as the op of some option of the unit
-// (options that differ only in their sender, so that a piece's sender holds it).
+// (options that differ only in their sender, so that a piece's sender holds it). An op that
+// carries a bundle (transfer::parts) is not cut.
 
 #include <algorithm>
 #include <cstdint>
@@ -4499,7 +4833,6 @@ inline void validate_solution(const instance& in, const std::vector<op>& ops, st
   std::vector<box> pieces;
   for (std::size_t u = 0; u < n_units; ++u) {
     const auto& model_ops = in.units[u].options[static_cast<std::size_t>(chosen[u])].ops;
-    const index_t element_bytes = in.plan_of(in.units[u]).element_bytes;
     for (std::size_t j = 0; j < model_ops.size(); ++j) {
       const op& model = model_ops[j];
       const std::size_t s = base[u] + j;
@@ -4514,7 +4847,11 @@ inline void validate_solution(const instance& in, const std::vector<op>& ops, st
           fail(where + " changes its sender or receivers");
         if (o.region.rank != model.region.rank || !model.region.contains(o.region) || o.region.empty())
           fail(where + " has a piece outside its region");
-        if (o.bytes != o.region.volume() * element_bytes) fail(where + " has a piece whose bytes do not match its region");
+        if (!own.parts.empty()) {  // a bundle goes whole
+          if (!(o.region == own.region) || o.parts != own.parts || o.bytes != own.bytes) fail(where + " cuts a bundle");
+        } else if (o.bytes != o.region.volume() * in.plans[static_cast<std::size_t>(own.tensor)]->element_bytes) {
+          fail(where + " has a piece whose bytes do not match its region");
+        }
         pieces.push_back(o.region);
       }
       if (!detail::tiles(model.region, pieces)) fail(where + " is not delivered exactly once");
@@ -4585,6 +4922,7 @@ schedule solve(const instance& in, const S& s, const solver_options& options = {
 // every receiver.
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <map>
 #include <utility>
@@ -4593,16 +4931,19 @@ schedule solve(const instance& in, const S& s, const solver_options& options = {
 
 namespace meshcast {
 
-/// The bytes a bucket holds at most on `net`: enough that one latency costs at most a sixteenth
-/// of the bucket's time on the slowest NIC, within [256 KiB, 64 MiB]; under a staging cap, at most
-/// half of it (a bucket goes through a message buffer). 0: no bucketing.
-inline std::size_t bucket_bytes(const network& net, std::size_t max_staging_bytes = 0) {
+/// The bytes a bucket (a bundle, bundle.hpp) holds at most on `net`: enough that one latency
+/// costs at most a 64th of the bucket's time on the slowest NIC, and, where the busiest NIC
+/// direction must work `busiest_s` seconds whatever the schedule, enough that the batch makes at
+/// most about 1024 buckets per NIC direction (a bucket's time is then at most a thousandth of
+/// the whole: what a last bucket can leave unbalanced); within [256 KiB, 64 MiB]; under a
+/// staging cap, at most half of it (a bucket goes through a message buffer). 0: no bucketing.
+inline std::size_t bucket_bytes(const network& net, std::size_t max_staging_bytes = 0, double busiest_s = 0) {
   double slowest = 0;
   for (int port = 0; port < net.port_count(); ++port) {
     const double bps = std::min(net.egress_bps(port), net.ingress_bps(port));
     slowest = slowest == 0 ? bps : std::min(slowest, bps);
   }
-  const double wanted = 16 * slowest * net.latency_s();
+  const double wanted = slowest * std::max(64 * net.latency_s(), std::isfinite(busiest_s) ? busiest_s / 1024 : 0.0);
   std::size_t b = wanted < double(std::size_t{256} << 10) ? std::size_t{256} << 10
                   : wanted > double(std::size_t{64} << 20) ? std::size_t{64} << 20
                                                             : static_cast<std::size_t>(wanted);
@@ -4610,27 +4951,50 @@ inline std::size_t bucket_bytes(const network& net, std::size_t max_staging_byte
   return b;
 }
 
+namespace detail {
+// Whether a transfer may join a bucket, and the key of the buckets it may join.
+inline bool bucket_candidate(const transfer& t, std::size_t max_bytes) {
+  return ((t.kind == transfer_kind::point_to_point && t.receivers.size() == 1) || t.kind == transfer_kind::chain) &&
+         t.waits_for.empty() && t.parts.empty() && static_cast<std::size_t>(t.bytes) < max_bytes;
+}
+inline std::vector<index_t> bucket_key(const transfer& t) {
+  std::vector<index_t> key{static_cast<index_t>(t.kind), t.sender};
+  key.insert(key.end(), t.receivers.begin(), t.receivers.end());
+  return key;
+}
+// Whether two transfers of `s` could share a bucket (else bucketing changes nothing).
+inline bool bucketable(const schedule& s, std::size_t max_bytes) {
+  std::map<std::vector<index_t>, index_t> seen;  // key -> bytes of the first candidate
+  for (const transfer& t : s.transfers) {
+    if (!bucket_candidate(t, max_bytes)) continue;
+    auto [it, fresh] = seen.try_emplace(bucket_key(t), t.bytes);
+    if (fresh) continue;
+    if (static_cast<std::size_t>(it->second + t.bytes) <= max_bytes) return true;
+    it->second = t.bytes;  // the next bucket of that key opens with it
+  }
+  return false;
+}
+}  // namespace detail
+
 /// `s` with its point-to-point messages bucketed (at most `max_bytes` a bucket; see the file
 /// comment), times and makespan simulated anew. Transfers that wait for others (forwards), chains,
 /// broadcasts and local copies stay as they are; what waits for a bucketed transfer waits for its
 /// bucket. The lower bound stays where it holds (the latency-free physical bound otherwise).
 inline schedule bucketed(const schedule& s, const network& net, std::size_t max_bytes) {
+  if (max_bytes == 0 || s.model.size() != s.transfers.size() || !detail::bucketable(s, max_bytes)) return s;
   schedule out = s;
   out.transfers.clear();
   out.model.clear();
-  if (max_bytes == 0 || s.model.size() != s.transfers.size()) return s;
   const resource_space rs{net.port_count(), net.device_count()};
   std::map<std::vector<index_t>, std::size_t> open;  // (kind, sender, receivers...) -> its bucket
   std::vector<std::int32_t> moved(s.transfers.size());     // old index -> new index
   bool merged = false;
   for (std::size_t i = 0; i < s.transfers.size(); ++i) {
     const transfer& t = s.transfers[i];
-    const bool candidate = ((t.kind == transfer_kind::point_to_point && t.receivers.size() == 1) || t.kind == transfer_kind::chain) &&
-                           t.waits_for.empty() && t.parts.empty() && static_cast<std::size_t>(t.bytes) < max_bytes;
+    const bool candidate = detail::bucket_candidate(t, max_bytes);
     std::vector<index_t> key;
     if (candidate) {
-      key = {static_cast<index_t>(t.kind), t.sender};
-      key.insert(key.end(), t.receivers.begin(), t.receivers.end());
+      key = detail::bucket_key(t);
       auto it = open.find(key);
       if (it != open.end() && static_cast<std::size_t>(out.transfers[it->second].bytes + t.bytes) <= max_bytes) {
         transfer& b = out.transfers[it->second];
@@ -4675,6 +5039,7 @@ inline schedule bucketed(const schedule& s, const network& net, std::size_t max_
 
 /// `s` bucketed where that shortens its predicted makespan, else `s`.
 inline schedule with_buckets(schedule s, const network& net, std::size_t max_bytes) {
+  if (max_bytes == 0 || !detail::bucketable(s, max_bytes)) return s;
   schedule b = bucketed(s, net, max_bytes);
   return b.makespan_s < s.makespan_s ? b : s;
 }
@@ -4697,14 +5062,21 @@ inline schedule with_buckets(schedule s, const network& net, std::size_t max_byt
 namespace meshcast {
 
 /// The schedule of `plans` (one per tensor, on the devices of `net`) under strategy `st`.
-/// Several tensors' messages between two devices go in buckets (`io.bucket_bytes`, bucket.hpp) where
-/// that shortens the prediction.
+/// Several tensors' tasks between the same devices go in bundles, one unit of the instance each
+/// (`io.bucket_bytes`, bundle.hpp), and the remaining messages between two devices in buckets
+/// where that shortens the prediction (bucket.hpp).
 template <solver Solver, strategy Strategy>
 schedule solve_batch(std::vector<std::shared_ptr<const plan>> plans, std::shared_ptr<const network> net, const Strategy& st,
                      const Solver& sv, instance_options io = {}, solver_options so = {}) {
-  const std::size_t bucket = plans.size() < 2 ? 0
-                             : io.bucket_bytes == instance_options::auto_bucket_bytes ? bucket_bytes(*net)
-                                                                                      : io.bucket_bytes;
+  std::size_t bucket = io.bucket_bytes;
+  if (plans.size() < 2) bucket = 0;
+  else if (bucket == instance_options::auto_bucket_bytes) {
+    std::vector<const plan*> raw;
+    for (const auto& p : plans) raw.push_back(p.get());
+    const double busiest_s = physical_bound(raw, *net) - net->latency_s();
+    bucket = bucket_bytes(*net, io.max_staging_bytes, busiest_s);
+  }
+  io.bundle_bytes = bucket;
   if constexpr (!std::is_same_v<Strategy, auto_strategy>) {
     return with_buckets(solve(make_instance(std::move(plans), net, st, io), sv, so), *net, bucket);
   } else {
@@ -5259,8 +5631,8 @@ inline schedule from_wire(const std::vector<std::int64_t>& words) {
     t.sender = r.word();
     t.receivers = r.list<index_t>();
     t.waits_for = r.list<std::int32_t>();
-    t.parts.resize(r.count(4));
-    for (transfer_part& q : t.parts) {
+    std::vector<transfer_part> parts(r.count(4));
+    for (transfer_part& q : parts) {
       const std::int64_t part_tensor = r.word();
       if (part_tensor < 0 || part_tensor > std::numeric_limits<std::int32_t>::max()) throw error("a schedule message has a bad tensor");
       q.tensor = static_cast<std::int32_t>(part_tensor);
@@ -5268,6 +5640,7 @@ inline schedule from_wire(const std::vector<std::int64_t>& words) {
       q.region = r.region();
       q.bytes = r.word();
     }
+    t.parts.assign(parts.begin(), parts.end());
   }
   s.model.resize(r.count(8));
   for (transfer_model& m : s.model) {
@@ -5473,9 +5846,6 @@ inline void check_schedule_fits(std::span<const plan> plans, const schedule& s) 
     if (!s.model.empty() && s.model[i].holders.size() != s.model[i].resources.size())
       bad(i, "has a model whose resources and holders differ in number");
     if (t.parts.empty()) continue;
-    if (!((t.kind == transfer_kind::point_to_point && t.receivers.size() == 1) || t.kind == transfer_kind::chain) ||
-        !t.waits_for.empty())
-      bad(i, "bundles pieces but is neither one message nor one chain from its source");
     index_t sum = t.region.volume() * p.element_bytes;
     for (const transfer_part& q : t.parts) {
       if (q.tensor < 0 || static_cast<std::size_t>(q.tensor) >= plans.size()) bad(i, "bundles a tensor the batch does not have");
@@ -5673,24 +6043,39 @@ class executor {
       x.bytes = tile_bytes(t.region, ts.eb);
       x.tag = static_cast<int>(i % transfer_tags);
       const std::string who = "device " + std::to_string(me_);
-      if (!t.parts.empty()) {  // a bucket: packed and unpacked piece by piece, always through a buffer
+      if (!t.parts.empty()) {  // a bundle: packed and unpacked piece by piece, through a buffer
         x.parts.push_back({t.tensor, t.task, t.region, t.region.volume() * static_cast<index_t>(ts.eb)});
         x.parts.insert(x.parts.end(), t.parts.begin(), t.parts.end());
+        x.bytes = static_cast<std::size_t>(t.bytes);
+        x.from_source = t.kind != transfer_kind::forward;  // a forward passes on what it received
         for (const transfer_part& q : x.parts) {
           const tensor_state& tq = tensors_[static_cast<std::size_t>(q.tensor)];
-          if (sending ? !tq.src_tile.contains(q.region) : (tq.destination_bytes == 0 || !tq.dst_tile.contains(q.region)))
-            throw error(who + (sending ? " sends a region it does not hold" : " receives a region outside its destination tile"));
+          const bool in_dst = tq.destination_bytes > 0 && tq.dst_tile.contains(q.region);
+          if (sending && x.from_source && !tq.src_tile.contains(q.region)) throw error(who + " sends a region it does not hold");
+          if ((receiving || !x.from_source) && !in_dst) throw error(who + " receives a region outside its destination tile");
         }
-        x.bytes = static_cast<std::size_t>(t.bytes);
-        x.staged = x.bytes;
-        if (t.kind == transfer_kind::chain) {
+        if (t.kind == transfer_kind::local_copy) {
+          x.how = step::copy;
+        } else if (t.kind == transfer_kind::chain || t.kind == transfer_kind::group_broadcast) {
           x.how = step::collective;
           x.group = group_of_.at(i);
           x.root = sending;
+          x.staged = x.bytes;
+        } else if (sending) {
+          x.how = step::send;
+          x.peers = t.receivers;
+          x.staged = x.bytes;
+          for (std::int32_t w : t.waits_for) {  // a forward: the receives it passes on
+            auto it = my_receive.find(static_cast<std::size_t>(w));
+            if (it == my_receive.end()) throw error(who + " forwards transfer " + std::to_string(w) + ", which it does not receive");
+            x.needs.push_back(it->second);
+          }
+          if (x.needs.size() == 1 && steps_[x.needs[0]].parts == x.parts) x.from_buffer = x.needs[0], x.staged = 0;
         } else {
-          x.how = sending ? step::send : step::receive;
-          x.peers = sending ? t.receivers : std::vector<index_t>{t.sender};
-          if (!sending) my_receive[i] = steps_.size();
+          x.how = step::receive;
+          x.peers = {t.sender};
+          x.staged = x.bytes;
+          my_receive[i] = steps_.size();
         }
         step_of_[i] = steps_.size();
         steps_.push_back(std::move(x));
@@ -5769,7 +6154,7 @@ class executor {
         if (t.destination_bytes == 0 || !t.dst_tile.contains(x.region))
           throw error(who + " forwards a region it does not keep, which a staging cap cannot bound");
         x.from_buffer = none;
-        x.direct = detail::contiguous_offset(t.dst_tile, x.region, t.eb);
+        x.direct = x.parts.empty() ? detail::contiguous_offset(t.dst_tile, x.region, t.eb) : none;
         if (x.direct == none) x.staged = x.bytes;
       }
       std::size_t largest[2] = {0, 0};  // ordered: the send lane's slot, the receive lane's
@@ -6218,10 +6603,14 @@ class executor {
     const tensor_state& t = tensors_[x.tensor];
     switch (x.how) {
       case step::copy:
-        copy_region(mem, t.src_tile, t.src, t.dst_tile, t.dst, x.region, t.eb);
+        if (x.parts.empty()) copy_region(mem, t.src_tile, t.src, t.dst_tile, t.dst, x.region, t.eb);
+        for (const transfer_part& q : x.parts) {
+          const tensor_state& tq = tensors_[static_cast<std::size_t>(q.tensor)];
+          copy_region(mem, tq.src_tile, tq.src, tq.dst_tile, tq.dst, q.region, tq.eb);
+        }
         break;
       case step::send: {
-        if (!x.parts.empty()) pack_parts(x);
+        if (x.from_buffer == none && !x.parts.empty()) pack_parts(x);
         else if (x.from_buffer == none && x.direct == none) {
           if (x.from_source) pack(mem, t.src_tile, t.src, x.region, t.eb, buffer(x.buffer));
           else pack(mem, t.dst_tile, t.dst, x.region, t.eb, buffer(x.buffer));
@@ -6249,12 +6638,13 @@ class executor {
     }
   }
 
-  // A bucket's pieces, one after another in its buffer.
+  // A bundle's pieces, one after another in its buffer (a forward's from what it received).
   void pack_parts(step& x) {
     std::byte* out = buffer(x.buffer);
     for (const transfer_part& q : x.parts) {
       const tensor_state& tq = tensors_[static_cast<std::size_t>(q.tensor)];
-      pack(b_.memory(), tq.src_tile, tq.src, q.region, tq.eb, out);
+      if (x.from_source) pack(b_.memory(), tq.src_tile, tq.src, q.region, tq.eb, out);
+      else pack(b_.memory(), tq.dst_tile, tq.dst, q.region, tq.eb, out);
       out += q.bytes;
     }
   }

@@ -175,7 +175,8 @@ class nccl_batch_resharder {
       if (channel_.rank() == 0)
         schedule_ = solve_batch(plans_, net_, strategy, solver,
                                 {.split_replicas = options_.split_replicas, .mode = options_.mode,
-                                 .bucket_bytes = options_.buckets ? bucket_bytes(net_, options_.max_staging_bytes) : 0},
+                                 .bucket_bytes = options_.buckets ? instance_options::auto_bucket_bytes : 0,
+                                 .max_staging_bytes = options_.max_staging_bytes},
                                 {.time_limit_s = options_.time_limit_s, .seed = options_.seed});
     } catch (const std::exception& e) {
       problem = e.what();

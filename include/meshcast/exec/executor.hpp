@@ -108,9 +108,6 @@ inline void check_schedule_fits(std::span<const plan> plans, const schedule& s) 
     if (!s.model.empty() && s.model[i].holders.size() != s.model[i].resources.size())
       bad(i, "has a model whose resources and holders differ in number");
     if (t.parts.empty()) continue;
-    if (!((t.kind == transfer_kind::point_to_point && t.receivers.size() == 1) || t.kind == transfer_kind::chain) ||
-        !t.waits_for.empty())
-      bad(i, "bundles pieces but is neither one message nor one chain from its source");
     index_t sum = t.region.volume() * p.element_bytes;
     for (const transfer_part& q : t.parts) {
       if (q.tensor < 0 || static_cast<std::size_t>(q.tensor) >= plans.size()) bad(i, "bundles a tensor the batch does not have");
@@ -308,24 +305,39 @@ class executor {
       x.bytes = tile_bytes(t.region, ts.eb);
       x.tag = static_cast<int>(i % transfer_tags);
       const std::string who = "device " + std::to_string(me_);
-      if (!t.parts.empty()) {  // a bucket: packed and unpacked piece by piece, always through a buffer
+      if (!t.parts.empty()) {  // a bundle: packed and unpacked piece by piece, through a buffer
         x.parts.push_back({t.tensor, t.task, t.region, t.region.volume() * static_cast<index_t>(ts.eb)});
         x.parts.insert(x.parts.end(), t.parts.begin(), t.parts.end());
+        x.bytes = static_cast<std::size_t>(t.bytes);
+        x.from_source = t.kind != transfer_kind::forward;  // a forward passes on what it received
         for (const transfer_part& q : x.parts) {
           const tensor_state& tq = tensors_[static_cast<std::size_t>(q.tensor)];
-          if (sending ? !tq.src_tile.contains(q.region) : (tq.destination_bytes == 0 || !tq.dst_tile.contains(q.region)))
-            throw error(who + (sending ? " sends a region it does not hold" : " receives a region outside its destination tile"));
+          const bool in_dst = tq.destination_bytes > 0 && tq.dst_tile.contains(q.region);
+          if (sending && x.from_source && !tq.src_tile.contains(q.region)) throw error(who + " sends a region it does not hold");
+          if ((receiving || !x.from_source) && !in_dst) throw error(who + " receives a region outside its destination tile");
         }
-        x.bytes = static_cast<std::size_t>(t.bytes);
-        x.staged = x.bytes;
-        if (t.kind == transfer_kind::chain) {
+        if (t.kind == transfer_kind::local_copy) {
+          x.how = step::copy;
+        } else if (t.kind == transfer_kind::chain || t.kind == transfer_kind::group_broadcast) {
           x.how = step::collective;
           x.group = group_of_.at(i);
           x.root = sending;
+          x.staged = x.bytes;
+        } else if (sending) {
+          x.how = step::send;
+          x.peers = t.receivers;
+          x.staged = x.bytes;
+          for (std::int32_t w : t.waits_for) {  // a forward: the receives it passes on
+            auto it = my_receive.find(static_cast<std::size_t>(w));
+            if (it == my_receive.end()) throw error(who + " forwards transfer " + std::to_string(w) + ", which it does not receive");
+            x.needs.push_back(it->second);
+          }
+          if (x.needs.size() == 1 && steps_[x.needs[0]].parts == x.parts) x.from_buffer = x.needs[0], x.staged = 0;
         } else {
-          x.how = sending ? step::send : step::receive;
-          x.peers = sending ? t.receivers : std::vector<index_t>{t.sender};
-          if (!sending) my_receive[i] = steps_.size();
+          x.how = step::receive;
+          x.peers = {t.sender};
+          x.staged = x.bytes;
+          my_receive[i] = steps_.size();
         }
         step_of_[i] = steps_.size();
         steps_.push_back(std::move(x));
@@ -404,7 +416,7 @@ class executor {
         if (t.destination_bytes == 0 || !t.dst_tile.contains(x.region))
           throw error(who + " forwards a region it does not keep, which a staging cap cannot bound");
         x.from_buffer = none;
-        x.direct = detail::contiguous_offset(t.dst_tile, x.region, t.eb);
+        x.direct = x.parts.empty() ? detail::contiguous_offset(t.dst_tile, x.region, t.eb) : none;
         if (x.direct == none) x.staged = x.bytes;
       }
       std::size_t largest[2] = {0, 0};  // ordered: the send lane's slot, the receive lane's
@@ -853,10 +865,14 @@ class executor {
     const tensor_state& t = tensors_[x.tensor];
     switch (x.how) {
       case step::copy:
-        copy_region(mem, t.src_tile, t.src, t.dst_tile, t.dst, x.region, t.eb);
+        if (x.parts.empty()) copy_region(mem, t.src_tile, t.src, t.dst_tile, t.dst, x.region, t.eb);
+        for (const transfer_part& q : x.parts) {
+          const tensor_state& tq = tensors_[static_cast<std::size_t>(q.tensor)];
+          copy_region(mem, tq.src_tile, tq.src, tq.dst_tile, tq.dst, q.region, tq.eb);
+        }
         break;
       case step::send: {
-        if (!x.parts.empty()) pack_parts(x);
+        if (x.from_buffer == none && !x.parts.empty()) pack_parts(x);
         else if (x.from_buffer == none && x.direct == none) {
           if (x.from_source) pack(mem, t.src_tile, t.src, x.region, t.eb, buffer(x.buffer));
           else pack(mem, t.dst_tile, t.dst, x.region, t.eb, buffer(x.buffer));
@@ -884,12 +900,13 @@ class executor {
     }
   }
 
-  // A bucket's pieces, one after another in its buffer.
+  // A bundle's pieces, one after another in its buffer (a forward's from what it received).
   void pack_parts(step& x) {
     std::byte* out = buffer(x.buffer);
     for (const transfer_part& q : x.parts) {
       const tensor_state& tq = tensors_[static_cast<std::size_t>(q.tensor)];
-      pack(b_.memory(), tq.src_tile, tq.src, q.region, tq.eb, out);
+      if (x.from_source) pack(b_.memory(), tq.src_tile, tq.src, q.region, tq.eb, out);
+      else pack(b_.memory(), tq.dst_tile, tq.dst, q.region, tq.eb, out);
       out += q.bytes;
     }
   }

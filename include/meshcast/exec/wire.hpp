@@ -159,8 +159,8 @@ inline schedule from_wire(const std::vector<std::int64_t>& words) {
     t.sender = r.word();
     t.receivers = r.list<index_t>();
     t.waits_for = r.list<std::int32_t>();
-    t.parts.resize(r.count(4));
-    for (transfer_part& q : t.parts) {
+    std::vector<transfer_part> parts(r.count(4));
+    for (transfer_part& q : parts) {
       const std::int64_t part_tensor = r.word();
       if (part_tensor < 0 || part_tensor > std::numeric_limits<std::int32_t>::max()) throw error("a schedule message has a bad tensor");
       q.tensor = static_cast<std::int32_t>(part_tensor);
@@ -168,6 +168,7 @@ inline schedule from_wire(const std::vector<std::int64_t>& words) {
       q.region = r.region();
       q.bytes = r.word();
     }
+    t.parts.assign(parts.begin(), parts.end());
   }
   s.model.resize(r.count(8));
   for (transfer_model& m : s.model) {

@@ -86,6 +86,8 @@ struct open_shop {
         std::vector<index_t> rows = apportion(region[d].size(), share);
         std::vector<box> blocks = slice_by_counts(region, d, rows);
         std::size_t first_chunk = chunks.size();
+        // A bundle (transfer::parts) is not cut: it goes whole, from the sender its quota names.
+        if (!ops0[j].parts.empty()) blocks.clear(), chunks.push_back(un.options[static_cast<std::size_t>(whole[u])].ops[j]);
         for (std::size_t k = 0; k < blocks.size(); ++k) {
           if (rows[k] == 0) continue;
           const op& model = un.options[k].ops[j];

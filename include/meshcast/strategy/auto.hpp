@@ -1,7 +1,7 @@
 // auto: the strategy chosen per task. Each unit offers, for each of its senders, what send_recv,
 // send_recv_allgather and broadcast would do (distinct alternatives only), and the solver picks
-// per unit whichever makes the batch finish first under its model. `solve_for`
-// (solve_for.hpp) also solves under each single strategy and keeps the shortest, so `auto` is
+// per unit whichever makes the batch finish first under its model. `solve_batch`
+// (solve_batch.hpp) also solves under each single strategy and keeps the shortest, so `auto` is
 // never predicted slower than the best of them.
 #pragma once
 
@@ -30,6 +30,17 @@ struct auto_strategy {
     if (k == 0) send_recv{}.remote_ops(net, rs, task, region, bytes, sender, remote, out);
     else if (k == 1) send_recv_allgather{}.remote_ops(net, rs, task, region, bytes, sender, remote, out);
     else broadcast{}.remote_ops(net, rs, task, region, bytes, sender, remote, out);
+  }
+  /// The ops of alternative `k` for a bundle.
+  void remote_bundle_ops_of(std::size_t k, const network& net, const resource_space& rs, const payload& what,
+                            index_t sender, std::span<const index_t> remote, std::vector<op>& out) const {
+    if (k == 0) send_recv{}.remote_bundle_ops(net, rs, what, sender, remote, out);
+    else if (k == 1) send_recv_allgather{}.remote_bundle_ops(net, rs, what, sender, remote, out);
+    else broadcast{}.remote_bundle_ops(net, rs, what, sender, remote, out);
+  }
+  void remote_bundle_ops(const network& net, const resource_space& rs, const payload& what, index_t sender,
+                         std::span<const index_t> remote, std::vector<op>& out) const {
+    remote_bundle_ops_of(0, net, rs, what, sender, remote, out);
   }
   /// As a plain strategy (one alternative per sender): send_recv's.
   void remote_ops(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,

@@ -101,6 +101,11 @@ struct broadcast {
     }
     out.push_back(std::move(o));
   }
+  /// A bundle goes down the chain (or to the lone receiver) whole, as one message.
+  void remote_bundle_ops(const network& net, const resource_space& rs, const payload& what, index_t sender,
+                         std::span<const index_t> remote, std::vector<op>& out) const {
+    detail::whole_payload_ops(*this, net, rs, what, sender, remote, out);
+  }
 };
 
 }  // namespace meshcast

@@ -13,6 +13,11 @@ struct send_recv {
                   index_t sender, std::span<const index_t> remote, std::vector<op>& out) const {
     for (index_t r : remote) out.push_back(make_transfer(net, rs, task, region, bytes, sender, r));
   }
+  /// A bundle goes whole to each receiver, as one message.
+  void remote_bundle_ops(const network& net, const resource_space& rs, const payload& what, index_t sender,
+                         std::span<const index_t> remote, std::vector<op>& out) const {
+    detail::whole_payload_ops(*this, net, rs, what, sender, remote, out);
+  }
 };
 
 }  // namespace meshcast
