@@ -71,6 +71,9 @@ struct instance_options {
   /// Under a strategy that moves bundles: a batch's tasks that share their senders and receivers
   /// go in bundles of at most this many bytes, one unit each (bundle.hpp); 0: one unit per task.
   std::size_t bundle_bytes = 0;
+  /// The bundles of these plans, made beforehand for `bundle_bytes` and `split_replicas`
+  /// (solve_batch shares them among its instances); none: make_instance makes them.
+  std::shared_ptr<const std::vector<bundle>> bundles{};
 };
 
 /// Most slices a task is cut into under replica splitting.
@@ -169,13 +172,13 @@ constexpr bool moves_bundles() {
 // bundle across the network one unit with an option per sender offered, each op carrying every
 // piece of the bundle.
 template <bundling_strategy S>
-void add_bundles(instance& in, const S& st, std::size_t max_bytes) {
+void add_bundles(instance& in, const S& st, const std::vector<bundle>& bundles) {
   const network& net = *in.net;
-  std::vector<bundle> bundles = make_bundles(in.plans, net, max_bytes, in.split_replicas, max_slices);
   for (std::size_t b = 0; b < bundles.size(); ++b) {
     const bundle& x = bundles[b];
     const transfer_part& lead = x.pieces.front();
-    const payload what{x.pieces, x.bytes};
+    payload what{x.pieces, x.bytes};
+    what.rest.assign(x.pieces.begin() + 1, x.pieces.end());
     unit u{lead.task, lead.tensor, lead.region, x.bytes, {}};
     if (x.local) {
       u.options.push_back(option{});
@@ -219,7 +222,8 @@ instance make_instance(std::vector<std::shared_ptr<const plan>> plans, std::shar
   in.mode = options.mode;
   if constexpr (detail::moves_bundles<S>()) {
     if (options.bundle_bytes > 0) {
-      detail::add_bundles(in, st, options.bundle_bytes);
+      if (options.bundles) detail::add_bundles(in, st, *options.bundles);
+      else detail::add_bundles(in, st, make_bundles(in.plans, net, options.bundle_bytes, split_replicas, max_slices));
       detail::apply_connections(in);
       return in;
     }

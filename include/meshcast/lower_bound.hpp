@@ -38,14 +38,46 @@ struct egress_split {
 };
 
 namespace detail {
-// Bytes an option sends through each egress port.
-inline std::map<int, double> egress_bytes(const option& o, const resource_space& rs) {
-  std::map<int, double> m;
-  for (const op& x : o.ops)
-    for (int r : x.resources)
-      if (r < rs.ports) m[r] += static_cast<double>(x.bytes);
-  return m;
-}
+// Per resource, the work of one option at a time and the least over a unit's options (a resource
+// an option does not touch counts 0 for it), in dense arrays with lists of what was touched: a
+// unit costs the resources its ops name, not the whole space.
+class least_load {
+ public:
+  explicit least_load(std::size_t resources)
+      : sum_(resources, 0.0), least_(resources, 0.0), in_sum_(resources, 0), in_least_(resources, 0) {}
+  void begin_unit() {
+    for (int r : least_keys_) in_least_[static_cast<std::size_t>(r)] = 0;
+    least_keys_.clear();
+    first_ = true;
+  }
+  void add(int r, double work) {
+    const auto i = static_cast<std::size_t>(r);
+    if (!in_sum_[i]) in_sum_[i] = 1, sum_[i] = 0, sum_keys_.push_back(r);
+    sum_[i] += work;
+  }
+  /// The current option's work on `r` (before end_option).
+  double sum(int r) const noexcept { return in_sum_[static_cast<std::size_t>(r)] ? sum_[static_cast<std::size_t>(r)] : 0.0; }
+  void end_option() {
+    if (first_) {
+      for (int r : sum_keys_) least_[static_cast<std::size_t>(r)] = sum_[static_cast<std::size_t>(r)], in_least_[static_cast<std::size_t>(r)] = 1;
+      least_keys_ = sum_keys_;
+      first_ = false;
+    } else {
+      for (int r : least_keys_) least_[static_cast<std::size_t>(r)] = std::min(least_[static_cast<std::size_t>(r)], sum(r));
+    }
+    for (int r : sum_keys_) in_sum_[static_cast<std::size_t>(r)] = 0;
+    sum_keys_.clear();
+  }
+  /// After a unit's options: the resources its first option touched, and the least work on each.
+  const std::vector<int>& touched() const noexcept { return least_keys_; }
+  double least(int r) const noexcept { return in_least_[static_cast<std::size_t>(r)] ? least_[static_cast<std::size_t>(r)] : 0.0; }
+
+ private:
+  std::vector<double> sum_, least_;
+  std::vector<char> in_sum_, in_least_;
+  std::vector<int> sum_keys_, least_keys_;
+  bool first_ = true;
+};
 }  // namespace detail
 
 /// The egress part of the bound, with an assignment reaching it (see the file comment). With
@@ -62,20 +94,25 @@ inline egress_split egress_bound(const instance& in, bool all_replicas = false, 
     double bytes;
   };
   std::vector<flexible> flex(in.units.size());
+  detail::least_load load(static_cast<std::size_t>(rs.ports));
+  std::vector<double> at_sender;  // per option: bytes leaving its sender's port
   for (std::size_t u = 0; u < in.units.size(); ++u) {
     const unit& un = in.units[u];
-    std::vector<std::map<int, double>> per_option;
-    for (const option& o : un.options) per_option.push_back(detail::egress_bytes(o, rs));
-    std::map<int, double> least = per_option[0];
-    for (auto& [port, b] : least)
-      for (const auto& m : per_option) b = std::min(b, m.count(port) ? m.at(port) : 0.0);
-    for (const auto& [port, b] : least) fixed[port] += b;
+    load.begin_unit();
+    at_sender.clear();
+    for (const option& o : un.options) {
+      for (const op& x : o.ops)
+        for (int r : x.resources)
+          if (r < rs.ports) load.add(r, static_cast<double>(x.bytes));
+      at_sender.push_back(o.sender >= 0 ? load.sum(net.port_of(o.sender)) : 0.0);
+      load.end_option();
+    }
+    for (int port : load.touched()) fixed[static_cast<std::size_t>(port)] += load.least(port);
     if (!un.has_choice()) continue;
     double residual = std::numeric_limits<double>::infinity();
     for (std::size_t k = 0; k < un.options.size(); ++k) {
       int port = net.port_of(un.options[k].sender);
-      double mine = per_option[k].count(port) ? per_option[k][port] : 0.0;
-      residual = std::min(residual, mine - (least.count(port) ? least[port] : 0.0));
+      residual = std::min(residual, at_sender[k] - load.least(port));
       flex[u].ports.push_back(port);
     }
     flex[u].bytes = std::max(0.0, residual);
@@ -165,38 +202,41 @@ inline egress_split egress_bound(const instance& in, bool all_replicas = false, 
 /// every op entering a port pays its latency there, and device streams carry one op at a time.
 /// Concurrent: ops overlap their latencies and a device may take part in several at once, so
 /// only the bytes each port must carry count, plus one latency.
-inline lower_bound_parts lower_bound(const instance& in) {
+/// With `latencies = false`, only bytes count (no latency, no device stream, no whole transfer):
+/// a bound that also holds for the schedule with its messages bucketed (bucket.hpp).
+inline lower_bound_parts lower_bound(const instance& in, bool latencies = true) {
   const resource_space& rs = in.resources;
   const network& net = *in.net;
-  const bool ordered = in.mode == execution::ordered;
+  const bool ordered = in.mode == execution::ordered && latencies;
   lower_bound_parts lb;
   // Ingress and device streams: the least work any option puts on each such resource.
   std::vector<double> ingress(static_cast<std::size_t>(rs.ports), 0.0);
   std::vector<double> stream(static_cast<std::size_t>(2 * rs.devices), 0.0);  // lanes
+  detail::least_load load(static_cast<std::size_t>(rs.size()));
   for (const unit& u : in.units) {
-    std::map<int, double> least;
-    for (std::size_t k = 0; k < u.options.size(); ++k) {
-      std::map<int, double> mine;
-      for (const op& x : u.options[k].ops)
+    load.begin_unit();
+    for (const option& o : u.options) {
+      for (const op& x : o.ops)
         for (std::size_t j = 0; j < x.resources.size(); ++j) {
           const int r = x.resources[j];
           if (r >= rs.ports && r < 2 * rs.ports)
-            mine[r] += static_cast<double>(x.bytes) / net.ingress_bps(r - rs.ports) + (ordered ? net.latency_s() : 0.0);
+            load.add(r, static_cast<double>(x.bytes) / net.ingress_bps(r - rs.ports) + (ordered ? net.latency_s() : 0.0));
           else if (r >= 2 * rs.ports && ordered)
-            mine[r] += x.held_for(j);
+            load.add(r, x.held_for(j));
         }
-      if (k == 0) least = mine;
-      for (auto& [r, t] : least) t = std::min(t, mine.count(r) ? mine[r] : 0.0);
+      load.end_option();
     }
-    for (const auto& [r, t] : least) {
-      if (r < 2 * rs.ports) ingress[r - rs.ports] += t;
-      else stream[r - 2 * rs.ports] += t;
+    for (int r : load.touched()) {
+      if (r < 2 * rs.ports) ingress[static_cast<std::size_t>(r - rs.ports)] += load.least(r);
+      else stream[static_cast<std::size_t>(r - 2 * rs.ports)] += load.least(r);
     }
   }
-  for (double t : ingress) lb.ingress_s = std::max(lb.ingress_s, t > 0 && !ordered ? t + net.latency_s() : t);
+  const double one_latency = latencies ? net.latency_s() : 0.0;
+  for (double t : ingress) lb.ingress_s = std::max(lb.ingress_s, t > 0 && !ordered ? t + one_latency : t);
   for (double t : stream) lb.device_s = std::max(lb.device_s, t);
   egress_split e = egress_bound(in, /*all_replicas=*/true);
-  lb.egress_s = e.makespan_s > 0 ? e.makespan_s + net.latency_s() : 0;
+  lb.egress_s = e.makespan_s > 0 ? e.makespan_s + one_latency : 0;
+  if (!latencies) return lb;
   for (const unit& u : in.units) {
     if (in.split_replicas && u.has_choice()) continue;  // may be cut further among replicas
     double best = std::numeric_limits<double>::infinity();

@@ -1,7 +1,9 @@
 // Solving a batch of plans under a strategy in one call, and what each strategy serves. Under
 // `auto_strategy` the solver runs on the instance whose units offer every strategy's ops and on
 // each single strategy's instance, sharing the time limit, and the shortest schedule is kept: so
-// `auto` is never predicted slower than the best single strategy that solver reaches.
+// `auto` is never predicted slower than the best single strategy that solver reaches. A single
+// strategy whose instance cannot move its bytes in less than the best schedule found (its
+// latency-free lower bound) is not solved: it could not be kept.
 #pragma once
 
 #include <map>
@@ -40,6 +42,7 @@ schedule solve_batch(std::vector<std::shared_ptr<const plan>> plans, std::shared
     return with_buckets(solve(make_instance(std::move(plans), net, st, io), sv, so), *net, bucket);
   } else {
     so.time_limit_s = detail::checked_seconds(so.time_limit_s, "the solver time limit") / 4;
+    if (bucket > 0) io.bundles = std::make_shared<const std::vector<bundle>>(make_bundles(plans, *net, bucket, io.split_replicas, max_slices));
     std::optional<schedule> best;
     std::string why;
     auto consider = [&](const auto& strategy) {
@@ -48,6 +51,8 @@ schedule solve_batch(std::vector<std::shared_ptr<const plan>> plans, std::shared
         why = no;
         return;
       }
+      // A strategy whose every schedule moves bytes for longer than the best found cannot win.
+      if (best && lower_bound(in, /*latencies=*/false).value() >= best->makespan_s) return;
       schedule s = with_buckets(solve(in, sv, so), *net, bucket);
       if (!best || s.makespan_s < best->makespan_s) best = std::move(s);
     };

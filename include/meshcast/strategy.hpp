@@ -45,6 +45,9 @@ concept strategy_with_alternatives =
 struct payload {
   std::span<const transfer_part> pieces;
   index_t bytes = 0;
+  /// The pieces after the first, as the ops carry them (one list every op shares); made from
+  /// `pieces` where not given.
+  part_list rest{};
 };
 
 /// A strategy that moves bundles: `remote_bundle_ops` appends the ops that move a whole payload,
@@ -70,9 +73,11 @@ inline bool same_ops(const std::vector<op>& a, const std::vector<op>& b) {
 // Makes the ops from `first` on carry a payload whose lead piece they were made for (with the
 // payload's bytes): the other pieces follow as parts.
 inline void carry(std::vector<op>& ops, std::size_t first, const payload& what) {
+  part_list rest = what.rest;
+  if (rest.size() + 1 != what.pieces.size()) rest.assign(what.pieces.begin() + 1, what.pieces.end());
   for (std::size_t i = first; i < ops.size(); ++i) {
     ops[i].tensor = what.pieces.front().tensor;
-    ops[i].parts.assign(what.pieces.begin() + 1, what.pieces.end());
+    ops[i].parts = rest;
   }
 }
 

@@ -1962,6 +1962,9 @@ concept strategy_with_alternatives =
 struct payload {
   std::span<const transfer_part> pieces;
   index_t bytes = 0;
+  /// The pieces after the first, as the ops carry them (one list every op shares); made from
+  /// `pieces` where not given.
+  part_list rest{};
 };
 
 /// A strategy that moves bundles: `remote_bundle_ops` appends the ops that move a whole payload,
@@ -1987,9 +1990,11 @@ inline bool same_ops(const std::vector<op>& a, const std::vector<op>& b) {
 // Makes the ops from `first` on carry a payload whose lead piece they were made for (with the
 // payload's bytes): the other pieces follow as parts.
 inline void carry(std::vector<op>& ops, std::size_t first, const payload& what) {
+  part_list rest = what.rest;
+  if (rest.size() + 1 != what.pieces.size()) rest.assign(what.pieces.begin() + 1, what.pieces.end());
   for (std::size_t i = first; i < ops.size(); ++i) {
     ops[i].tensor = what.pieces.front().tensor;
-    ops[i].parts.assign(what.pieces.begin() + 1, what.pieces.end());
+    ops[i].parts = rest;
   }
 }
 
@@ -2697,6 +2702,9 @@ struct instance_options {
   /// Under a strategy that moves bundles: a batch's tasks that share their senders and receivers
   /// go in bundles of at most this many bytes, one unit each (bundle.hpp); 0: one unit per task.
   std::size_t bundle_bytes = 0;
+  /// The bundles of these plans, made beforehand for `bundle_bytes` and `split_replicas`
+  /// (solve_batch shares them among its instances); none: make_instance makes them.
+  std::shared_ptr<const std::vector<bundle>> bundles{};
 };
 
 /// Most slices a task is cut into under replica splitting.
@@ -2795,13 +2803,13 @@ constexpr bool moves_bundles() {
 // bundle across the network one unit with an option per sender offered, each op carrying every
 // piece of the bundle.
 template <bundling_strategy S>
-void add_bundles(instance& in, const S& st, std::size_t max_bytes) {
+void add_bundles(instance& in, const S& st, const std::vector<bundle>& bundles) {
   const network& net = *in.net;
-  std::vector<bundle> bundles = make_bundles(in.plans, net, max_bytes, in.split_replicas, max_slices);
   for (std::size_t b = 0; b < bundles.size(); ++b) {
     const bundle& x = bundles[b];
     const transfer_part& lead = x.pieces.front();
-    const payload what{x.pieces, x.bytes};
+    payload what{x.pieces, x.bytes};
+    what.rest.assign(x.pieces.begin() + 1, x.pieces.end());
     unit u{lead.task, lead.tensor, lead.region, x.bytes, {}};
     if (x.local) {
       u.options.push_back(option{});
@@ -2845,7 +2853,8 @@ instance make_instance(std::vector<std::shared_ptr<const plan>> plans, std::shar
   in.mode = options.mode;
   if constexpr (detail::moves_bundles<S>()) {
     if (options.bundle_bytes > 0) {
-      detail::add_bundles(in, st, options.bundle_bytes);
+      if (options.bundles) detail::add_bundles(in, st, *options.bundles);
+      else detail::add_bundles(in, st, make_bundles(in.plans, net, options.bundle_bytes, split_replicas, max_slices));
       detail::apply_connections(in);
       return in;
     }
@@ -3048,14 +3057,46 @@ struct egress_split {
 };
 
 namespace detail {
-// Bytes an option sends through each egress port.
-inline std::map<int, double> egress_bytes(const option& o, const resource_space& rs) {
-  std::map<int, double> m;
-  for (const op& x : o.ops)
-    for (int r : x.resources)
-      if (r < rs.ports) m[r] += static_cast<double>(x.bytes);
-  return m;
-}
+// Per resource, the work of one option at a time and the least over a unit's options (a resource
+// an option does not touch counts 0 for it), in dense arrays with lists of what was touched: a
+// unit costs the resources its ops name, not the whole space.
+class least_load {
+ public:
+  explicit least_load(std::size_t resources)
+      : sum_(resources, 0.0), least_(resources, 0.0), in_sum_(resources, 0), in_least_(resources, 0) {}
+  void begin_unit() {
+    for (int r : least_keys_) in_least_[static_cast<std::size_t>(r)] = 0;
+    least_keys_.clear();
+    first_ = true;
+  }
+  void add(int r, double work) {
+    const auto i = static_cast<std::size_t>(r);
+    if (!in_sum_[i]) in_sum_[i] = 1, sum_[i] = 0, sum_keys_.push_back(r);
+    sum_[i] += work;
+  }
+  /// The current option's work on `r` (before end_option).
+  double sum(int r) const noexcept { return in_sum_[static_cast<std::size_t>(r)] ? sum_[static_cast<std::size_t>(r)] : 0.0; }
+  void end_option() {
+    if (first_) {
+      for (int r : sum_keys_) least_[static_cast<std::size_t>(r)] = sum_[static_cast<std::size_t>(r)], in_least_[static_cast<std::size_t>(r)] = 1;
+      least_keys_ = sum_keys_;
+      first_ = false;
+    } else {
+      for (int r : least_keys_) least_[static_cast<std::size_t>(r)] = std::min(least_[static_cast<std::size_t>(r)], sum(r));
+    }
+    for (int r : sum_keys_) in_sum_[static_cast<std::size_t>(r)] = 0;
+    sum_keys_.clear();
+  }
+  /// After a unit's options: the resources its first option touched, and the least work on each.
+  const std::vector<int>& touched() const noexcept { return least_keys_; }
+  double least(int r) const noexcept { return in_least_[static_cast<std::size_t>(r)] ? least_[static_cast<std::size_t>(r)] : 0.0; }
+
+ private:
+  std::vector<double> sum_, least_;
+  std::vector<char> in_sum_, in_least_;
+  std::vector<int> sum_keys_, least_keys_;
+  bool first_ = true;
+};
 }  // namespace detail
 
 /// The egress part of the bound, with an assignment reaching it (see the file comment). With
@@ -3072,20 +3113,25 @@ inline egress_split egress_bound(const instance& in, bool all_replicas = false, 
     double bytes;
   };
   std::vector<flexible> flex(in.units.size());
+  detail::least_load load(static_cast<std::size_t>(rs.ports));
+  std::vector<double> at_sender;  // per option: bytes leaving its sender's port
   for (std::size_t u = 0; u < in.units.size(); ++u) {
     const unit& un = in.units[u];
-    std::vector<std::map<int, double>> per_option;
-    for (const option& o : un.options) per_option.push_back(detail::egress_bytes(o, rs));
-    std::map<int, double> least = per_option[0];
-    for (auto& [port, b] : least)
-      for (const auto& m : per_option) b = std::min(b, m.count(port) ? m.at(port) : 0.0);
-    for (const auto& [port, b] : least) fixed[port] += b;
+    load.begin_unit();
+    at_sender.clear();
+    for (const option& o : un.options) {
+      for (const op& x : o.ops)
+        for (int r : x.resources)
+          if (r < rs.ports) load.add(r, static_cast<double>(x.bytes));
+      at_sender.push_back(o.sender >= 0 ? load.sum(net.port_of(o.sender)) : 0.0);
+      load.end_option();
+    }
+    for (int port : load.touched()) fixed[static_cast<std::size_t>(port)] += load.least(port);
     if (!un.has_choice()) continue;
     double residual = std::numeric_limits<double>::infinity();
     for (std::size_t k = 0; k < un.options.size(); ++k) {
       int port = net.port_of(un.options[k].sender);
-      double mine = per_option[k].count(port) ? per_option[k][port] : 0.0;
-      residual = std::min(residual, mine - (least.count(port) ? least[port] : 0.0));
+      residual = std::min(residual, at_sender[k] - load.least(port));
       flex[u].ports.push_back(port);
     }
     flex[u].bytes = std::max(0.0, residual);
@@ -3175,38 +3221,41 @@ inline egress_split egress_bound(const instance& in, bool all_replicas = false, 
 /// every op entering a port pays its latency there, and device streams carry one op at a time.
 /// Concurrent: ops overlap their latencies and a device may take part in several at once, so
 /// only the bytes each port must carry count, plus one latency.
-inline lower_bound_parts lower_bound(const instance& in) {
+/// With `latencies = false`, only bytes count (no latency, no device stream, no whole transfer):
+/// a bound that also holds for the schedule with its messages bucketed (bucket.hpp).
+inline lower_bound_parts lower_bound(const instance& in, bool latencies = true) {
   const resource_space& rs = in.resources;
   const network& net = *in.net;
-  const bool ordered = in.mode == execution::ordered;
+  const bool ordered = in.mode == execution::ordered && latencies;
   lower_bound_parts lb;
   // Ingress and device streams: the least work any option puts on each such resource.
   std::vector<double> ingress(static_cast<std::size_t>(rs.ports), 0.0);
   std::vector<double> stream(static_cast<std::size_t>(2 * rs.devices), 0.0);  // lanes
+  detail::least_load load(static_cast<std::size_t>(rs.size()));
   for (const unit& u : in.units) {
-    std::map<int, double> least;
-    for (std::size_t k = 0; k < u.options.size(); ++k) {
-      std::map<int, double> mine;
-      for (const op& x : u.options[k].ops)
+    load.begin_unit();
+    for (const option& o : u.options) {
+      for (const op& x : o.ops)
         for (std::size_t j = 0; j < x.resources.size(); ++j) {
           const int r = x.resources[j];
           if (r >= rs.ports && r < 2 * rs.ports)
-            mine[r] += static_cast<double>(x.bytes) / net.ingress_bps(r - rs.ports) + (ordered ? net.latency_s() : 0.0);
+            load.add(r, static_cast<double>(x.bytes) / net.ingress_bps(r - rs.ports) + (ordered ? net.latency_s() : 0.0));
           else if (r >= 2 * rs.ports && ordered)
-            mine[r] += x.held_for(j);
+            load.add(r, x.held_for(j));
         }
-      if (k == 0) least = mine;
-      for (auto& [r, t] : least) t = std::min(t, mine.count(r) ? mine[r] : 0.0);
+      load.end_option();
     }
-    for (const auto& [r, t] : least) {
-      if (r < 2 * rs.ports) ingress[r - rs.ports] += t;
-      else stream[r - 2 * rs.ports] += t;
+    for (int r : load.touched()) {
+      if (r < 2 * rs.ports) ingress[static_cast<std::size_t>(r - rs.ports)] += load.least(r);
+      else stream[static_cast<std::size_t>(r - 2 * rs.ports)] += load.least(r);
     }
   }
-  for (double t : ingress) lb.ingress_s = std::max(lb.ingress_s, t > 0 && !ordered ? t + net.latency_s() : t);
+  const double one_latency = latencies ? net.latency_s() : 0.0;
+  for (double t : ingress) lb.ingress_s = std::max(lb.ingress_s, t > 0 && !ordered ? t + one_latency : t);
   for (double t : stream) lb.device_s = std::max(lb.device_s, t);
   egress_split e = egress_bound(in, /*all_replicas=*/true);
-  lb.egress_s = e.makespan_s > 0 ? e.makespan_s + net.latency_s() : 0;
+  lb.egress_s = e.makespan_s > 0 ? e.makespan_s + one_latency : 0;
+  if (!latencies) return lb;
   for (const unit& u : in.units) {
     if (in.split_replicas && u.has_choice()) continue;  // may be cut further among replicas
     double best = std::numeric_limits<double>::infinity();
@@ -3839,8 +3888,11 @@ struct greedy {
   static constexpr std::string_view name = "greedy";
   /// The local search's work, in op placements (a list schedule places every op once): a count,
   /// not a time, so that the answer is the same however loaded the machine is. It makes at least
-  /// 8 and at most 4096 moves.
+  /// 8 and at most 4096 moves, and stops after `search_patience` moves in a row that shorten
+  /// nothing (on a whole model's batch it rarely finds anything: the list is within a percent of
+  /// the bound).
   std::size_t search_placements = std::size_t{1} << 19;
+  std::size_t search_patience = 32;
   /// Time after which the local search stops whatever is left of its work (counted from the
   /// start, construction included; 0: no local search).
   double search_limit_s = 0.25;
@@ -3920,7 +3972,8 @@ struct greedy {
     std::size_t placed = 1;
     for (std::size_t u = 0; u < in.units.size(); ++u) placed += in.units[u].options[best.choice[u]].ops.size();
     const std::size_t moves = std::clamp<std::size_t>(search_placements / placed, 8, 4096);
-    for (std::size_t it = 0; it < moves && best.order.size() > 1 && limit > 0; ++it) {
+    std::size_t stale = 0;
+    for (std::size_t it = 0; it < moves && best.order.size() > 1 && limit > 0 && stale < search_patience; ++it) {
       if (std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() > limit) break;
       trial.order = best.order;
       trial.forced = best.forced;
@@ -3936,6 +3989,7 @@ struct greedy {
         std::rotate(trial.order.begin() + i, trial.order.begin() + j, trial.order.begin() + j + 1);  // j before i
       }
       trial.makespan = list_schedule(in, trial.order, &trial.choice, &trial.forced);
+      stale = trial.makespan < best.makespan ? 0 : stale + 1;
       if (trial.makespan <= best.makespan) std::swap(best, trial);
     }
     return best;
@@ -5050,7 +5104,9 @@ inline schedule with_buckets(schedule s, const network& net, std::size_t max_byt
 // Solving a batch of plans under a strategy in one call, and what each strategy serves. Under
 // `auto_strategy` the solver runs on the instance whose units offer every strategy's ops and on
 // each single strategy's instance, sharing the time limit, and the shortest schedule is kept: so
-// `auto` is never predicted slower than the best single strategy that solver reaches.
+// `auto` is never predicted slower than the best single strategy that solver reaches. A single
+// strategy whose instance cannot move its bytes in less than the best schedule found (its
+// latency-free lower bound) is not solved: it could not be kept.
 
 #include <map>
 #include <memory>
@@ -5081,6 +5137,7 @@ schedule solve_batch(std::vector<std::shared_ptr<const plan>> plans, std::shared
     return with_buckets(solve(make_instance(std::move(plans), net, st, io), sv, so), *net, bucket);
   } else {
     so.time_limit_s = detail::checked_seconds(so.time_limit_s, "the solver time limit") / 4;
+    if (bucket > 0) io.bundles = std::make_shared<const std::vector<bundle>>(make_bundles(plans, *net, bucket, io.split_replicas, max_slices));
     std::optional<schedule> best;
     std::string why;
     auto consider = [&](const auto& strategy) {
@@ -5089,6 +5146,8 @@ schedule solve_batch(std::vector<std::shared_ptr<const plan>> plans, std::shared
         why = no;
         return;
       }
+      // A strategy whose every schedule moves bytes for longer than the best found cannot win.
+      if (best && lower_bound(in, /*latencies=*/false).value() >= best->makespan_s) return;
       schedule s = with_buckets(solve(in, sv, so), *net, bucket);
       if (!best || s.makespan_s < best->makespan_s) best = std::move(s);
     };
