@@ -40,7 +40,7 @@ class counting_backend {
   request recv(std::byte* data, std::size_t n, index_t peer, int tag) { return inner_.recv(data, n, peer, tag); }
   group make_group(std::span<const index_t> members, int tag) { return inner_.make_group(members, tag); }
   request broadcast(std::byte* data, std::size_t n, index_t root, group& g) { return inner_.broadcast(data, n, root, g); }
-  request chain(std::byte* data, std::size_t n, group& g, int tag) { return inner_.chain(data, n, g, tag); }
+  request chain(std::byte* data, std::size_t n, group& g, int tag, std::size_t piece) { return inner_.chain(data, n, g, tag, piece); }
   void wait(request& r) { inner_.wait(r); }
   bool test(request& r) { return inner_.test(r); }
   void begin_round() {}

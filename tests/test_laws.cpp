@@ -176,3 +176,28 @@ TEST_CASE("chain_piece_bytes: pieces within [16 KiB, the largest], about an (8 x
   static_assert(chain_piece_bytes(96 << 10, 3) == 16 << 10, "96 KiB down a 3-device chain goes in six 16 KiB pieces.");
   static_assert(chain_piece_bytes(1 << 20, 3) == 64 << 10, "1 MiB down a 3-device chain goes in sixteen 64 KiB pieces.");
 }
+
+TEST_CASE("chain_piece_bytes over a link: no piece crosses it in less than a latency, none above the larger clamp") {
+  for (double gbps : {0.2, 1.0, 10.0, 100.0, 400.0, 3200.0})
+    for (double latency_s : {0.0, 1e-6, 10e-6, 100e-6, 1e-3})
+      for (std::size_t members : {2, 3, 9, 33})
+        for (std::size_t bytes : {std::size_t{1}, std::size_t{64} << 10, std::size_t{1} << 20, std::size_t{64} << 20, std::size_t{1} << 30}) {
+          CAPTURE(gbps);
+          CAPTURE(latency_s);
+          CAPTURE(members);
+          CAPTURE(bytes);
+          const double bps = network::gbit_per_s(gbps);
+          const std::size_t piece = chain_piece_bytes(bytes, members, bps, latency_s);
+          const double floor = std::max(double(chain_min_piece_bytes), std::round(bps * latency_s));
+          const std::size_t pieces = (bytes + piece - 1) / piece;
+          CHECK(piece >= 1);
+          CHECK(double(piece) <= std::max(double(chain_chunk_bytes), floor));
+          if (pieces > 1) CHECK(double(piece) >= floor);  // a piece takes a latency or more on the wire
+          // Two pieces gain nothing over one: only a message above the largest piece is cut in two.
+          if (pieces == 2) CHECK(double(piece) == std::max(double(chain_chunk_bytes), floor));
+          // Where the link's floor is below 16 KiB, the rule is the plain one.
+          if (bps * latency_s <= double(chain_min_piece_bytes)) CHECK(piece == chain_piece_bytes(bytes, members));
+        }
+  // 400 Gbit/s and 10 us: pieces of 500 kB (a latency's worth), not 16-256 KiB.
+  CHECK(chain_piece_bytes(std::size_t{64} << 20, 9, network::gbit_per_s(400), 10e-6) == 500000);
+}

@@ -47,6 +47,7 @@ inline void write_schedule(json_writer& j, const schedule& s, const network* net
     for (std::size_t k = 0; k < m.resources.size() && m.holds_briefly(); ++k)
       if (m.holders[k] == o.sender) sender_free = std::max(sender_free, m.start + m.held_until(k));
     j.key("sender_free_s").value(sender_free);
+    if (o.piece_bytes > 0) j.key("piece_bytes").value(static_cast<long long>(o.piece_bytes));
     if (net && m.holds_briefly()) {
       const int ports = net->port_count();
       j.key("holds").begin_array();

@@ -29,8 +29,9 @@ concept backend = requires(B& b, const B& cb, std::byte* out, const std::byte* i
   { b.make_group(members, tag) } -> std::same_as<typename B::group>;
   /// `out` holds the message at the root and receives it elsewhere.
   { b.broadcast(out, n, peer, g) } -> std::same_as<typename B::request>;
-  /// A pipelined chain along the group's members in order (the first holds the message).
-  { b.chain(out, n, g, tag) } -> std::same_as<typename B::request>;
+  /// A pipelined chain along the group's members in order (the first holds the message), cut into
+  /// pieces of `piece` bytes (0: the backend's own rule, chain_piece_bytes).
+  { b.chain(out, n, g, tag, n) } -> std::same_as<typename B::request>;
   b.wait(req);
   /// Whether `req` is complete, without blocking (a chain member passes on what has arrived).
   { b.test(req) } -> std::convertible_to<bool>;

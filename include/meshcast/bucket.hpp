@@ -116,6 +116,7 @@ inline schedule bucketed(const schedule& s, const network& net, std::size_t max_
       const double start = m.start, end = m.end;
       m = static_cast<const transfer_model&>(chain[0]);
       m.start = start, m.end = end;
+      out.transfers[i].piece_bytes = chain[0].piece_bytes;
     }
   }
   simulate(out, net, rs);

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -39,19 +40,41 @@ inline constexpr std::size_t chain_pieces_per_hop = 8;
 
 /// The piece a chain of `members` devices (the sender included) cuts `bytes` into: about a
 /// (chain_pieces_per_hop x hops)th of the message, so that a small message still pipelines down a
-/// long chain, within [chain_min_piece_bytes, max_piece]; a message that would make two pieces or
-/// fewer goes whole (up to max_piece). The model (strategy/broadcast.hpp) and the executing
-/// backend both cut by this rule, so the prediction describes the pieces that run.
-constexpr std::size_t chain_piece_bytes(std::size_t bytes, std::size_t members, std::size_t max_piece = chain_chunk_bytes) noexcept {
+/// long chain, within [smallest, largest]; a message that would make two pieces or fewer goes
+/// whole (up to `largest`).
+constexpr std::size_t chain_piece_bytes(std::size_t bytes, std::size_t members, std::size_t smallest,
+                                        std::size_t largest) noexcept {
+  if (smallest > largest) smallest = largest;
   const std::size_t hops = members > 1 ? members - 1 : 1;
   const std::size_t cuts = chain_pieces_per_hop * hops;
   std::size_t piece = bytes / cuts + (bytes % cuts != 0);
-  if (piece < chain_min_piece_bytes) piece = chain_min_piece_bytes;
-  if (piece > max_piece) piece = max_piece;
+  if (piece < smallest) piece = smallest;
+  if (piece > largest) piece = largest;
   // Two pieces or fewer gain nothing: the second waits behind the first on the sender's link.
-  if (2 * piece >= bytes) piece = bytes < max_piece ? bytes : max_piece;
+  if (2 * piece >= bytes) piece = bytes < largest ? bytes : largest;
   return piece > 0 ? piece : 1;
 }
+
+/// The same within [chain_min_piece_bytes, max_piece]: the rule a backend falls back on for a
+/// chain whose schedule gives no piece size (transfer::piece_bytes 0).
+constexpr std::size_t chain_piece_bytes(std::size_t bytes, std::size_t members, std::size_t max_piece = chain_chunk_bytes) noexcept {
+  return chain_piece_bytes(bytes, members, chain_min_piece_bytes, max_piece);
+}
+
+/// The piece the model chooses for a chain over a link of `bps` payload bytes per second with a
+/// per-message latency of `latency_s`: no smaller than what crosses the link in one latency (a
+/// piece then takes longer on the wire than the per-message cost that the model does not charge
+/// each piece: at 400 Gbit/s and 10 us, 500 kB rather than 16 KiB) nor than
+/// chain_min_piece_bytes, and no larger than chain_chunk_bytes or that floor.
+inline std::size_t chain_piece_bytes(std::size_t bytes, std::size_t members, double bps, double latency_s) noexcept {
+  const double floor = bps * latency_s;  // both finite and bounded (network.hpp)
+  constexpr double most = double(std::size_t{1} << 30);
+  const std::size_t smallest = std::max(chain_min_piece_bytes, static_cast<std::size_t>(std::min(std::round(floor), most)));
+  return chain_piece_bytes(bytes, members, smallest, std::max(chain_chunk_bytes, smallest));
+}
+
+/// Most pieces a chain may be cut into (a schedule from elsewhere is checked against it).
+inline constexpr std::size_t max_chain_pieces = std::size_t{1} << 20;
 
 constexpr std::string_view to_string(transfer_kind k) noexcept {
   switch (k) {
@@ -117,9 +140,12 @@ struct transfer {
   /// Transfers (indices in the schedule) that must be complete before this one starts: the
   /// receives a forward passes on.
   std::vector<std::int32_t> waits_for;
-  /// A bucket (point to point only): the pieces after the first (tensor, task, region) that travel
-  /// in the same message, packed one after another; `bytes` counts them all.
+  /// A bundle: the pieces after the first (tensor, task, region) that travel in the same message,
+  /// packed one after another; `bytes` counts them all.
   part_list parts;
+  /// A chain: the bytes of each piece its message is cut into, as the model chose them for the
+  /// link (0: the backend's own rule, chain_piece_bytes(bytes, members)).
+  index_t piece_bytes = 0;
   friend bool operator==(const transfer&, const transfer&) = default;
 };
 

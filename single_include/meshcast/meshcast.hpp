@@ -1490,6 +1490,7 @@ class network {
 
 #include <cstddef>
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -1522,19 +1523,41 @@ inline constexpr std::size_t chain_pieces_per_hop = 8;
 
 /// The piece a chain of `members` devices (the sender included) cuts `bytes` into: about a
 /// (chain_pieces_per_hop x hops)th of the message, so that a small message still pipelines down a
-/// long chain, within [chain_min_piece_bytes, max_piece]; a message that would make two pieces or
-/// fewer goes whole (up to max_piece). The model (strategy/broadcast.hpp) and the executing
-/// backend both cut by this rule, so the prediction describes the pieces that run.
-constexpr std::size_t chain_piece_bytes(std::size_t bytes, std::size_t members, std::size_t max_piece = chain_chunk_bytes) noexcept {
+/// long chain, within [smallest, largest]; a message that would make two pieces or fewer goes
+/// whole (up to `largest`).
+constexpr std::size_t chain_piece_bytes(std::size_t bytes, std::size_t members, std::size_t smallest,
+                                        std::size_t largest) noexcept {
+  if (smallest > largest) smallest = largest;
   const std::size_t hops = members > 1 ? members - 1 : 1;
   const std::size_t cuts = chain_pieces_per_hop * hops;
   std::size_t piece = bytes / cuts + (bytes % cuts != 0);
-  if (piece < chain_min_piece_bytes) piece = chain_min_piece_bytes;
-  if (piece > max_piece) piece = max_piece;
+  if (piece < smallest) piece = smallest;
+  if (piece > largest) piece = largest;
   // Two pieces or fewer gain nothing: the second waits behind the first on the sender's link.
-  if (2 * piece >= bytes) piece = bytes < max_piece ? bytes : max_piece;
+  if (2 * piece >= bytes) piece = bytes < largest ? bytes : largest;
   return piece > 0 ? piece : 1;
 }
+
+/// The same within [chain_min_piece_bytes, max_piece]: the rule a backend falls back on for a
+/// chain whose schedule gives no piece size (transfer::piece_bytes 0).
+constexpr std::size_t chain_piece_bytes(std::size_t bytes, std::size_t members, std::size_t max_piece = chain_chunk_bytes) noexcept {
+  return chain_piece_bytes(bytes, members, chain_min_piece_bytes, max_piece);
+}
+
+/// The piece the model chooses for a chain over a link of `bps` payload bytes per second with a
+/// per-message latency of `latency_s`: no smaller than what crosses the link in one latency (a
+/// piece then takes longer on the wire than the per-message cost that the model does not charge
+/// each piece: at 400 Gbit/s and 10 us, 500 kB rather than 16 KiB) nor than
+/// chain_min_piece_bytes, and no larger than chain_chunk_bytes or that floor.
+inline std::size_t chain_piece_bytes(std::size_t bytes, std::size_t members, double bps, double latency_s) noexcept {
+  const double floor = bps * latency_s;  // both finite and bounded (network.hpp)
+  constexpr double most = double(std::size_t{1} << 30);
+  const std::size_t smallest = std::max(chain_min_piece_bytes, static_cast<std::size_t>(std::min(std::round(floor), most)));
+  return chain_piece_bytes(bytes, members, smallest, std::max(chain_chunk_bytes, smallest));
+}
+
+/// Most pieces a chain may be cut into (a schedule from elsewhere is checked against it).
+inline constexpr std::size_t max_chain_pieces = std::size_t{1} << 20;
 
 constexpr std::string_view to_string(transfer_kind k) noexcept {
   switch (k) {
@@ -1600,9 +1623,12 @@ struct transfer {
   /// Transfers (indices in the schedule) that must be complete before this one starts: the
   /// receives a forward passes on.
   std::vector<std::int32_t> waits_for;
-  /// A bucket (point to point only): the pieces after the first (tensor, task, region) that travel
-  /// in the same message, packed one after another; `bytes` counts them all.
+  /// A bundle: the pieces after the first (tensor, task, region) that travel in the same message,
+  /// packed one after another; `bytes` counts them all.
   part_list parts;
+  /// A chain: the bytes of each piece its message is cut into, as the model chose them for the
+  /// link (0: the backend's own rule, chain_piece_bytes(bytes, members)).
+  index_t piece_bytes = 0;
   friend bool operator==(const transfer&, const transfer&) = default;
 };
 
@@ -2257,11 +2283,13 @@ struct broadcast {
     // Pipelined in pieces: every hop adds a latency, the bytes flow at the slowest link's rate,
     // and each NIC crossing after the first holds the last chunk back by a chunk's time (one
     // more when several chunks share the first link: the executor keeps two in flight).
-    // A chain's pieces shrink with the message (chain_piece_bytes, as the backend cuts them); a
-    // collective broadcast is the MPI library's, modelled with the largest piece.
+    // A chain's pieces follow the message, the chain's length and its slowest link
+    // (chain_piece_bytes); the schedule carries the size, and the backend cuts by it. A collective
+    // broadcast is the MPI library's, modelled with the largest piece.
     const std::size_t piece = o.kind == transfer_kind::chain
-                                  ? chain_piece_bytes(static_cast<std::size_t>(bytes), 1 + o.receivers.size())
+                                  ? chain_piece_bytes(static_cast<std::size_t>(bytes), 1 + o.receivers.size(), slowest, net.latency_s())
                                   : chain_chunk_bytes;
+    if (o.kind == transfer_kind::chain) o.piece_bytes = static_cast<index_t>(piece);
     const index_t chunk_bytes = std::min<index_t>(bytes, static_cast<index_t>(piece));
     const double chunk = static_cast<double>(chunk_bytes);
     const double fill = static_cast<double>(by_host.size() - 1) * chunk + (bytes > chunk_bytes ? chunk : 0.0);
@@ -5080,6 +5108,7 @@ inline schedule bucketed(const schedule& s, const network& net, std::size_t max_
       const double start = m.start, end = m.end;
       m = static_cast<const transfer_model&>(chain[0]);
       m.start = start, m.end = end;
+      out.transfers[i].piece_bytes = chain[0].piece_bytes;
     }
   }
   simulate(out, net, rs);
@@ -5334,8 +5363,9 @@ concept backend = requires(B& b, const B& cb, std::byte* out, const std::byte* i
   { b.make_group(members, tag) } -> std::same_as<typename B::group>;
   /// `out` holds the message at the root and receives it elsewhere.
   { b.broadcast(out, n, peer, g) } -> std::same_as<typename B::request>;
-  /// A pipelined chain along the group's members in order (the first holds the message).
-  { b.chain(out, n, g, tag) } -> std::same_as<typename B::request>;
+  /// A pipelined chain along the group's members in order (the first holds the message), cut into
+  /// pieces of `piece` bytes (0: the backend's own rule, chain_piece_bytes).
+  { b.chain(out, n, g, tag, n) } -> std::same_as<typename B::request>;
   b.wait(req);
   /// Whether `req` is complete, without blocking (a chain member passes on what has arrived).
   { b.test(req) } -> std::convertible_to<bool>;
@@ -5549,7 +5579,7 @@ inline void copy_region(const box& from_tile, std::span<const std::byte> from, c
 namespace meshcast {
 
 namespace detail {
-inline constexpr std::int64_t wire_magic = 0x6d63617374310006;  // "mcast1", version 6
+inline constexpr std::int64_t wire_magic = 0x6d63617374310007;  // "mcast1", version 7
 
 class wire_writer {
  public:
@@ -5641,6 +5671,7 @@ inline std::vector<std::int64_t> to_wire(const schedule& s) {
     w.word(t.sender);
     w.list(t.receivers);
     w.list(t.waits_for);
+    w.word(t.piece_bytes);
     w.word(static_cast<std::int64_t>(t.parts.size()));
     for (const transfer_part& q : t.parts) {
       w.word(q.tensor);
@@ -5690,6 +5721,7 @@ inline schedule from_wire(const std::vector<std::int64_t>& words) {
     t.sender = r.word();
     t.receivers = r.list<index_t>();
     t.waits_for = r.list<std::int32_t>();
+    t.piece_bytes = r.word();
     std::vector<transfer_part> parts(r.count(4));
     for (transfer_part& q : parts) {
       const std::int64_t part_tensor = r.word();
@@ -5904,6 +5936,9 @@ inline void check_schedule_fits(std::span<const plan> plans, const schedule& s) 
       if (w < 0 || static_cast<std::size_t>(w) >= i) bad(i, "waits for a transfer that does not come before it");
     if (!s.model.empty() && s.model[i].holders.size() != s.model[i].resources.size())
       bad(i, "has a model whose resources and holders differ in number");
+    if (t.piece_bytes < 0 || (t.piece_bytes > 0 && t.kind != transfer_kind::chain)) bad(i, "has a piece size but is no chain");
+    if (t.piece_bytes > 0 && static_cast<std::size_t>(t.bytes / t.piece_bytes) >= max_chain_pieces)
+      bad(i, "cuts its chain into more than " + std::to_string(max_chain_pieces) + " pieces");
     if (t.parts.empty()) continue;
     index_t sum = t.region.volume() * p.element_bytes;
     for (const transfer_part& q : t.parts) {
@@ -6045,7 +6080,8 @@ class executor {
     int tag = 0;
     std::size_t group = none;
     std::size_t staged = 0;     // bytes of message buffer it needs (0: none)
-    std::vector<transfer_part> parts;  // a bucket: every piece, the first included, in message order
+    std::vector<transfer_part> parts;  // a bundle: every piece, the first included, in message order
+    std::size_t piece = 0;             // a chain: the size of its pieces (0: the backend's rule)
     std::size_t buffer = none;  // offset of its buffer in the staging block, once it has one
     std::size_t direct = none;  // byte offset of a contiguous region in the shard it is sent from or received into
     std::vector<std::pair<index_t, int>> tokens_in, tokens_out;  // ordered mode
@@ -6101,6 +6137,7 @@ class executor {
       const tensor_state& ts = tensors_[x.tensor];
       x.bytes = tile_bytes(t.region, ts.eb);
       x.tag = static_cast<int>(i % transfer_tags);
+      x.piece = static_cast<std::size_t>(t.piece_bytes);
       const std::string who = "device " + std::to_string(me_);
       if (!t.parts.empty()) {  // a bundle: packed and unpacked piece by piece, through a buffer
         x.parts.push_back({t.tensor, t.task, t.region, t.region.volume() * static_cast<index_t>(ts.eb)});
@@ -6690,7 +6727,7 @@ class executor {
         std::byte* data = x.direct == none ? buffer(x.buffer)
                           : x.root         ? const_cast<std::byte*>(t.src) + x.direct
                                            : t.dst + x.direct;
-        x.req = x.what == transfer_kind::chain ? b_.chain(data, x.bytes, g, x.tag)
+        x.req = x.what == transfer_kind::chain ? b_.chain(data, x.bytes, g, x.tag, x.piece)
                                                : b_.broadcast(data, x.bytes, g.members.front(), g);
         break;
       }

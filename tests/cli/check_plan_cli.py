@@ -195,6 +195,8 @@ def check_schedule_json(name, j, dph):
     for o in ops:
         if o["kind"] == "chain":
             check("holds" in o, f"{name}: a chain without holds")
+            # A chain carries the size of the pieces it is cut into (transfer::piece_bytes).
+            check(o.get("piece_bytes", 0) >= min(16384, o["bytes"]), f"{name}: a chain without its piece size")
         spans = {(h, "egress"): (o["start_s"], o["end_s"]) for h in o["egress_hosts"]}
         spans.update({(h, "ingress"): (o["start_s"], o["end_s"]) for h in o["ingress_hosts"]})
         for hold in o.get("holds", []):
@@ -228,6 +230,17 @@ for strategy in ["send_recv", "send_recv_allgather", "broadcast"]:
                 j = json.loads(r.stdout)
                 check(j["schedule"]["solver"] == solver and j["schedule"]["strategy"] == strategy, f"{name}: names")
                 check_schedule_json(name, j, 2)
+
+# A chain's pieces follow the link: at 400 Gbit/s and 10 us a piece crosses it in a latency or
+# more (500 kB), at 1 Gbit/s a chain of 4 devices cuts 4 MiB into 24 pieces (8 per hop).
+for gbps, want in [("400", 500000), ("1", 174763)]:
+    r = run(["--shape", "1024x1024", "--src-mesh", "1", "--src-spec", "R,R", "--dst-mesh", "3", "--dst-spec", "R,R",
+             "--dtype-bytes", "4", "--devices-per-host", "1", "--nic-gbps", gbps, "--latency-us", "10",
+             "--strategy", "broadcast", "--json"])
+    check(r.returncode == 0, f"pieces at {gbps} Gbit/s: {r.stderr}")
+    if r.returncode == 0:
+        chains = [o for o in json.loads(r.stdout)["schedule"]["ops"] if o["kind"] == "chain"]
+        check(len(chains) == 1 and chains[0].get("piece_bytes") == want, f"pieces at {gbps} Gbit/s: {chains}")
 
 # Unknown names are refused, naming them.
 for flag, bad in [("--solver", "fastest"), ("--strategy", "carrier_pigeon")]:

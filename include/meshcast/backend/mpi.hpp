@@ -111,14 +111,15 @@ class mpi_backend {
     check(MPI_Ibcast(data, count(n), MPI_BYTE, root_rank, g.comm, &r.mpi), "MPI_Ibcast");
     return r;
   }
-  /// g.members[0] -> g.members[1] -> ..., piece by piece on the group's communicator (pieces of
-  /// chain_piece_bytes(n, members, chain_chunk): smaller for small messages and long chains). Every
+  /// g.members[0] -> g.members[1] -> ..., piece by piece on the group's communicator, in pieces of
+  /// `piece` bytes as the schedule gives them (else chain_piece_bytes(n, members, chain_chunk):
+  /// smaller for small messages and long chains). Every
   /// chunk's receive is posted now; a member passes each chunk on once it has it, with at most
   /// `chain_window` chunks in flight to the next member: chunks posted together between one pair
   /// would progress side by side and all arrive at the end, which is no pipeline. Over UCX's TCP
   /// transport, chunks should go eagerly (UCX_RNDV_THRESH above the chunk size, README): a
   /// rendezvous handshake per chunk queues behind the data in the NIC and stalls the pipeline.
-  request chain(std::byte* data, std::size_t n, group& g, int tag) {
+  request chain(std::byte* data, std::size_t n, group& g, int tag, std::size_t piece = 0) {
     const auto me = static_cast<int>(std::find(g.members.begin(), g.members.end(), rank_) - g.members.begin());
     const auto size = static_cast<int>(g.members.size());
     chain_state c;
@@ -129,7 +130,7 @@ class mpi_backend {
     c.prev = me - 1;
     c.prev_device = me > 0 ? static_cast<int>(g.members[static_cast<std::size_t>(me - 1)]) : -1;
     c.next_device = c.next >= 0 ? static_cast<int>(g.members[static_cast<std::size_t>(c.next)]) : -1;
-    const std::size_t piece = chain_piece_bytes(n, g.members.size(), chunk_);  // as the model cuts it
+    if (piece == 0) piece = chain_piece_bytes(n, g.members.size(), chunk_);
     for (std::size_t at = 0; at < n || (n == 0 && at == 0); at += piece) {
       chain_state::piece k{at, std::min(piece, n - at), MPI_REQUEST_NULL, MPI_REQUEST_NULL, c.prev < 0, false};
       if (c.prev >= 0) check(MPI_Irecv(data + at, count(k.len), MPI_BYTE, c.prev, tag, c.comm, &k.recv), "MPI_Irecv", c.prev_device);
@@ -174,6 +175,10 @@ class mpi_backend {
   void begin_round() noexcept {}
   void end_round() noexcept {}
   void flush() noexcept { chains_.clear(); }  // every wait already completed its transfer
+  /// The pieces chain request `r` cuts its message into (0 for any other request).
+  std::size_t chain_pieces(const request& r) const noexcept {
+    return r.chain >= 0 ? chains_[static_cast<std::size_t>(r.chain)].chunks.size() : 0;
+  }
 
  private:
   /// Waits for one MPI request, polling, and throws `timeout_error` naming the peer once the

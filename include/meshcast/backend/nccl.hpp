@@ -103,7 +103,8 @@ class nccl_backend {
     detail::nccl_check(ncclBroadcast(data, data, n, ncclUint8, r, g.comm, memory_.stream), "ncclBroadcast");
     return {};
   }
-  request chain(std::byte* data, std::size_t n, group& g, int) { return broadcast(data, n, g.members.front(), g); }
+  // NCCL pipelines its broadcast itself: the piece size is its business.
+  request chain(std::byte* data, std::size_t n, group& g, int, std::size_t = 0) { return broadcast(data, n, g.members.front(), g); }
   void wait(request&) noexcept {}
   bool test(request&) noexcept { return true; }  // stream order: what comes later sees it
   double timeout_s() const noexcept { return 0; }

@@ -107,6 +107,9 @@ inline void check_schedule_fits(std::span<const plan> plans, const schedule& s) 
       if (w < 0 || static_cast<std::size_t>(w) >= i) bad(i, "waits for a transfer that does not come before it");
     if (!s.model.empty() && s.model[i].holders.size() != s.model[i].resources.size())
       bad(i, "has a model whose resources and holders differ in number");
+    if (t.piece_bytes < 0 || (t.piece_bytes > 0 && t.kind != transfer_kind::chain)) bad(i, "has a piece size but is no chain");
+    if (t.piece_bytes > 0 && static_cast<std::size_t>(t.bytes / t.piece_bytes) >= max_chain_pieces)
+      bad(i, "cuts its chain into more than " + std::to_string(max_chain_pieces) + " pieces");
     if (t.parts.empty()) continue;
     index_t sum = t.region.volume() * p.element_bytes;
     for (const transfer_part& q : t.parts) {
@@ -248,7 +251,8 @@ class executor {
     int tag = 0;
     std::size_t group = none;
     std::size_t staged = 0;     // bytes of message buffer it needs (0: none)
-    std::vector<transfer_part> parts;  // a bucket: every piece, the first included, in message order
+    std::vector<transfer_part> parts;  // a bundle: every piece, the first included, in message order
+    std::size_t piece = 0;             // a chain: the size of its pieces (0: the backend's rule)
     std::size_t buffer = none;  // offset of its buffer in the staging block, once it has one
     std::size_t direct = none;  // byte offset of a contiguous region in the shard it is sent from or received into
     std::vector<std::pair<index_t, int>> tokens_in, tokens_out;  // ordered mode
@@ -304,6 +308,7 @@ class executor {
       const tensor_state& ts = tensors_[x.tensor];
       x.bytes = tile_bytes(t.region, ts.eb);
       x.tag = static_cast<int>(i % transfer_tags);
+      x.piece = static_cast<std::size_t>(t.piece_bytes);
       const std::string who = "device " + std::to_string(me_);
       if (!t.parts.empty()) {  // a bundle: packed and unpacked piece by piece, through a buffer
         x.parts.push_back({t.tensor, t.task, t.region, t.region.volume() * static_cast<index_t>(ts.eb)});
@@ -893,7 +898,7 @@ class executor {
         std::byte* data = x.direct == none ? buffer(x.buffer)
                           : x.root         ? const_cast<std::byte*>(t.src) + x.direct
                                            : t.dst + x.direct;
-        x.req = x.what == transfer_kind::chain ? b_.chain(data, x.bytes, g, x.tag)
+        x.req = x.what == transfer_kind::chain ? b_.chain(data, x.bytes, g, x.tag, x.piece)
                                                : b_.broadcast(data, x.bytes, g.members.front(), g);
         break;
       }

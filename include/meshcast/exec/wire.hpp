@@ -18,7 +18,7 @@
 namespace meshcast {
 
 namespace detail {
-inline constexpr std::int64_t wire_magic = 0x6d63617374310006;  // "mcast1", version 6
+inline constexpr std::int64_t wire_magic = 0x6d63617374310007;  // "mcast1", version 7
 
 class wire_writer {
  public:
@@ -110,6 +110,7 @@ inline std::vector<std::int64_t> to_wire(const schedule& s) {
     w.word(t.sender);
     w.list(t.receivers);
     w.list(t.waits_for);
+    w.word(t.piece_bytes);
     w.word(static_cast<std::int64_t>(t.parts.size()));
     for (const transfer_part& q : t.parts) {
       w.word(q.tensor);
@@ -159,6 +160,7 @@ inline schedule from_wire(const std::vector<std::int64_t>& words) {
     t.sender = r.word();
     t.receivers = r.list<index_t>();
     t.waits_for = r.list<std::int32_t>();
+    t.piece_bytes = r.word();
     std::vector<transfer_part> parts(r.count(4));
     for (transfer_part& q : parts) {
       const std::int64_t part_tensor = r.word();

@@ -68,11 +68,13 @@ struct broadcast {
     // Pipelined in pieces: every hop adds a latency, the bytes flow at the slowest link's rate,
     // and each NIC crossing after the first holds the last chunk back by a chunk's time (one
     // more when several chunks share the first link: the executor keeps two in flight).
-    // A chain's pieces shrink with the message (chain_piece_bytes, as the backend cuts them); a
-    // collective broadcast is the MPI library's, modelled with the largest piece.
+    // A chain's pieces follow the message, the chain's length and its slowest link
+    // (chain_piece_bytes); the schedule carries the size, and the backend cuts by it. A collective
+    // broadcast is the MPI library's, modelled with the largest piece.
     const std::size_t piece = o.kind == transfer_kind::chain
-                                  ? chain_piece_bytes(static_cast<std::size_t>(bytes), 1 + o.receivers.size())
+                                  ? chain_piece_bytes(static_cast<std::size_t>(bytes), 1 + o.receivers.size(), slowest, net.latency_s())
                                   : chain_chunk_bytes;
+    if (o.kind == transfer_kind::chain) o.piece_bytes = static_cast<index_t>(piece);
     const index_t chunk_bytes = std::min<index_t>(bytes, static_cast<index_t>(piece));
     const double chunk = static_cast<double>(chunk_bytes);
     const double fill = static_cast<double>(by_host.size() - 1) * chunk + (bytes > chunk_bytes ? chunk : 0.0);
