@@ -78,8 +78,24 @@ class resource_clock {
     o.end = occupy(o, o.start);
     return o.end;
   }
-  /// Places an op without recording its times; returns its end.
+  /// Places an op (not before `not_before`) without recording its times; returns its end.
   double place(const transfer_model& o) { return occupy(o, earliest_start(o)); }
+  double place_from(const transfer_model& o, double not_before) { return occupy(o, earliest_start(o, not_before)); }
+
+  /// Places the ops of one option in order, each not before the op it waits for (op::after) has
+  /// ended, as the schedule runs them (a forward after the receive it passes on); with `log`,
+  /// noting what it overwrites. Returns when the last of them ends.
+  template <class Ops>
+  double place_option(const Ops& ops, undo_log* log = nullptr) {
+    ends_.clear();
+    double last = 0;
+    for (const auto& x : ops) {
+      const double ready = x.after >= 0 && static_cast<std::size_t>(x.after) < ends_.size() ? ends_[static_cast<std::size_t>(x.after)] : 0.0;
+      ends_.push_back(log ? place(x, *log, ready) : place_from(x, ready));
+      last = std::max(last, ends_.back());
+    }
+    return last;
+  }
 
   /// Starts `log` afresh: the placements made with it from now on can be taken back.
   void mark(undo_log& log) const {
@@ -87,9 +103,9 @@ class resource_clock {
     log.connections.clear();
     log.makespan = makespan_;
   }
-  /// Places an op, noting in `log` what it overwrites; returns its end.
-  double place(const transfer_model& o, undo_log& log) {
-    const double start = earliest_start(o);
+  /// Places an op (not before `not_before`), noting in `log` what it overwrites; returns its end.
+  double place(const transfer_model& o, undo_log& log, double not_before = 0) {
+    const double start = earliest_start(o, not_before);
     for (int r : o.resources) log.saved.push_back({r, free_[r]});
     if (o.connection >= 0) log.connections.push_back({o.connection, use(o.connection)});
     return occupy(o, start);
@@ -118,6 +134,7 @@ class resource_clock {
   std::vector<double> free_;
   std::vector<connection_use> connections_;  // grows with the slots its ops name
   double makespan_ = 0;
+  std::vector<double> ends_;  // place_option: when each op of the option ends
 };
 
 /// Finish time of a sequence of ops appended to a clock, without changing it. Stamps the
@@ -130,9 +147,12 @@ class trial_clock {
   double finish(const Ops& ops, const resource_clock& base) {
     ++epoch_;
     touched_.clear();
+    ends_.clear();
     double finish = 0;
     for (const auto& x : ops) {
       double start = 0;
+      if constexpr (requires { x.after; })  // not before the op of the sequence it waits for
+        if (x.after >= 0 && static_cast<std::size_t>(x.after) < ends_.size()) start = ends_[static_cast<std::size_t>(x.after)];
       for (std::size_t k = 0; k < x.resources.size(); ++k) {
         const int r = x.resources[k];
         start = std::max(start, (stamp_[r] == epoch_ ? time_[r] : base.free_at(r)) - x.held_from(k));
@@ -142,6 +162,7 @@ class trial_clock {
         stamp_[x.resources[k]] = epoch_, time_[x.resources[k]] = start + x.held_until(k);
       if (x.connection >= 0) touched_.push_back({x.connection, {start, start + x.duration, x.eager, true}});
       finish = std::max(finish, start + x.duration);
+      ends_.push_back(start + x.duration);
     }
     return finish;
   }
@@ -156,6 +177,7 @@ class trial_clock {
   std::vector<std::uint64_t> stamp_;
   std::vector<double> time_;
   std::vector<std::pair<int, connection_use>> touched_;  // a trial's few ops
+  std::vector<double> ends_;                              // when each op of the trial ends
   std::uint64_t epoch_ = 0;
 };
 

@@ -1804,8 +1804,24 @@ class resource_clock {
     o.end = occupy(o, o.start);
     return o.end;
   }
-  /// Places an op without recording its times; returns its end.
+  /// Places an op (not before `not_before`) without recording its times; returns its end.
   double place(const transfer_model& o) { return occupy(o, earliest_start(o)); }
+  double place_from(const transfer_model& o, double not_before) { return occupy(o, earliest_start(o, not_before)); }
+
+  /// Places the ops of one option in order, each not before the op it waits for (op::after) has
+  /// ended, as the schedule runs them (a forward after the receive it passes on); with `log`,
+  /// noting what it overwrites. Returns when the last of them ends.
+  template <class Ops>
+  double place_option(const Ops& ops, undo_log* log = nullptr) {
+    ends_.clear();
+    double last = 0;
+    for (const auto& x : ops) {
+      const double ready = x.after >= 0 && static_cast<std::size_t>(x.after) < ends_.size() ? ends_[static_cast<std::size_t>(x.after)] : 0.0;
+      ends_.push_back(log ? place(x, *log, ready) : place_from(x, ready));
+      last = std::max(last, ends_.back());
+    }
+    return last;
+  }
 
   /// Starts `log` afresh: the placements made with it from now on can be taken back.
   void mark(undo_log& log) const {
@@ -1813,9 +1829,9 @@ class resource_clock {
     log.connections.clear();
     log.makespan = makespan_;
   }
-  /// Places an op, noting in `log` what it overwrites; returns its end.
-  double place(const transfer_model& o, undo_log& log) {
-    const double start = earliest_start(o);
+  /// Places an op (not before `not_before`), noting in `log` what it overwrites; returns its end.
+  double place(const transfer_model& o, undo_log& log, double not_before = 0) {
+    const double start = earliest_start(o, not_before);
     for (int r : o.resources) log.saved.push_back({r, free_[r]});
     if (o.connection >= 0) log.connections.push_back({o.connection, use(o.connection)});
     return occupy(o, start);
@@ -1844,6 +1860,7 @@ class resource_clock {
   std::vector<double> free_;
   std::vector<connection_use> connections_;  // grows with the slots its ops name
   double makespan_ = 0;
+  std::vector<double> ends_;  // place_option: when each op of the option ends
 };
 
 /// Finish time of a sequence of ops appended to a clock, without changing it. Stamps the
@@ -1856,9 +1873,12 @@ class trial_clock {
   double finish(const Ops& ops, const resource_clock& base) {
     ++epoch_;
     touched_.clear();
+    ends_.clear();
     double finish = 0;
     for (const auto& x : ops) {
       double start = 0;
+      if constexpr (requires { x.after; })  // not before the op of the sequence it waits for
+        if (x.after >= 0 && static_cast<std::size_t>(x.after) < ends_.size()) start = ends_[static_cast<std::size_t>(x.after)];
       for (std::size_t k = 0; k < x.resources.size(); ++k) {
         const int r = x.resources[k];
         start = std::max(start, (stamp_[r] == epoch_ ? time_[r] : base.free_at(r)) - x.held_from(k));
@@ -1868,6 +1888,7 @@ class trial_clock {
         stamp_[x.resources[k]] = epoch_, time_[x.resources[k]] = start + x.held_until(k);
       if (x.connection >= 0) touched_.push_back({x.connection, {start, start + x.duration, x.eager, true}});
       finish = std::max(finish, start + x.duration);
+      ends_.push_back(start + x.duration);
     }
     return finish;
   }
@@ -1882,6 +1903,7 @@ class trial_clock {
   std::vector<std::uint64_t> stamp_;
   std::vector<double> time_;
   std::vector<std::pair<int, connection_use>> touched_;  // a trial's few ops
+  std::vector<double> ends_;                              // when each op of the trial ends
   std::uint64_t epoch_ = 0;
 };
 
@@ -3596,7 +3618,7 @@ struct alpa_dfs {
     // Places option k of unit u after the prefix; returns the new makespan.
     double place(std::size_t u, std::size_t k, resource_clock::undo_log& saved) {
       clock.mark(saved);
-      for (const op& x : in.units[u].options[k].ops) clock.place(x, saved);
+      clock.place_option(in.units[u].options[k].ops, &saved);
       used[u] = 1;
       order.push_back({u, k});
       return clock.makespan();
@@ -3821,7 +3843,8 @@ struct alpa_least_loaded {
 //     sender ports; (e) senders from the egress bound's optimal flow (rounded by quotas), units in
 //     the Koenig colour classes of the (sender port, receiving port) multigraph.
 // A local search then moves units earlier, or gives one another sender, while that does not
-// lengthen the schedule.
+// lengthen the schedule. Last, the chosen options are dispatched op by op (solver/dispatch.hpp),
+// kept where that ends sooner than the list.
 
 #include <algorithm>
 #include <chrono>
@@ -3909,6 +3932,94 @@ inline std::vector<int> edge_colour(const std::vector<std::pair<int, int>>& ends
 
 }  // namespace meshcast::detail
 // ---- end meshcast/detail/edge_colour.hpp ----
+// ---- begin meshcast/solver/dispatch.hpp ----
+// Dispatching: the ops of chosen options re-sequenced one op at a time rather than one unit at a
+// time. A unit-by-unit list places all of a unit's messages together, so a sender's messages to
+// several hosts queue behind each other's receivers (a convoy): on a batch of point-to-point
+// bundles the list ended 3-7% above the optimum branch_and_bound proves. Here the op that can
+// start earliest goes next (ties: the one whose busiest NIC direction has the most work left,
+// then the longest), each after the op it waits for. Starts never decrease, so no gap the ordered
+// model could fill is left behind, and the ordered model run over the result in its order gives
+// exactly these times.
+
+#include <algorithm>
+#include <queue>
+#include <tuple>
+#include <vector>
+
+
+namespace meshcast {
+
+/// The ops of option `choice[u]` of every unit, re-sequenced (see the file comment), with their
+/// times set; `*makespan` gets the makespan. `order` only breaks the remaining ties. Each op is
+/// looked at again whenever what it waits for moved on, which costs about the sum over NIC
+/// directions of the square of their op counts: where that estimate passes `max_looks`, or the
+/// looks do, it returns nothing (a count, not a time, so the answer is the same on any machine).
+inline std::vector<op> dispatch(const instance& in, const std::vector<std::size_t>& order,
+                                const std::vector<std::size_t>& choice, double* makespan,
+                                std::size_t max_looks = std::size_t{1} << 22) {
+  const resource_space& rs = in.resources;
+  std::vector<op> ops;
+  std::vector<std::size_t> first(in.units.size(), 0);  // where each unit's ops start in `ops`
+  for (std::size_t u : order) {
+    first[u] = ops.size();
+    for (const op& o : in.units[u].options[choice[u]].ops) ops.push_back(o);
+  }
+  const std::size_t n = ops.size();
+  std::vector<std::vector<std::size_t>> dependents(n);
+  std::vector<double> ready(n, 0.0);
+  std::vector<char> waiting(n, 0);
+  std::vector<double> left(static_cast<std::size_t>(rs.size()), 0.0);  // work not yet placed, per NIC direction
+  for (std::size_t u : order)
+    for (std::size_t j = 0; j < in.units[u].options[choice[u]].ops.size(); ++j) {
+      const std::size_t i = first[u] + j;
+      if (ops[i].after >= 0) dependents[first[u] + static_cast<std::size_t>(ops[i].after)].push_back(i), waiting[i] = 1;
+      for (std::size_t k = 0; k < ops[i].resources.size(); ++k)
+        if (rs.is_port(ops[i].resources[k])) left[static_cast<std::size_t>(ops[i].resources[k])] += ops[i].held_for(k);
+    }
+  std::vector<std::size_t> count(static_cast<std::size_t>(rs.size()), 0);
+  for (const op& o : ops)
+    for (int r : o.resources)
+      if (rs.is_port(r)) ++count[static_cast<std::size_t>(r)];
+  std::size_t estimate = n;
+  for (std::size_t k : count) estimate += k * k;
+  if (estimate > max_looks) return {};
+  auto urgency = [&](std::size_t i) {
+    double most = 0;
+    for (int r : ops[i].resources)
+      if (rs.is_port(r)) most = std::max(most, left[static_cast<std::size_t>(r)]);
+    return most;
+  };
+  resource_clock clock(rs.size());
+  using entry = std::tuple<double, double, double, std::size_t>;  // start, -urgency, -duration, op
+  std::priority_queue<entry, std::vector<entry>, std::greater<entry>> heap;
+  auto push = [&](std::size_t i) { heap.push({clock.earliest_start(ops[i], ready[i]), -urgency(i), -ops[i].duration, i}); };
+  for (std::size_t i = 0; i < n; ++i)
+    if (!waiting[i]) push(i);
+  std::vector<op> out;
+  out.reserve(n);
+  std::size_t looks = 0;
+  while (!heap.empty()) {
+    const auto [start, urgent, longest, i] = heap.top();
+    heap.pop();
+    if (++looks > 2 * max_looks) return {};
+    // Starts only grow as resources fill: an entry whose op can no longer start then goes back.
+    if (clock.earliest_start(ops[i], ready[i]) > start) {
+      push(i);
+      continue;
+    }
+    clock.place(ops[i], ready[i]);
+    for (std::size_t k = 0; k < ops[i].resources.size(); ++k)
+      if (rs.is_port(ops[i].resources[k])) left[static_cast<std::size_t>(ops[i].resources[k])] -= ops[i].held_for(k);
+    for (std::size_t d : dependents[i]) ready[d] = std::max(ready[d], ops[i].end), push(d);
+    out.push_back(std::move(ops[i]));
+  }
+  if (makespan) *makespan = clock.makespan();
+  return out;
+}
+
+}  // namespace meshcast
+// ---- end meshcast/solver/dispatch.hpp ----
 
 namespace meshcast {
 
@@ -3932,7 +4043,10 @@ struct greedy {
   solver_result solve(const instance& in, const solver_options& options) const {
     solver_result r;
     outcome best = search(in, options);
-    r.ops = ops_of(in, best.order, best.choice);
+    // The same choices, op by op (solver/dispatch.hpp), where that ends sooner.
+    double dispatched = best.makespan;
+    std::vector<op> ops = dispatch(in, best.order, best.choice, &dispatched);
+    r.ops = !ops.empty() && dispatched < best.makespan * (1 - 1e-12) ? std::move(ops) : ops_of(in, best.order, best.choice);
     return r;
   }
 
@@ -4035,7 +4149,7 @@ struct greedy {
       std::size_t best = forced && (*forced)[u] >= 0 ? static_cast<std::size_t>((*forced)[u])
                                                      : best_option(in, un, clock, trial);
       if (choice) (*choice)[u] = best;
-      for (const op& x : un.options[best].ops) clock.place(x);
+      clock.place_option(un.options[best].ops);
     }
     return clock.makespan();
   }
@@ -4188,7 +4302,7 @@ struct greedy {
       order.push_back(u);
       // Place it exactly as list_schedule will.
       const unit& un = in.units[u];
-      for (const op& x : un.options[best_option(in, un, clock, trial)].ops) clock.place(x);
+      clock.place_option(un.options[best_option(in, un, clock, trial)].ops);
     }
     return order;
   }
@@ -4257,6 +4371,7 @@ struct branch_and_bound {
     resource_clock clock;  // the ops placed so far
     std::vector<int> chosen;
     std::vector<std::uint64_t> done;
+    std::vector<double> ends;  // [unit * 64 + op]: when a placed op ends (what waits for it starts then)
     struct step {
       std::size_t u, k, j;
     };
@@ -4285,7 +4400,13 @@ struct branch_and_bound {
       solver_result seed = greedy{}.solve(in, options);
       std::vector<op> ops = seed.ops;
       resource_clock c(n_res);
-      for (op& o : ops) c.place(o);
+      ends.assign(n_units * 64, 0.0);
+      for (op& o : ops) {
+        const std::size_t at = static_cast<std::size_t>(o.unit) * 64;
+        const double ready = o.after >= 0 && o.after < 64 ? ends[at + static_cast<std::size_t>(o.after)] : 0.0;
+        c.place(o, ready);
+        if (o.part >= 0 && o.part < 64) ends[at + static_cast<std::size_t>(o.part)] = o.end;
+      }
       best = c.makespan();
       solver_result out;
       out.ops = ops;
@@ -4399,7 +4520,7 @@ struct branch_and_bound {
           for (std::size_t j = 0; j < ops.size(); ++j) {
             if (done[u] >> j & 1) continue;
             if (ops[j].after >= 0 && !(done[u] >> ops[j].after & 1)) continue;
-            const double start = clock.earliest_start(ops[j]);
+            const double start = clock.earliest_start(ops[j], ops[j].after >= 0 ? ends[u * 64 + static_cast<std::size_t>(ops[j].after)] : 0.0);
             long long key = static_cast<long long>(u) * 64 + static_cast<long long>(j);
             if (start < last_start - 1e-12 || (start <= last_start + 1e-12 && key <= last_key)) continue;
             cands.push_back({u, k, j, start});
@@ -4417,7 +4538,8 @@ struct branch_and_bound {
         const double end = c.start + x.duration;
         if (end >= best - 1e-12) continue;
         clock.mark(saved);
-        clock.place(x, saved);  // at c.start: the clock is as it was when the candidates were listed
+        clock.place(x, saved, c.start);  // at c.start: the clock is as it was when the candidates were listed
+        ends[c.u * 64 + c.j] = end;
         int was = chosen[c.u];
         chosen[c.u] = static_cast<int>(c.k);
         done[c.u] |= std::uint64_t{1} << c.j;

@@ -81,7 +81,7 @@ struct alpa_dfs {
     // Places option k of unit u after the prefix; returns the new makespan.
     double place(std::size_t u, std::size_t k, resource_clock::undo_log& saved) {
       clock.mark(saved);
-      for (const op& x : in.units[u].options[k].ops) clock.place(x, saved);
+      clock.place_option(in.units[u].options[k].ops, &saved);
       used[u] = 1;
       order.push_back({u, k});
       return clock.makespan();

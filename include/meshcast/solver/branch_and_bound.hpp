@@ -64,6 +64,7 @@ struct branch_and_bound {
     resource_clock clock;  // the ops placed so far
     std::vector<int> chosen;
     std::vector<std::uint64_t> done;
+    std::vector<double> ends;  // [unit * 64 + op]: when a placed op ends (what waits for it starts then)
     struct step {
       std::size_t u, k, j;
     };
@@ -92,7 +93,13 @@ struct branch_and_bound {
       solver_result seed = greedy{}.solve(in, options);
       std::vector<op> ops = seed.ops;
       resource_clock c(n_res);
-      for (op& o : ops) c.place(o);
+      ends.assign(n_units * 64, 0.0);
+      for (op& o : ops) {
+        const std::size_t at = static_cast<std::size_t>(o.unit) * 64;
+        const double ready = o.after >= 0 && o.after < 64 ? ends[at + static_cast<std::size_t>(o.after)] : 0.0;
+        c.place(o, ready);
+        if (o.part >= 0 && o.part < 64) ends[at + static_cast<std::size_t>(o.part)] = o.end;
+      }
       best = c.makespan();
       solver_result out;
       out.ops = ops;
@@ -206,7 +213,7 @@ struct branch_and_bound {
           for (std::size_t j = 0; j < ops.size(); ++j) {
             if (done[u] >> j & 1) continue;
             if (ops[j].after >= 0 && !(done[u] >> ops[j].after & 1)) continue;
-            const double start = clock.earliest_start(ops[j]);
+            const double start = clock.earliest_start(ops[j], ops[j].after >= 0 ? ends[u * 64 + static_cast<std::size_t>(ops[j].after)] : 0.0);
             long long key = static_cast<long long>(u) * 64 + static_cast<long long>(j);
             if (start < last_start - 1e-12 || (start <= last_start + 1e-12 && key <= last_key)) continue;
             cands.push_back({u, k, j, start});
@@ -224,7 +231,8 @@ struct branch_and_bound {
         const double end = c.start + x.duration;
         if (end >= best - 1e-12) continue;
         clock.mark(saved);
-        clock.place(x, saved);  // at c.start: the clock is as it was when the candidates were listed
+        clock.place(x, saved, c.start);  // at c.start: the clock is as it was when the candidates were listed
+        ends[c.u * 64 + c.j] = end;
         int was = chosen[c.u];
         chosen[c.u] = static_cast<int>(c.k);
         done[c.u] |= std::uint64_t{1} << c.j;

@@ -6,7 +6,8 @@
 //     sender ports; (e) senders from the egress bound's optimal flow (rounded by quotas), units in
 //     the Koenig colour classes of the (sender port, receiving port) multigraph.
 // A local search then moves units earlier, or gives one another sender, while that does not
-// lengthen the schedule.
+// lengthen the schedule. Last, the chosen options are dispatched op by op (solver/dispatch.hpp),
+// kept where that ends sooner than the list.
 #pragma once
 
 #include <algorithm>
@@ -22,6 +23,7 @@
 #include "../detail/edge_colour.hpp"
 #include "../ordered_engine.hpp"
 #include "../senders.hpp"
+#include "dispatch.hpp"
 #include "../solver.hpp"
 
 namespace meshcast {
@@ -46,7 +48,10 @@ struct greedy {
   solver_result solve(const instance& in, const solver_options& options) const {
     solver_result r;
     outcome best = search(in, options);
-    r.ops = ops_of(in, best.order, best.choice);
+    // The same choices, op by op (solver/dispatch.hpp), where that ends sooner.
+    double dispatched = best.makespan;
+    std::vector<op> ops = dispatch(in, best.order, best.choice, &dispatched);
+    r.ops = !ops.empty() && dispatched < best.makespan * (1 - 1e-12) ? std::move(ops) : ops_of(in, best.order, best.choice);
     return r;
   }
 
@@ -149,7 +154,7 @@ struct greedy {
       std::size_t best = forced && (*forced)[u] >= 0 ? static_cast<std::size_t>((*forced)[u])
                                                      : best_option(in, un, clock, trial);
       if (choice) (*choice)[u] = best;
-      for (const op& x : un.options[best].ops) clock.place(x);
+      clock.place_option(un.options[best].ops);
     }
     return clock.makespan();
   }
@@ -302,7 +307,7 @@ struct greedy {
       order.push_back(u);
       // Place it exactly as list_schedule will.
       const unit& un = in.units[u];
-      for (const op& x : un.options[best_option(in, un, clock, trial)].ops) clock.place(x);
+      clock.place_option(un.options[best_option(in, un, clock, trial)].ops);
     }
     return order;
   }
