@@ -68,6 +68,7 @@ int reshard_manifest_main(int argc, char** argv) {
   bool json = false, help = false;
   double timeout_s = 120;
   int repeat = 1;
+  std::string exec_trace;  // Chrome trace of each rank's steps in the last run, beside the model
   schedule_flags sched;
   failure failed;
   auto agree = [&](const char* what) {
@@ -96,6 +97,7 @@ int reshard_manifest_main(int argc, char** argv) {
       else if (arg == "--json") json = true;
       else if (arg == "--help" || arg == "-h") help = true;
       else if (arg == "--dump") dump = next();
+      else if (arg == "--exec-trace") exec_trace = next();
       else if (arg == "--timeout-s") timeout_s = parse_real(arg, next(), 0.001, max_time_limit_s);
       else if (arg == "--repeat") repeat = static_cast<int>(parse_count(arg, next(), 1, max_repeat));
       else if (!parse_schedule_flag(sched, arg, next))
@@ -104,7 +106,7 @@ int reshard_manifest_main(int argc, char** argv) {
     if (help) {
       if (rank == 0)
         std::printf("usage: mpiexec -n <devices> meshcast-reshard --manifest FILE [--devices-per-host N] [--dump DIR]\n"
-                    "       [--timeout-s S] [--repeat N] [--json] [schedule options]\n%s",
+                    "       [--timeout-s S] [--repeat N] [--exec-trace FILE] [--json] [schedule options]\n%s",
                     schedule_flags_help<Solvers, Strategies>().c_str());
       return finish(0);
     }
@@ -169,6 +171,7 @@ int reshard_manifest_main(int argc, char** argv) {
   double seconds = 0;
   try {
     exec.emplace(backend, std::span<const plan>(plans), s, sched.max_staging_bytes);
+    exec->record_times(!exec_trace.empty());
     staging = exec->staging_bytes();
     for (std::size_t k = 0; k < plans.size(); ++k) {
       sources[k].resize(exec->source_bytes(k));
@@ -202,6 +205,16 @@ int reshard_manifest_main(int argc, char** argv) {
     abort_job(timeout_failure(e, m->hosts));
   } catch (const std::exception& e) {
     abort_job(describe(e, true));
+  }
+
+  if (!exec_trace.empty()) {
+    try {
+      gather_trace(*exec, s, exec_trace, timeout_s);
+    } catch (const timeout_error& e) {
+      abort_job(timeout_failure(e, m->hosts));
+    } catch (const std::exception& e) {
+      failed = describe(e, true);
+    }
   }
 
   // 5. Checks and dumps: local to this rank.
