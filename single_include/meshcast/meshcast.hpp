@@ -6115,7 +6115,7 @@ class executor {
       tensors_.push_back(t);
     }
     make_groups(s);
-    plan_steps(s);
+    plan_steps(s, plans);
     if (mode_ == execution::ordered) plan_lanes(s);
     plan_staging(max_staging_bytes);
     if (mode_ == execution::ordered && !s.model.empty() && passes_port_tokens<Backend>()) plan_tokens(s);
@@ -6204,6 +6204,7 @@ class executor {
     std::size_t staged = 0;     // bytes of message buffer it needs (0: none)
     std::vector<transfer_part> parts;  // a bundle: every piece, the first included, in message order
     std::size_t piece = 0;             // a chain: the size of its pieces (0: the backend's rule)
+    std::vector<std::size_t> part_at;  // a bundle sent or received in place: each piece's offset in its shard
     std::size_t buffer = none;  // offset of its buffer in the staging block, once it has one
     std::size_t direct = none;  // byte offset of a contiguous region in the shard it is sent from or received into
     std::vector<std::pair<index_t, int>> tokens_in, tokens_out;  // ordered mode
@@ -6243,7 +6244,7 @@ class executor {
     }
   }
 
-  void plan_steps(const schedule& s) {
+  void plan_steps(const schedule& s, std::span<const plan> plans) {
     std::map<std::size_t, std::size_t> my_receive;  // transfer -> my receive step
     for (std::size_t i = 0; i < s.transfers.size(); ++i) {
       const transfer& t = s.transfers[i];
@@ -6288,11 +6289,14 @@ class executor {
             if (it == my_receive.end()) throw error(who + " forwards transfer " + std::to_string(w) + ", which it does not receive");
             x.needs.push_back(it->second);
           }
-          if (x.needs.size() == 1 && steps_[x.needs[0]].parts == x.parts) x.from_buffer = x.needs[0], x.staged = 0;
+          if (in_place(plans, t)) x.part_at = offsets_in(x.parts, x.from_source), x.staged = 0;
+          else if (x.needs.size() == 1 && steps_[x.needs[0]].parts == x.parts && steps_[x.needs[0]].staged)
+            x.from_buffer = x.needs[0], x.staged = 0;
         } else {
           x.how = step::receive;
           x.peers = {t.sender};
-          x.staged = x.bytes;
+          if (in_place(plans, t)) x.part_at = offsets_in(x.parts, false), x.staged = 0;
+          else x.staged = x.bytes;
           my_receive[i] = steps_.size();
         }
         step_of_[i] = steps_.size();
@@ -6343,6 +6347,37 @@ class executor {
       steps_.push_back(std::move(x));
     }
     tokens_sent_.reserve(steps_.size());
+  }
+
+  // A bundle sent point to point whose every piece is contiguous in the sender's shard (its source
+  // shard, or for a forward its destination shard) and in each receiver's destination shard goes
+  // as one message per piece, from and into the shards: no message buffer. Its messages leave back
+  // to back, so they pay about one latency, as the model charges the bundle. Every rank decides
+  // alike from the plans, so both ends of a message agree on its pieces.
+  static bool in_place(std::span<const plan> plans, const transfer& t) {
+    if (t.parts.empty() || (t.kind != transfer_kind::point_to_point && t.kind != transfer_kind::forward)) return false;
+    auto fits = [&](const transfer_part& q) {
+      const plan& p = plans[static_cast<std::size_t>(q.tensor)];
+      const auto eb = static_cast<std::size_t>(p.element_bytes);
+      const box from = t.kind == transfer_kind::forward ? p.destination_tile(t.sender) : p.source_tile(t.sender);
+      if (detail::contiguous_offset(from, q.region, eb) == none) return false;
+      for (index_t r : t.receivers)
+        if (detail::contiguous_offset(p.destination_tile(r), q.region, eb) == none) return false;
+      return true;
+    };
+    if (!fits({t.tensor, t.task, t.region, 0})) return false;
+    for (const transfer_part& q : t.parts)
+      if (!fits(q)) return false;
+    return true;
+  }
+  // Each piece's offset in this rank's source (or destination) shard; in_place said they fit.
+  std::vector<std::size_t> offsets_in(const std::vector<transfer_part>& parts, bool source) const {
+    std::vector<std::size_t> at;
+    for (const transfer_part& q : parts) {
+      const tensor_state& tq = tensors_[static_cast<std::size_t>(q.tensor)];
+      at.push_back(detail::contiguous_offset(source ? tq.src_tile : tq.dst_tile, q.region, tq.eb));
+    }
+    return at;
   }
 
   // Message buffers under the staging cap `cap` (0: none). Where every step's buffer fits in the
@@ -6561,8 +6596,14 @@ class executor {
     if constexpr (requires(const Backend& b) {
                     { b.send_completes_early(std::size_t{}) } -> std::convertible_to<bool>;
                   })
-      return b_.send_completes_early(x.bytes);
+      return b_.send_completes_early(smallest_message(x));
     else return true;
+  }
+  // The smallest message a step sends (a bundle in place sends one per piece).
+  static std::size_t smallest_message(const step& x) noexcept {
+    std::size_t least = x.bytes;
+    for (std::size_t k = 0; k < x.part_at.size(); ++k) least = std::min(least, static_cast<std::size_t>(x.parts[k].bytes));
+    return least;
   }
   void plan_acknowledgements() {
     std::size_t slots = 0;
@@ -6597,7 +6638,13 @@ class executor {
   bool completed(step& x) {
     switch (x.how) {
       case step::copy: return true;
-      case step::receive: return b_.test(x.req);
+      case step::receive:
+        if (!x.part_at.empty()) {
+          for (request& r : x.reqs)
+            if (!b_.test(r)) return false;
+          return true;
+        }
+        return b_.test(x.req);
       case step::send:
         if (!x.data_sent) {
           for (request& r : x.clear_reqs)
@@ -6619,14 +6666,15 @@ class executor {
     x.done = true;
     mark(x, &step_time::end);
     const tensor_state& t = tensors_[x.tensor];
-    if (!x.parts.empty() && (x.how == step::receive || (x.how == step::collective && !x.root))) {
+    if (!x.parts.empty() && x.part_at.empty() && (x.how == step::receive || (x.how == step::collective && !x.root))) {
       const std::byte* in = buffer(x.buffer);
       for (const transfer_part& q : x.parts) {
         const tensor_state& tq = tensors_[static_cast<std::size_t>(q.tensor)];
         unpack(b_.memory(), in, tq.dst_tile, tq.dst, q.region, tq.eb);
         in += q.bytes;
       }
-    } else if ((x.how == step::receive || (x.how == step::collective && !x.root)) && t.destination_bytes > 0 && x.direct == none)
+    } else if (x.parts.empty() && (x.how == step::receive || (x.how == step::collective && !x.root)) && t.destination_bytes > 0 &&
+               x.direct == none)
       unpack(b_.memory(), buffer(x.buffer), t.dst_tile, t.dst, x.region, t.eb);
     release(x);
     const bool ack = x.how == step::receive && acknowledged(x);
@@ -6828,8 +6876,8 @@ class executor {
         }
         break;
       case step::send: {
-        if (x.from_buffer == none && !x.parts.empty()) pack_parts(x);
-        else if (x.from_buffer == none && x.direct == none) {
+        if (x.from_buffer == none && !x.parts.empty() && x.part_at.empty()) pack_parts(x);
+        else if (x.parts.empty() && x.from_buffer == none && x.direct == none) {
           if (x.from_source) pack(mem, t.src_tile, t.src, x.region, t.eb, buffer(x.buffer));
           else pack(mem, t.dst_tile, t.dst, x.region, t.eb, buffer(x.buffer));
         }
@@ -6838,7 +6886,12 @@ class executor {
         break;
       }
       case step::receive:
-        x.req = b_.recv(x.direct != none ? t.dst + x.direct : buffer(x.buffer), x.bytes, x.peers[0], x.tag);
+        for (std::size_t k = 0; k < x.part_at.size(); ++k) {  // a bundle received in place, piece by piece
+          const transfer_part& q = x.parts[k];
+          x.reqs.push_back(b_.recv(tensors_[static_cast<std::size_t>(q.tensor)].dst + x.part_at[k], static_cast<std::size_t>(q.bytes),
+                                   x.peers[0], x.tag));
+        }
+        if (x.part_at.empty()) x.req = b_.recv(x.direct != none ? t.dst + x.direct : buffer(x.buffer), x.bytes, x.peers[0], x.tag);
         if (cleared(x)) tokens_sent_.push_back(b_.send(clears_->data(), 1, x.peers[0], clear_tag(x)));
         break;
       case step::collective: {
@@ -6872,12 +6925,18 @@ class executor {
     if (x.data_sent) return;
     x.data_sent = true;
     const tensor_state& t = tensors_[x.tensor];
-    const std::byte* message = x.from_buffer != none ? buffer(steps_[x.from_buffer].buffer)
-                               : x.direct != none    ? (x.from_source ? t.src : t.dst) + x.direct
-                                                     : buffer(x.buffer);
+    const std::byte* message = !x.part_at.empty()       ? nullptr  // piece by piece, below
+                               : x.from_buffer != none ? buffer(steps_[x.from_buffer].buffer)
+                               : x.direct != none      ? (x.from_source ? t.src : t.dst) + x.direct
+                                                       : buffer(x.buffer);
     if (cleared(x)) mark(x, &step_time::start);  // the data starts now
     for (std::size_t j = 0; j < x.peers.size(); ++j) {
-      x.reqs.push_back(b_.send(message, x.bytes, x.peers[j], x.tag));
+      for (std::size_t k = 0; k < x.part_at.size(); ++k) {  // a bundle sent in place, piece by piece
+        const transfer_part& q = x.parts[k];
+        const tensor_state& tq = tensors_[static_cast<std::size_t>(q.tensor)];
+        x.reqs.push_back(b_.send((x.from_source ? tq.src : tq.dst) + x.part_at[k], static_cast<std::size_t>(q.bytes), x.peers[j], x.tag));
+      }
+      if (x.part_at.empty()) x.reqs.push_back(b_.send(message, x.bytes, x.peers[j], x.tag));
       if (acknowledged(x)) x.reqs.push_back(b_.recv(acks_->data() + 1 + x.ack_slot + j, 1, x.peers[j], ack_tag(x)));
     }
   }

@@ -335,6 +335,28 @@ def main():
                       f"{what}: wrong {j['wrong_elements']}, tasks {j['tasks_by_strategy']}")
                 check_dump(what, m, dump)
 
+    # 7. Bundles in place: FSDP x TP -> TP replicas (rows of the trainer's shards, whole tiles of the
+    # engines'), every piece contiguous at both ends, so the bundles go from and into the shards
+    # with no message buffer (peak_staging_bytes 0), at 8 ranks in both modes; every element checked.
+    m = {"devices_per_host": 2, "src": {"mesh": "2x2"}, "dst": {"mesh": "2x2", "devices": [4, 5, 6, 7]},
+         "tensors": [{"name": f"layers.{i}.{w}", "shape": [64, 32], "dtype_bytes": 2, "src_spec": src, "dst_spec": dst}
+                     for i in range(6) for w, src, dst in (("wq", "S01,R", "S1,R"), ("wo", "S0,S1", "R,S1"))]}
+    with open(path, "w") as f:
+        json.dump(m, f)
+    for mode in ["ordered", "concurrent"]:
+        dump = os.path.join(tmp, f"inplace{mode}")
+        os.mkdir(dump)
+        what = f"bundles in place ({mode})"
+        r = run([a.mpiexec, "-n", "8", a.reshard, "--manifest", path, "--json", "--dump", dump, "--mode", mode,
+                 "--strategy", "send_recv", "--timeout-s", "60"], timeout=300)
+        check(r.returncode == 0, f"{what}: exit {r.returncode}: {r.stderr[-500:]}")
+        if r.returncode == 0:
+            j = json.loads(r.stdout.strip().splitlines()[-1])
+            check(j["wrong_elements"] == 0 and j["peak_staging_bytes"] == 0 and j["transfers"] < j["tasks"],
+                  f"{what}: wrong {j['wrong_elements']}, staging {j['peak_staging_bytes']}, {j['transfers']} transfers "
+                  f"for {j['tasks']} tasks")
+            check_dump(what, m, dump)
+
     if failures:
         print(f"{len(failures)} failures")
         return 1
