@@ -122,7 +122,12 @@ class mpi_backend {
   request chain(std::byte* data, std::size_t n, group& g, int tag, std::size_t piece = 0) {
     const auto me = static_cast<int>(std::find(g.members.begin(), g.members.end(), rank_) - g.members.begin());
     const auto size = static_cast<int>(g.members.size());
-    chain_state c;
+    // A chain's state is kept after flush() for the next run's chain at that index: a repeated
+    // schedule allocates nothing.
+    if (live_chains_ == chains_.size()) chains_.emplace_back();
+    chain_state& c = chains_[live_chains_];
+    c.chunks.clear();
+    c.received = c.posted = c.retired = 0;
     c.data = data;
     c.tag = tag;
     c.comm = g.comm;
@@ -139,9 +144,8 @@ class mpi_backend {
     }
     advance(c);
     request r;
-    r.chain = static_cast<int>(chains_.size());
+    r.chain = static_cast<int>(live_chains_++);
     r.peer = c.prev >= 0 ? c.prev_device : c.next_device;
-    chains_.push_back(std::move(c));
     return r;
   }
   /// Waits for `r` (a chain member passes chunks on as they come), polling; gives up with a
@@ -174,7 +178,7 @@ class mpi_backend {
   double timeout_s() const noexcept { return timeout_s_; }
   void begin_round() noexcept {}
   void end_round() noexcept {}
-  void flush() noexcept { chains_.clear(); }  // every wait already completed its transfer
+  void flush() noexcept { live_chains_ = 0; }  // every wait already completed its transfer
   /// The pieces chain request `r` cuts its message into (0 for any other request).
   std::size_t chain_pieces(const request& r) const noexcept {
     return r.chain >= 0 ? chains_[static_cast<std::size_t>(r.chain)].chunks.size() : 0;
@@ -264,6 +268,7 @@ class mpi_backend {
   std::size_t eager_limit_ = eager_limit_bytes;
   static constexpr std::size_t chain_window = 2;
   std::vector<chain_state> chains_;
+  std::size_t live_chains_ = 0;  // chains_[0, live_chains_) belong to this run
   index_t rank_ = 0;
   index_t size_ = 0;
   host_memory memory_;
