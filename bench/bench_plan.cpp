@@ -10,7 +10,7 @@ namespace {
 // rows x cols -> rows x cols devices. kind 0: transpose the sharding (S0,S1 -> S1,S0), one task per
 // tile pair; kind 1: the destination mesh's axes are half and twice as long (S0,S1 -> S0,S1 on
 // rows/2 x 2*cols), so every source tile meets two destination tiles and vice versa; kind 2: a
-// replicated destination axis (S0,S1 -> S01,R), several receivers per task.
+// replicated destination axis (S0,S1 -> S0,R), several receivers per task.
 void plan_construction(benchmark::State& state) {
   const index_t devices = state.range(0), kind = state.range(1);
   // 8 -> 2x4, 64 -> 8x8, 1024 -> 32x32

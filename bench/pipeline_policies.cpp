@@ -1,5 +1,5 @@
 // Makespan per ordering policy on chains, U-Nets and random DAG pipelines of 4 to 32 stages, with
-// the policies' solve times. Prints a Markdown table (the README's "Pipeline stages" section).
+// the policies' solve times. Prints a Markdown table (docs/pipeline.md).
 //
 // usage: meshcast-bench-pipeline [--time-limit-ms N] [--quick]
 #include <algorithm>

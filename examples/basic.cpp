@@ -1,4 +1,4 @@
-// The README example: plan a (2,4) -> (3,4) reshard of a 1024x512 tensor, all types static.
+// The example of README and scripts/example.sh: plan a (2,4) -> (3,4) reshard of a 1024x512 tensor, all types static.
 #include <cstdio>
 
 #include <meshcast/meshcast.hpp>

@@ -36,7 +36,7 @@
 # MC_CLUSTER_QUEUE_MS, default 25 ms, at MBIT: two TCP flows into one NIC split it 60/40 or so
 # and fill it; with 50 ms they split it up to 80/20, with 10 ms they lost up to 6%); MC_CLUSTER_QDISC=htb
 # selects an htb class with a pfifo of the same size instead. Both hold the rate within about 1%
-# (README "Emulated cluster"). A host's own egress is a host's NIC queue, not a switch's: below
+# (docs/cluster.md). A host's own egress is a host's NIC queue, not a switch's: below
 # its token bucket, packets under 128 bytes (TCP acknowledgements, MPI and UCX control messages)
 # go before bulk data, and bulk data waits in a 4 MB queue (MC_CLUSTER_HOST_QUEUE_BYTES) rather
 # than being dropped, as Linux's default flow-queueing qdisc keeps a host's sparse flows apart from

@@ -247,6 +247,21 @@ inline void graph::set_sizes(tensor_desc& t) const {
   t.bytes = checked_mul(n, element_bytes, what + " bytes");
 }
 
+}  // namespace meshcast::autoshard
+
+// The longer member functions, one file each (each includes this one).
+// ---- begin meshcast/autoshard/graph_shapes.hpp ----
+// The graph (graph.hpp), part: the output shape of each op, inferred from its inputs and
+// attributes (the op types' rules are in graph.hpp's first comment).
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+
+namespace meshcast::autoshard {
+
 inline std::vector<index_t> graph::infer(const op_args& a, op_desc& o) const {
   const std::string what = "op '" + a.name + "' (" + a.type + ")";
   auto shape = [&](int i) -> const std::vector<index_t>& { return tensors_[o.inputs[i]].shape; };
@@ -359,6 +374,21 @@ inline std::vector<index_t> graph::infer(const op_args& a, op_desc& o) const {
   }
   return {};
 }
+
+}  // namespace meshcast::autoshard
+// ---- end meshcast/autoshard/graph_shapes.hpp ----
+// ---- begin meshcast/autoshard/graph_finalize.hpp ----
+// The graph (graph.hpp), part: finalize() resolves names, orders the ops, infers undeclared
+// shapes and checks everything, with errors naming the tensor, op or field at fault.
+
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+
+namespace meshcast::autoshard {
 
 inline void graph::finalize() {
   tensors_.clear();
@@ -492,6 +522,7 @@ inline void graph::finalize() {
 }
 
 }  // namespace meshcast::autoshard
+// ---- end meshcast/autoshard/graph_finalize.hpp ----
 // ---- end meshcast/autoshard/graph.hpp ----
 // ---- begin meshcast/autoshard/graph_json.hpp ----
 // The JSON form of a model graph and of a spec assignment (the contract of meshcast-autoshard):

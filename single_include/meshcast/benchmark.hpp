@@ -2,6 +2,9 @@
 // Do not edit: change the headers under include/ and run the script again.
 #pragma once
 // ---- begin meshcast/benchmark.hpp ----
+// <meshcast/benchmark.hpp>: a public entry point; the code lives in <meshcast/api/benchmark.hpp>.
+
+// ---- begin meshcast/api/benchmark.hpp ----
 // Reshards as Google Benchmark benchmarks, run under MPI: a user times their own layouts on their
 // own cluster in five lines.
 //
@@ -205,4 +208,5 @@ class benchmark_session {
 };
 
 }  // namespace meshcast
+// ---- end meshcast/api/benchmark.hpp ----
 // ---- end meshcast/benchmark.hpp ----

@@ -4,7 +4,7 @@
 // ---- begin meshcast/meshcast.hpp ----
 // meshcast: plans and runs cross-mesh tensor resharding. The umbrella header.
 
-// ---- begin meshcast/config.hpp ----
+// ---- begin meshcast/core/config.hpp ----
 // Basic types and limits shared by every meshcast header.
 
 #include <cstddef>
@@ -33,8 +33,8 @@ inline constexpr index_t max_element_bytes = index_t{1} << 20;
 inline constexpr int max_nics_per_host = 64;
 
 }  // namespace meshcast
-// ---- end meshcast/config.hpp ----
-// ---- begin meshcast/error.hpp ----
+// ---- end meshcast/core/config.hpp ----
+// ---- begin meshcast/core/error.hpp ----
 // The one exception type meshcast throws for bad run-time input.
 
 #include <stdexcept>
@@ -85,8 +85,8 @@ inline std::string printable(std::string_view text, std::size_t max_chars = 60) 
 }  // namespace detail
 
 }  // namespace meshcast
-// ---- end meshcast/error.hpp ----
-// ---- begin meshcast/extents.hpp ----
+// ---- end meshcast/core/error.hpp ----
+// ---- begin meshcast/core/extents.hpp ----
 // Mixed static/dynamic extents, the common base of meshes and tensor shapes.
 //
 // `extents<2, dyn, 4>` stores only the run-time extents (here one integer); a fully static
@@ -100,7 +100,7 @@ inline std::string printable(std::string_view text, std::size_t max_chars = 60) 
 #include <string>
 #include <vector>
 
-// ---- begin meshcast/detail/checked.hpp ----
+// ---- begin meshcast/core/detail/checked.hpp ----
 // Checked integer arithmetic: every size that is multiplied, added or converted goes through
 // these, so a value that does not fit is a `meshcast::error` naming it, never a wrapped number.
 
@@ -141,7 +141,7 @@ constexpr To checked_cast(From v, std::string_view what) {
 }
 
 }  // namespace meshcast::detail
-// ---- end meshcast/detail/checked.hpp ----
+// ---- end meshcast/core/detail/checked.hpp ----
 
 namespace meshcast {
 
@@ -335,8 +335,8 @@ inline dynamic_extents parse_extents(const std::string& text, const char* what) 
 }
 
 }  // namespace meshcast
-// ---- end meshcast/extents.hpp ----
-// ---- begin meshcast/mesh.hpp ----
+// ---- end meshcast/core/extents.hpp ----
+// ---- begin meshcast/core/mesh.hpp ----
 // Device meshes: N-d grids of devices, numbered row-major over their coordinates.
 
 #include <string>
@@ -417,8 +417,8 @@ concept mesh_like = extents_like<M> && requires(const M& m) {
 };
 
 }  // namespace meshcast
-// ---- end meshcast/mesh.hpp ----
-// ---- begin meshcast/shape.hpp ----
+// ---- end meshcast/core/mesh.hpp ----
+// ---- begin meshcast/core/shape.hpp ----
 // Tensor shapes: static (`shape<1024, 512>`), mixed (`shape<dyn, 512>{n}`) or dynamic.
 
 #include <string>
@@ -445,8 +445,8 @@ class dynamic_shape : public dynamic_extents {
 inline dynamic_shape parse_shape(const std::string& text) { return dynamic_shape(parse_extents(text, "shape")); }
 
 }  // namespace meshcast
-// ---- end meshcast/shape.hpp ----
-// ---- begin meshcast/spec.hpp ----
+// ---- end meshcast/core/shape.hpp ----
+// ---- begin meshcast/core/spec.hpp ----
 // Sharding specs: one entry per tensor dim, `R` (replicated) or `S<a, b, ...>` (split over mesh
 // axes a, b, ...; first listed axis major). A mesh axis used by no dim replicates the tensor.
 //
@@ -647,8 +647,8 @@ concept spec_like = requires(const T& s) {
 };
 
 }  // namespace meshcast
-// ---- end meshcast/spec.hpp ----
-// ---- begin meshcast/box.hpp ----
+// ---- end meshcast/core/spec.hpp ----
+// ---- begin meshcast/core/box.hpp ----
 // Boxes of half-open index ranges: tiles, regions and slices of a tensor.
 
 #include <array>
@@ -718,8 +718,8 @@ constexpr box intersect(const box& a, const box& b) noexcept {
 }
 
 }  // namespace meshcast
-// ---- end meshcast/box.hpp ----
-// ---- begin meshcast/chunk.hpp ----
+// ---- end meshcast/core/box.hpp ----
+// ---- begin meshcast/layout/chunk.hpp ----
 // The chunk rule: how a dim of length n is cut among k devices.
 
 
@@ -747,8 +747,8 @@ constexpr range chunk_range(index_t n, index_t k, index_t j) noexcept {
 constexpr index_t chunk_of(index_t n, index_t k, index_t i) noexcept { return i / chunk_size(n, k); }
 
 }  // namespace meshcast
-// ---- end meshcast/chunk.hpp ----
-// ---- begin meshcast/layout.hpp ----
+// ---- end meshcast/layout/chunk.hpp ----
+// ---- begin meshcast/layout/layout.hpp ----
 // Layouts: a tensor shape laid over a mesh by a spec; gives every device its tile.
 
 #include <string>
@@ -881,15 +881,15 @@ concept layout_like = requires(const L& l) {
 };
 
 }  // namespace meshcast
-// ---- end meshcast/layout.hpp ----
-// ---- begin meshcast/placement.hpp ----
+// ---- end meshcast/layout/layout.hpp ----
+// ---- begin meshcast/layout/placement.hpp ----
 // Placement: which global device id each mesh position is, and which host (NIC) each device sits on.
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
-// ---- begin meshcast/detail/filled_vector.hpp ----
+// ---- begin meshcast/core/detail/filled_vector.hpp ----
 // A vector of n copies of a value, built element by element.
 
 #include <cstddef>
@@ -908,7 +908,7 @@ constexpr std::vector<T> filled_vector(std::size_t n, const T& value) {
 }
 
 }  // namespace meshcast::detail
-// ---- end meshcast/detail/filled_vector.hpp ----
+// ---- end meshcast/core/detail/filled_vector.hpp ----
 
 namespace meshcast {
 
@@ -984,8 +984,8 @@ inline std::vector<index_t> default_hosts(index_t device_count, index_t src_coun
 }
 
 }  // namespace meshcast
-// ---- end meshcast/placement.hpp ----
-// ---- begin meshcast/plan.hpp ----
+// ---- end meshcast/layout/placement.hpp ----
+// ---- begin meshcast/plan/plan.hpp ----
 // The resharding plan: the exact set of N-to-M send tasks that turns one layout into another.
 
 #include <algorithm>
@@ -1233,8 +1233,8 @@ constexpr plan make_plan(const Src& src, const Dst& dst, const plan_options& opt
 }
 
 }  // namespace meshcast
-// ---- end meshcast/plan.hpp ----
-// ---- begin meshcast/staging.hpp ----
+// ---- end meshcast/plan/plan.hpp ----
+// ---- begin meshcast/plan/staging.hpp ----
 // The staging cap: no rank holds more than a cap of message buffers (packing, receiving,
 // forwarding) at once beyond its shards. Plans are cut first, so that every task moves at most
 // half the cap: in ordered mode a rank then sends one piece while it receives another within the
@@ -1340,8 +1340,8 @@ inline void cut_for_staging(plan& p, std::size_t cap) {
 }
 
 }  // namespace meshcast
-// ---- end meshcast/staging.hpp ----
-// ---- begin meshcast/network.hpp ----
+// ---- end meshcast/plan/staging.hpp ----
+// ---- begin meshcast/model/network.hpp ----
 // The network model: hosts with full-duplex NICs, an intra-host link and a per-message latency.
 //
 // Every host NIC direction is a "port" that carries one operation at a time in the ordered model.
@@ -1481,8 +1481,8 @@ class network {
 };
 
 }  // namespace meshcast
-// ---- end meshcast/network.hpp ----
-// ---- begin meshcast/op.hpp ----
+// ---- end meshcast/model/network.hpp ----
+// ---- begin meshcast/model/op.hpp ----
 // Transfers and ops. A transfer is what an executor does: it says what it is (its kind), what it
 // moves and between whom. The model's view of it (resources it holds, duration, when it runs)
 // lives beside it in `transfer_model`. An `op` is both, plus where it comes from in an instance:
@@ -1693,8 +1693,8 @@ struct op : transfer, transfer_model {
 };
 
 }  // namespace meshcast
-// ---- end meshcast/op.hpp ----
-// ---- begin meshcast/execution.hpp ----
+// ---- end meshcast/model/op.hpp ----
+// ---- begin meshcast/model/execution.hpp ----
 // Execution modes: the ways an executor can issue a schedule. Each has a model (simulate.hpp)
 // and a lower bound (lower_bound.hpp) that hold for it, and solvers optimise the model of the
 // mode that will run.
@@ -1724,8 +1724,8 @@ inline execution parse_execution(std::string_view name) {
 }
 
 }  // namespace meshcast
-// ---- end meshcast/execution.hpp ----
-// ---- begin meshcast/ordered_engine.hpp ----
+// ---- end meshcast/model/execution.hpp ----
+// ---- begin meshcast/model/ordered_engine.hpp ----
 // The ordered model's clock, the one engine every solver and the simulator place ops with:
 // every resource (NIC direction, device lane) is free from some time on, and an op placed next
 // starts when all its resources are free, and occupies them for its duration (some of them
@@ -1908,8 +1908,8 @@ class trial_clock {
 };
 
 }  // namespace meshcast
-// ---- end meshcast/ordered_engine.hpp ----
-// ---- begin meshcast/slice.hpp ----
+// ---- end meshcast/model/ordered_engine.hpp ----
+// ---- begin meshcast/layout/slice.hpp ----
 // Cutting a region into slices along one dim, for replica splitting and local all-gathers.
 
 #include <vector>
@@ -1964,8 +1964,8 @@ inline std::vector<box> slice_by_counts(const box& region, int d, const std::vec
 }
 
 }  // namespace meshcast
-// ---- end meshcast/slice.hpp ----
-// ---- begin meshcast/strategy.hpp ----
+// ---- end meshcast/layout/slice.hpp ----
+// ---- begin meshcast/schedule/strategy.hpp ----
 // Communication strategies: how one region reaches the receivers that cannot get it on their host.
 //
 // A strategy is a policy object (see strategy/send_recv.hpp and its siblings) with a name and a
@@ -2120,14 +2120,14 @@ inline std::vector<index_t> deliver_locally(const network& net, const resource_s
 }
 
 }  // namespace meshcast
-// ---- end meshcast/strategy.hpp ----
-// ---- begin meshcast/strategies.hpp ----
+// ---- end meshcast/schedule/strategy.hpp ----
+// ---- begin meshcast/schedule/strategies.hpp ----
 // The built-in strategies as a type list, and the choice of one by name at run time. A user's
 // strategy joins by appending: `append_t<builtin_strategies, mine>`.
 
 #include <string_view>
 
-// ---- begin meshcast/registry.hpp ----
+// ---- begin meshcast/core/registry.hpp ----
 // Open registries: policies listed as type lists, chosen by name at run time with one error
 // contract. The built-in solvers, strategies and pipeline policies are such lists; a user appends
 // their own and every tool that takes a list accepts the new names:
@@ -2223,8 +2223,8 @@ decltype(auto) visit_by_name(std::string_view what, std::string_view name, F&& f
 }
 
 }  // namespace meshcast
-// ---- end meshcast/registry.hpp ----
-// ---- begin meshcast/strategy/auto.hpp ----
+// ---- end meshcast/core/registry.hpp ----
+// ---- begin meshcast/schedule/strategy/auto.hpp ----
 // auto: the strategy chosen per task. Each unit offers, for each of its senders, what send_recv,
 // send_recv_allgather and broadcast would do (distinct alternatives only), and the solver picks
 // per unit whichever makes the batch finish first under its model. `solve_batch`
@@ -2236,7 +2236,7 @@ decltype(auto) visit_by_name(std::string_view what, std::string_view name, F&& f
 #include <string_view>
 #include <vector>
 
-// ---- begin meshcast/strategy/broadcast.hpp ----
+// ---- begin meshcast/schedule/strategy/broadcast.hpp ----
 // broadcast: one sender to all remote receivers as a pipelined chain over the receiving hosts
 // (sender -> the receivers of one host, ascending -> those of the next host ...); a single remote
 // receiver gets a point-to-point transfer. The first
@@ -2348,8 +2348,8 @@ struct broadcast {
 };
 
 }  // namespace meshcast
-// ---- end meshcast/strategy/broadcast.hpp ----
-// ---- begin meshcast/strategy/send_recv.hpp ----
+// ---- end meshcast/schedule/strategy/broadcast.hpp ----
+// ---- begin meshcast/schedule/strategy/send_recv.hpp ----
 // send_recv: one point-to-point transfer from the sender to each remote receiver.
 
 
@@ -2371,8 +2371,8 @@ struct send_recv {
 };
 
 }  // namespace meshcast
-// ---- end meshcast/strategy/send_recv.hpp ----
-// ---- begin meshcast/strategy/send_recv_allgather.hpp ----
+// ---- end meshcast/schedule/strategy/send_recv.hpp ----
+// ---- begin meshcast/schedule/strategy/send_recv_allgather.hpp ----
 // send_recv_allgather (Alpa's local all-gather): each receiving host takes the region across its
 // NIC once, cut into one slice per receiver device there, then the devices exchange their slices
 // over the intra-host link (forwards, each after the receive it passes on). A bundle is cut piece
@@ -2460,7 +2460,7 @@ struct send_recv_allgather {
 };
 
 }  // namespace meshcast
-// ---- end meshcast/strategy/send_recv_allgather.hpp ----
+// ---- end meshcast/schedule/strategy/send_recv_allgather.hpp ----
 
 namespace meshcast {
 
@@ -2496,7 +2496,7 @@ struct auto_strategy {
   }
 };
 }  // namespace meshcast
-// ---- end meshcast/strategy/auto.hpp ----
+// ---- end meshcast/schedule/strategy/auto.hpp ----
 
 namespace meshcast {
 
@@ -2510,8 +2510,8 @@ decltype(auto) visit_strategy(std::string_view name, F&& f) {
 }
 
 }  // namespace meshcast
-// ---- end meshcast/strategies.hpp ----
-// ---- begin meshcast/connections.hpp ----
+// ---- end meshcast/schedule/strategies.hpp ----
+// ---- begin meshcast/model/connections.hpp ----
 // Connections of the ordered model. Over a transport with one connection per pair of devices on
 // different hosts (UCX over TCP), each direction's data shares the connection with the other
 // direction's control messages: a rendezvous handshake, and the acknowledgement the ordered
@@ -2562,8 +2562,8 @@ class connection_map {
 };
 
 }  // namespace meshcast
-// ---- end meshcast/connections.hpp ----
-// ---- begin meshcast/instance.hpp ----
+// ---- end meshcast/model/connections.hpp ----
+// ---- begin meshcast/schedule/instance.hpp ----
 // A scheduling instance: the plan's tasks turned, by a strategy, into units of work with one
 // option per possible sender. Solvers choose an option per unit and an order for all the ops.
 
@@ -2576,7 +2576,7 @@ class connection_map {
 #include <string_view>
 #include <vector>
 
-// ---- begin meshcast/bundle.hpp ----
+// ---- begin meshcast/schedule/bundle.hpp ----
 // Bundles: the tasks of a batch that go from the same senders to the same receivers (the pieces of
 // many tensors between the same devices) gathered into units of work of at most a bundle's bytes.
 // A model of thousands of tensors is then scheduled, and pays its latencies, per bundle rather
@@ -2698,7 +2698,7 @@ inline std::vector<bundle> make_bundles(std::span<const std::shared_ptr<const pl
 }
 
 }  // namespace meshcast
-// ---- end meshcast/bundle.hpp ----
+// ---- end meshcast/schedule/bundle.hpp ----
 
 namespace meshcast {
 
@@ -2966,8 +2966,8 @@ instance make_instance(const plan& p, const network& net, const S& st, bool spli
 }
 
 }  // namespace meshcast
-// ---- end meshcast/instance.hpp ----
-// ---- begin meshcast/schedule.hpp ----
+// ---- end meshcast/schedule/instance.hpp ----
+// ---- begin meshcast/model/schedule.hpp ----
 // Schedules: the transfers a solver chose, in the order they are issued, for one execution mode,
 // with the model's view of each transfer beside it.
 
@@ -2995,8 +2995,8 @@ struct schedule {
 };
 
 }  // namespace meshcast
-// ---- end meshcast/schedule.hpp ----
-// ---- begin meshcast/lower_bound.hpp ----
+// ---- end meshcast/model/schedule.hpp ----
+// ---- begin meshcast/schedule/lower_bound.hpp ----
 // A certified lower bound on the makespan of any schedule of an instance (ordered model).
 //
 // The bound is the largest of
@@ -3015,7 +3015,7 @@ struct schedule {
 #include <span>
 #include <vector>
 
-// ---- begin meshcast/detail/max_flow.hpp ----
+// ---- begin meshcast/core/detail/max_flow.hpp ----
 // Dinic's maximum flow on a small graph with real capacities.
 
 #include <algorithm>
@@ -3088,7 +3088,7 @@ class max_flow {
 };
 
 }  // namespace meshcast::detail
-// ---- end meshcast/detail/max_flow.hpp ----
+// ---- end meshcast/core/detail/max_flow.hpp ----
 
 namespace meshcast {
 
@@ -3396,8 +3396,8 @@ inline double physical_bound(const instance& in) {
 }
 
 }  // namespace meshcast
-// ---- end meshcast/lower_bound.hpp ----
-// ---- begin meshcast/senders.hpp ----
+// ---- end meshcast/schedule/lower_bound.hpp ----
+// ---- begin meshcast/schedule/senders.hpp ----
 // Sender assignments from the egress bound's flow (lower_bound.hpp), rounded to one sender per
 // unit. greedy and open_shop start from them.
 
@@ -3432,8 +3432,8 @@ inline std::vector<int> quota_senders(const instance& in, const std::vector<std:
 }
 
 }  // namespace meshcast
-// ---- end meshcast/senders.hpp ----
-// ---- begin meshcast/solver.hpp ----
+// ---- end meshcast/schedule/senders.hpp ----
+// ---- begin meshcast/schedule/solver.hpp ----
 // The solver concept: a policy that picks a sender (option) for every unit of an instance and
 // an order for all the ops.
 
@@ -3485,15 +3485,15 @@ inline double sender_nic_bytes(const instance& in, const option& o) {
 }  // namespace detail
 
 }  // namespace meshcast
-// ---- end meshcast/solver.hpp ----
-// ---- begin meshcast/solvers.hpp ----
+// ---- end meshcast/schedule/solver.hpp ----
+// ---- begin meshcast/schedule/solvers.hpp ----
 // The built-in solvers that need nothing beyond the standard library, as a type list, and the
 // choice of one by name at run time. The ILP solver needs COIN-OR CBC: solver/ilp.hpp adds
 // `solvers_with_ilp`. A user's solver joins by appending: `append_t<builtin_solvers, mine>`.
 
 #include <string_view>
 
-// ---- begin meshcast/solver/alpa_dfs.hpp ----
+// ---- begin meshcast/schedule/solver/alpa_dfs.hpp ----
 // alpa_dfs: Alpa's depth-first search over (task order x sender), kept faithful as a baseline.
 //
 // Every remaining unit, with every sender, may come next; the unit's ops are appended in the
@@ -3506,7 +3506,7 @@ inline double sender_nic_bytes(const instance& in, const option& o) {
 #include <limits>
 #include <vector>
 
-// ---- begin meshcast/detail/deadline.hpp ----
+// ---- begin meshcast/core/detail/deadline.hpp ----
 // A point in time after which a search stops. Built from a checked number of seconds, so that
 // no conversion of a huge or non-finite limit can overflow the clock.
 
@@ -3550,7 +3550,7 @@ class deadline {
 
 }  // namespace detail
 }  // namespace meshcast
-// ---- end meshcast/detail/deadline.hpp ----
+// ---- end meshcast/core/detail/deadline.hpp ----
 
 namespace meshcast {
 
@@ -3674,8 +3674,8 @@ struct alpa_dfs {
 };
 
 }  // namespace meshcast
-// ---- end meshcast/solver/alpa_dfs.hpp ----
-// ---- begin meshcast/solver/alpa_greedy.hpp ----
+// ---- end meshcast/schedule/solver/alpa_dfs.hpp ----
+// ---- begin meshcast/schedule/solver/alpa_greedy.hpp ----
 // alpa_greedy: Alpa's greedy load-balancing algorithm. Work proceeds in rounds; in each round 100
 // seeded random trials build a set of transfers in which no receiving host is busy twice and
 // every sending host is free, drawing the sender of each transfer with weight
@@ -3784,8 +3784,8 @@ struct alpa_greedy {
 };
 
 }  // namespace meshcast
-// ---- end meshcast/solver/alpa_greedy.hpp ----
-// ---- begin meshcast/solver/alpa_least_loaded.hpp ----
+// ---- end meshcast/schedule/solver/alpa_greedy.hpp ----
+// ---- begin meshcast/schedule/solver/alpa_least_loaded.hpp ----
 // alpa_least_loaded (Alpa's default): in plan order, each task goes to the replica whose host has
 // sent the fewest bytes so far.
 
@@ -3815,8 +3815,8 @@ struct alpa_least_loaded {
 };
 
 }  // namespace meshcast
-// ---- end meshcast/solver/alpa_least_loaded.hpp ----
-// ---- begin meshcast/solver/branch_and_bound.hpp ----
+// ---- end meshcast/schedule/solver/alpa_least_loaded.hpp ----
+// ---- begin meshcast/schedule/solver/branch_and_bound.hpp ----
 // branch_and_bound: exact search over the schedules of the ordered model.
 //
 // Each step places one op (choosing the unit's sender with its first op) where all its resources
@@ -3834,7 +3834,7 @@ struct alpa_least_loaded {
 #include <limits>
 #include <vector>
 
-// ---- begin meshcast/solver/greedy.hpp ----
+// ---- begin meshcast/schedule/solver/greedy.hpp ----
 // greedy: list scheduling in the ordered model. Each unit takes, unless told otherwise, the
 // option (sender) that finishes it earliest given what is already placed. Orders tried:
 // (a) first-fit rounds: a unit goes to the first round where none of its NIC ports is taken yet;
@@ -3855,7 +3855,7 @@ struct alpa_least_loaded {
 #include <random>
 #include <vector>
 
-// ---- begin meshcast/detail/edge_colour.hpp ----
+// ---- begin meshcast/core/detail/edge_colour.hpp ----
 // Edge colouring of a bipartite multigraph with as many colours as its largest degree (Koenig's
 // theorem), by alternating-path recolouring. Solvers use it to cut transfers into rounds in which
 // no NIC port is used twice.
@@ -3931,8 +3931,8 @@ inline std::vector<int> edge_colour(const std::vector<std::pair<int, int>>& ends
 }
 
 }  // namespace meshcast::detail
-// ---- end meshcast/detail/edge_colour.hpp ----
-// ---- begin meshcast/solver/dispatch.hpp ----
+// ---- end meshcast/core/detail/edge_colour.hpp ----
+// ---- begin meshcast/schedule/solver/dispatch.hpp ----
 // Dispatching: the ops of chosen options re-sequenced one op at a time rather than one unit at a
 // time. A unit-by-unit list places all of a unit's messages together, so a sender's messages to
 // several hosts queue behind each other's receivers (a convoy): on a batch of point-to-point
@@ -4019,7 +4019,7 @@ inline std::vector<op> dispatch(const instance& in, const std::vector<std::size_
 }
 
 }  // namespace meshcast
-// ---- end meshcast/solver/dispatch.hpp ----
+// ---- end meshcast/schedule/solver/dispatch.hpp ----
 
 namespace meshcast {
 
@@ -4326,7 +4326,7 @@ struct greedy {
 };
 
 }  // namespace meshcast
-// ---- end meshcast/solver/greedy.hpp ----
+// ---- end meshcast/schedule/solver/greedy.hpp ----
 
 namespace meshcast {
 
@@ -4556,8 +4556,8 @@ struct branch_and_bound {
 };
 
 }  // namespace meshcast
-// ---- end meshcast/solver/branch_and_bound.hpp ----
-// ---- begin meshcast/solver/naive.hpp ----
+// ---- end meshcast/schedule/solver/branch_and_bound.hpp ----
+// ---- begin meshcast/schedule/solver/naive.hpp ----
 // naive (Alpa's "no_loadbalance"): the first replica sends every task, in plan order.
 
 
@@ -4574,8 +4574,8 @@ struct naive {
 };
 
 }  // namespace meshcast
-// ---- end meshcast/solver/naive.hpp ----
-// ---- begin meshcast/solver/open_shop.hpp ----
+// ---- end meshcast/schedule/solver/naive.hpp ----
+// ---- begin meshcast/schedule/solver/open_shop.hpp ----
 // open_shop: for point-to-point strategies, reach the lower bound up to chunking and latency.
 //
 // 1. Spread every unit over its replicas in the proportions of the egress bound's optimal flow
@@ -4766,7 +4766,7 @@ struct open_shop {
 };
 
 }  // namespace meshcast
-// ---- end meshcast/solver/open_shop.hpp ----
+// ---- end meshcast/schedule/solver/open_shop.hpp ----
 
 namespace meshcast {
 
@@ -4781,8 +4781,8 @@ decltype(auto) visit_solver(std::string_view name, F&& f) {
 }
 
 }  // namespace meshcast
-// ---- end meshcast/solvers.hpp ----
-// ---- begin meshcast/simulate.hpp ----
+// ---- end meshcast/schedule/solvers.hpp ----
+// ---- begin meshcast/model/simulate.hpp ----
 // The models of the execution modes: each sets every transfer's start and end in a schedule and
 // returns the makespan.
 //
@@ -4932,8 +4932,8 @@ inline double simulate(schedule& s, const network& net, const resource_space& rs
 }
 
 }  // namespace meshcast
-// ---- end meshcast/simulate.hpp ----
-// ---- begin meshcast/solve.hpp ----
+// ---- end meshcast/model/simulate.hpp ----
+// ---- begin meshcast/schedule/solve.hpp ----
 // Running a solver on an instance: the schedule, its predicted makespan under the instance's
 // execution mode, that mode's lower bound and the network's physical bound.
 
@@ -4941,7 +4941,7 @@ inline double simulate(schedule& s, const network& net, const resource_space& rs
 #include <map>
 #include <string>
 
-// ---- begin meshcast/validate.hpp ----
+// ---- begin meshcast/schedule/validate.hpp ----
 // Checking a solver's answer against its instance, in O(ops log ops): whatever a solver returns
 // (a user's included), `solve` hands on only schedules that deliver every byte exactly once.
 //
@@ -5068,7 +5068,7 @@ inline void validate_solution(const instance& in, const std::vector<op>& ops, st
 }
 
 }  // namespace meshcast
-// ---- end meshcast/validate.hpp ----
+// ---- end meshcast/schedule/validate.hpp ----
 
 namespace meshcast {
 
@@ -5115,8 +5115,8 @@ schedule solve(const instance& in, const S& s, const solver_options& options = {
 }
 
 }  // namespace meshcast
-// ---- end meshcast/solve.hpp ----
-// ---- begin meshcast/bucket.hpp ----
+// ---- end meshcast/schedule/solve.hpp ----
+// ---- begin meshcast/schedule/bucket.hpp ----
 // Bucketing: in a batch's schedule, the messages that go from one device to another travel
 // together, so that a model of thousands of tensors pays a latency per pair and bucket, not per
 // tensor. A point-to-point transfer joins the open bucket of its (sender, receiver) pair, a chain
@@ -5250,8 +5250,8 @@ inline schedule with_buckets(schedule s, const network& net, std::size_t max_byt
 }
 
 }  // namespace meshcast
-// ---- end meshcast/bucket.hpp ----
-// ---- begin meshcast/solve_batch.hpp ----
+// ---- end meshcast/schedule/bucket.hpp ----
+// ---- begin meshcast/schedule/solve_batch.hpp ----
 // Solving a batch of plans under a strategy in one call, and what each strategy serves. Under
 // `auto_strategy` the solver runs on the instance whose units offer every strategy's ops and on
 // each single strategy's instance, sharing the time limit, and the shortest schedule is kept: so
@@ -5355,8 +5355,8 @@ inline std::map<std::string, index_t> tasks_by_strategy(const schedule& s, const
 }
 
 }  // namespace meshcast
-// ---- end meshcast/solve_batch.hpp ----
-// ---- begin meshcast/tensor_layouts.hpp ----
+// ---- end meshcast/schedule/solve_batch.hpp ----
+// ---- begin meshcast/plan/tensor_layouts.hpp ----
 // One tensor of a batch: its two layouts, element size and, where they are not the batch's
 // defaults, the devices that hold it before and after; and the plans of a batch.
 
@@ -5401,8 +5401,8 @@ inline std::vector<plan> make_plans(const std::vector<tensor_layouts>& tensors, 
 }
 
 }  // namespace meshcast
-// ---- end meshcast/tensor_layouts.hpp ----
-// ---- begin meshcast/memory.hpp ----
+// ---- end meshcast/plan/tensor_layouts.hpp ----
+// ---- begin meshcast/exec/memory.hpp ----
 // The memory-policy concept: where shards and message buffers live and how bytes are copied
 // there. Executors pack, unpack and copy regions through it (exec/pack.hpp), so a backend only
 // moves bytes between devices.
@@ -5423,8 +5423,8 @@ concept memory_policy = requires(M& m, std::byte* to, const std::byte* from, std
 };
 
 }  // namespace meshcast
-// ---- end meshcast/memory.hpp ----
-// ---- begin meshcast/memory/host.hpp ----
+// ---- end meshcast/exec/memory.hpp ----
+// ---- begin meshcast/exec/memory/host.hpp ----
 // Host memory: shards and message buffers in ordinary RAM, copied with memcpy. The memory policy
 // of the MPI backend; the executor packs, unpacks and copies through it (exec/pack.hpp).
 
@@ -5455,8 +5455,8 @@ struct host_memory {
 };
 
 }  // namespace meshcast
-// ---- end meshcast/memory/host.hpp ----
-// ---- begin meshcast/backend.hpp ----
+// ---- end meshcast/exec/memory/host.hpp ----
+// ---- begin meshcast/exec/backend.hpp ----
 // The backend concept: transport only. A backend plays one device (its rank), moves bytes point
 // to point, by a broadcast in a group or along a pipelined chain, and names its memory policy;
 // packing and local copies are the executor's business (exec/pack.hpp), done through that policy.
@@ -5505,7 +5505,7 @@ concept backend = requires(B& b, const B& cb, std::byte* out, const std::byte* i
 // it gets an acknowledgement for every send.
 
 }  // namespace meshcast
-// ---- end meshcast/backend.hpp ----
+// ---- end meshcast/exec/backend.hpp ----
 // ---- begin meshcast/exec/pack.hpp ----
 // Packing a region of a dense row-major tile into a contiguous message, unpacking it, and copying
 // a region from one tile to another: written once, over a memory policy (memory.hpp), for every
@@ -5952,65 +5952,18 @@ inline std::uint64_t fingerprint(const plan& p, const schedule& s) { return fing
 #include <utility>
 #include <vector>
 
-// ---- begin meshcast/exec/staging_arena.hpp ----
-// Where a rank's message buffers live: one block of memory, allocated once, handed out in pieces.
-// Under a staging cap that the run's buffers together exceed, pieces are taken and given back as
-// steps start and complete (first fit); otherwise every step keeps its own piece for good.
+// ---- begin meshcast/exec/schedule_fits.hpp ----
+// What an executor checks before it trusts a schedule: that it fits the plans of its batch
+// (devices, regions, byte counts, kinds, dependencies), and whether a backend passes ordered-mode
+// NIC tokens. A schedule from elsewhere (another rank, a file) is checked, not trusted.
 
 #include <algorithm>
 #include <cstddef>
-#include <optional>
-#include <vector>
+#include <span>
+#include <string>
 
-namespace meshcast::detail {
-
-/// First-fit allocation of byte ranges in [0, capacity). Taken ranges may be given back in any
-/// order; nothing is allocated after construction beyond the list of taken ranges' capacity.
-class staging_arena {
- public:
-  explicit staging_arena(std::size_t capacity = 0) : capacity_(capacity) {}
-  std::size_t capacity() const noexcept { return capacity_; }
-  std::size_t held() const noexcept { return held_; }
-  bool empty() const noexcept { return taken_.empty(); }
-
-  /// The offset of `bytes` free bytes, now taken; nothing where no gap is that large.
-  std::optional<std::size_t> take(std::size_t bytes) {
-    std::size_t at = 0;
-    auto it = taken_.begin();
-    for (; it != taken_.end(); ++it) {
-      if (it->first - at >= bytes) break;
-      at = it->first + it->second;
-    }
-    if (it == taken_.end() && capacity_ - at < bytes) return std::nullopt;
-    taken_.insert(it, {at, bytes});
-    held_ += bytes;
-    return at;
-  }
-  /// Gives back the range taken at `offset`.
-  void give(std::size_t offset) {
-    auto it = std::lower_bound(taken_.begin(), taken_.end(), std::pair<std::size_t, std::size_t>{offset, 0});
-    if (it == taken_.end() || it->first != offset) return;
-    held_ -= it->second;
-    taken_.erase(it);
-  }
-  void clear() noexcept { taken_.clear(), held_ = 0; }
-  void reserve(std::size_t ranges) { taken_.reserve(ranges); }
-
- private:
-  std::size_t capacity_ = 0, held_ = 0;
-  std::vector<std::pair<std::size_t, std::size_t>> taken_;  // (offset, bytes), by offset
-};
-
-}  // namespace meshcast::detail
-// ---- end meshcast/exec/staging_arena.hpp ----
 
 namespace meshcast {
-
-/// Data messages of transfer i use tag `i % transfer_tags`; ordered-mode tokens use
-/// `transfer_tags + i % transfer_tags`, ordered-mode acknowledgements `2 * transfer_tags + i %
-/// transfer_tags` and clearances `3 * transfer_tags + i % transfer_tags` (messages of one tag
-/// between one pair match in posting order).
-inline constexpr int transfer_tags = 32768;
 
 /// Whether a backend passes ordered-mode NIC tokens between devices (the default). A backend whose
 /// sends block its stream until matched (NCCL) declares `static constexpr bool port_tokens =
@@ -6080,6 +6033,68 @@ inline void check_schedule_fits(std::span<const plan> plans, const schedule& s) 
 }
 inline void check_schedule_fits(const plan& p, const schedule& s) { check_schedule_fits(std::span<const plan>(&p, 1), s); }
 
+}  // namespace meshcast
+// ---- end meshcast/exec/schedule_fits.hpp ----
+// ---- begin meshcast/exec/staging_arena.hpp ----
+// Where a rank's message buffers live: one block of memory, allocated once, handed out in pieces.
+// Under a staging cap that the run's buffers together exceed, pieces are taken and given back as
+// steps start and complete (first fit); otherwise every step keeps its own piece for good.
+
+#include <algorithm>
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+namespace meshcast::detail {
+
+/// First-fit allocation of byte ranges in [0, capacity). Taken ranges may be given back in any
+/// order; nothing is allocated after construction beyond the list of taken ranges' capacity.
+class staging_arena {
+ public:
+  explicit staging_arena(std::size_t capacity = 0) : capacity_(capacity) {}
+  std::size_t capacity() const noexcept { return capacity_; }
+  std::size_t held() const noexcept { return held_; }
+  bool empty() const noexcept { return taken_.empty(); }
+
+  /// The offset of `bytes` free bytes, now taken; nothing where no gap is that large.
+  std::optional<std::size_t> take(std::size_t bytes) {
+    std::size_t at = 0;
+    auto it = taken_.begin();
+    for (; it != taken_.end(); ++it) {
+      if (it->first - at >= bytes) break;
+      at = it->first + it->second;
+    }
+    if (it == taken_.end() && capacity_ - at < bytes) return std::nullopt;
+    taken_.insert(it, {at, bytes});
+    held_ += bytes;
+    return at;
+  }
+  /// Gives back the range taken at `offset`.
+  void give(std::size_t offset) {
+    auto it = std::lower_bound(taken_.begin(), taken_.end(), std::pair<std::size_t, std::size_t>{offset, 0});
+    if (it == taken_.end() || it->first != offset) return;
+    held_ -= it->second;
+    taken_.erase(it);
+  }
+  void clear() noexcept { taken_.clear(), held_ = 0; }
+  void reserve(std::size_t ranges) { taken_.reserve(ranges); }
+
+ private:
+  std::size_t capacity_ = 0, held_ = 0;
+  std::vector<std::pair<std::size_t, std::size_t>> taken_;  // (offset, bytes), by offset
+};
+
+}  // namespace meshcast::detail
+// ---- end meshcast/exec/staging_arena.hpp ----
+
+namespace meshcast {
+
+/// Data messages of transfer i use tag `i % transfer_tags`; ordered-mode tokens use
+/// `transfer_tags + i % transfer_tags`, ordered-mode acknowledgements `2 * transfer_tags + i %
+/// transfer_tags` and clearances `3 * transfer_tags + i % transfer_tags` (messages of one tag
+/// between one pair match in posting order).
+inline constexpr int transfer_tags = 32768;
+
 template <backend Backend>
 class executor {
  public:
@@ -6093,35 +6108,7 @@ class executor {
       : executor(std::move(b), std::span<const plan>(&p, 1), s, max_staging_bytes) {}
 
   /// A batch: `plans[k]` is the plan of tensor k; the schedule's transfers name their tensor.
-  executor(Backend b, std::span<const plan> plans, const schedule& s, std::size_t max_staging_bytes = 0)
-      : b_(std::move(b)), mode_(s.mode) {
-    me_ = b_.device();
-    if (plans.empty()) throw error("an executor needs at least one plan");
-    const index_t devices = device_count(plans);
-    if (b_.size() < devices)
-      throw error("the plan uses " + std::to_string(devices) + " devices but the communicator has " +
-                  std::to_string(b_.size()) + " ranks; run one rank per device");
-    check_schedule_fits(plans, s);
-    for (const plan& p : plans) {
-      tensor_state t;
-      t.eb = static_cast<std::size_t>(p.element_bytes);
-      t.src_tile = p.source_tile(me_);
-      t.dst_tile = p.destination_tile(me_);
-      const bool is_src = std::find(p.src_devices.begin(), p.src_devices.end(), me_) != p.src_devices.end();
-      const bool is_dst = std::find(p.dst_devices.begin(), p.dst_devices.end(), me_) != p.dst_devices.end();
-      t.source_bytes = is_src ? tile_bytes(t.src_tile, t.eb) : 0;
-      t.destination_bytes = is_dst ? tile_bytes(t.dst_tile, t.eb) : 0;
-      if (!is_src) t.src_tile = box{t.src_tile.rank, {}};  // holds nothing
-      tensors_.push_back(t);
-    }
-    make_groups(s);
-    plan_steps(s, plans);
-    if (mode_ == execution::ordered) plan_lanes(s);
-    plan_staging(max_staging_bytes);
-    if (mode_ == execution::ordered && !s.model.empty() && passes_port_tokens<Backend>()) plan_tokens(s);
-    if (mode_ == execution::ordered && !s.model.empty()) plan_exchanges(s);
-    if (acknowledged()) plan_acknowledgements();
-  }
+  executor(Backend b, std::span<const plan> plans, const schedule& s, std::size_t max_staging_bytes = 0);
 
   /// What one step of the last run did, in seconds from the start of `run` (kept only after
   /// `record_times(true)`): waiting for tokens from `wait`, moving bytes from `start` to `end`.
@@ -6152,37 +6139,7 @@ class executor {
     run(std::span<const std::span<const std::byte>>(&source, 1), std::span<const std::span<std::byte>>(&destination, 1));
   }
   /// Reshards a batch: `sources[k]` and `destinations[k]` are this rank's shards of tensor k.
-  void run(std::span<const std::span<const std::byte>> sources, std::span<const std::span<std::byte>> destinations) {
-    if (sources.size() != tensors_.size() || destinations.size() != tensors_.size())
-      throw error("device " + std::to_string(me_) + ": " + std::to_string(sources.size()) + " source and " +
-                  std::to_string(destinations.size()) + " destination shards for a batch of " +
-                  std::to_string(tensors_.size()) + " tensors");
-    for (std::size_t k = 0; k < tensors_.size(); ++k) {
-      tensor_state& t = tensors_[k];
-      if (sources[k].size() < t.source_bytes || destinations[k].size() < t.destination_bytes)
-        throw error("device " + std::to_string(me_) + ": shard buffers of " + std::to_string(sources[k].size()) + " and " +
-                    std::to_string(destinations[k].size()) + " bytes are smaller than its tiles (" +
-                    std::to_string(t.source_bytes) + " and " + std::to_string(t.destination_bytes) + " bytes)" +
-                    (tensors_.size() > 1 ? " of tensor " + std::to_string(k) : std::string()));
-      t.src = sources[k].data();
-      t.dst = destinations[k].data();
-    }
-    began_ = std::chrono::steady_clock::now();
-    times_.clear();
-    if (record_) times_.resize(steps_.size());
-    tokens_sent_.clear();
-    reset_staging();
-    if (mode_ == execution::ordered) {
-      if constexpr (passes_port_tokens<Backend>()) run_ordered();
-      else run_ordered_in_rounds();
-    }
-    else run_concurrent();
-    for (auto& r : tokens_sent_) b_.wait(r);
-    b_.flush();
-    if (record_)  // sends end here at the latest
-      for (std::size_t k = 0; k < steps_.size(); ++k)
-        if (times_[k].end == 0) times_[k].end = clock();
-  }
+  void run(std::span<const std::span<const std::byte>> sources, std::span<const std::span<std::byte>> destinations);
 
  private:
   static constexpr std::size_t none = static_cast<std::size_t>(-1);
@@ -6225,160 +6182,18 @@ class executor {
     bool posted = false, done = false;
   };
 
-  void make_groups(const schedule& s) {
-    std::map<std::vector<index_t>, std::size_t> index;
-    for (std::size_t i = 0; i < s.transfers.size(); ++i) {
-      const transfer& t = s.transfers[i];
-      if (t.kind != transfer_kind::group_broadcast && t.kind != transfer_kind::chain) continue;
-      std::vector<index_t> members = t.receivers;
-      if (t.kind == transfer_kind::group_broadcast) std::sort(members.begin(), members.end());
-      members.insert(members.begin(), t.sender);
-      auto [it, fresh] = index.try_emplace(members, groups_.size());
-      if (fresh) {
-        const bool mine = std::find(members.begin(), members.end(), me_) != members.end();
-        groups_.push_back(mine ? std::optional<typename Backend::group>(
-                                     b_.make_group(members, static_cast<int>(it->second % transfer_tags)))
-                               : std::nullopt);
-      }
-      group_of_[i] = it->second;
-    }
-  }
+  void make_groups(const schedule& s);
 
-  void plan_steps(const schedule& s, std::span<const plan> plans) {
-    std::map<std::size_t, std::size_t> my_receive;  // transfer -> my receive step
-    for (std::size_t i = 0; i < s.transfers.size(); ++i) {
-      const transfer& t = s.transfers[i];
-      const bool sending = t.sender == me_;
-      const bool receiving = std::find(t.receivers.begin(), t.receivers.end(), me_) != t.receivers.end();
-      if (!sending && !receiving) continue;
-      step x{};
-      x.transfer = i;
-      x.model_start = s.model.empty() ? static_cast<double>(i) : s.model[i].start;
-      x.what = t.kind;
-      x.region = t.region;
-      x.tensor = static_cast<std::size_t>(t.tensor);
-      const tensor_state& ts = tensors_[x.tensor];
-      x.bytes = tile_bytes(t.region, ts.eb);
-      x.tag = static_cast<int>(i % transfer_tags);
-      x.piece = static_cast<std::size_t>(t.piece_bytes);
-      const std::string who = "device " + std::to_string(me_);
-      if (!t.parts.empty()) {  // a bundle: packed and unpacked piece by piece, through a buffer
-        x.parts.push_back({t.tensor, t.task, t.region, t.region.volume() * static_cast<index_t>(ts.eb)});
-        x.parts.insert(x.parts.end(), t.parts.begin(), t.parts.end());
-        x.bytes = static_cast<std::size_t>(t.bytes);
-        x.from_source = t.kind != transfer_kind::forward;  // a forward passes on what it received
-        for (const transfer_part& q : x.parts) {
-          const tensor_state& tq = tensors_[static_cast<std::size_t>(q.tensor)];
-          const bool in_dst = tq.destination_bytes > 0 && tq.dst_tile.contains(q.region);
-          if (sending && x.from_source && !tq.src_tile.contains(q.region)) throw error(who + " sends a region it does not hold");
-          if ((receiving || !x.from_source) && !in_dst) throw error(who + " receives a region outside its destination tile");
-        }
-        if (t.kind == transfer_kind::local_copy) {
-          x.how = step::copy;
-        } else if (t.kind == transfer_kind::chain || t.kind == transfer_kind::group_broadcast) {
-          x.how = step::collective;
-          x.group = group_of_.at(i);
-          x.root = sending;
-          x.staged = x.bytes;
-        } else if (sending) {
-          x.how = step::send;
-          x.peers = t.receivers;
-          x.staged = x.bytes;
-          for (std::int32_t w : t.waits_for) {  // a forward: the receives it passes on
-            auto it = my_receive.find(static_cast<std::size_t>(w));
-            if (it == my_receive.end()) throw error(who + " forwards transfer " + std::to_string(w) + ", which it does not receive");
-            x.needs.push_back(it->second);
-          }
-          if (in_place(plans, t)) x.part_at = offsets_in(x.parts, x.from_source), x.staged = 0;
-          else if (x.needs.size() == 1 && steps_[x.needs[0]].parts == x.parts && steps_[x.needs[0]].staged)
-            x.from_buffer = x.needs[0], x.staged = 0;
-        } else {
-          x.how = step::receive;
-          x.peers = {t.sender};
-          if (in_place(plans, t)) x.part_at = offsets_in(x.parts, false), x.staged = 0;
-          else x.staged = x.bytes;
-          my_receive[i] = steps_.size();
-        }
-        step_of_[i] = steps_.size();
-        steps_.push_back(std::move(x));
-        continue;
-      }
-      if (t.kind == transfer_kind::local_copy) {
-        if (!ts.src_tile.contains(t.region)) throw error(who + " copies a region it does not hold");
-        x.how = step::copy;
-      } else if (t.kind == transfer_kind::group_broadcast || t.kind == transfer_kind::chain) {
-        x.how = step::collective;
-        x.group = group_of_.at(i);
-        x.root = sending;
-        if (sending && !ts.src_tile.contains(t.region)) throw error(who + " broadcasts a region it does not hold");
-        x.direct = sending ? detail::contiguous_offset(ts.src_tile, t.region, ts.eb)
-                           : ts.destination_bytes > 0 ? detail::contiguous_offset(ts.dst_tile, t.region, ts.eb) : none;
-        if (x.direct == none) x.staged = x.bytes;
-      } else if (sending) {
-        x.how = step::send;
-        x.peers = t.receivers;
-        if (t.kind == transfer_kind::point_to_point) {
-          if (!ts.src_tile.contains(t.region)) throw error(who + " sends a region it does not hold");
-        } else {  // forward: what arrived by the transfers it waits for
-          x.from_source = false;
-          for (std::int32_t w : t.waits_for) {
-            auto it = my_receive.find(static_cast<std::size_t>(w));
-            if (it == my_receive.end()) throw error(who + " forwards transfer " + std::to_string(w) + ", which it does not receive");
-            x.needs.push_back(it->second);
-          }
-          if (x.needs.size() == 1 && steps_[x.needs[0]].region == t.region && steps_[x.needs[0]].parts.empty()) {
-            if (steps_[x.needs[0]].staged) x.from_buffer = x.needs[0];
-            else x.direct = steps_[x.needs[0]].direct;  // received into the shard: sent from there
-          } else if (!ts.dst_tile.contains(t.region)) {
-            throw error(who + " forwards a region outside its destination tile");
-          }
-        }
-        if (x.from_buffer == none && x.direct == none)
-          x.direct = detail::contiguous_offset(x.from_source ? ts.src_tile : ts.dst_tile, t.region, ts.eb);
-        if (x.from_buffer == none && x.direct == none) x.staged = x.bytes;
-      } else {
-        x.how = step::receive;
-        x.peers = {t.sender};
-        if (ts.destination_bytes > 0) x.direct = detail::contiguous_offset(ts.dst_tile, t.region, ts.eb);
-        if (x.direct == none) x.staged = x.bytes;
-        my_receive[i] = steps_.size();
-      }
-      step_of_[i] = steps_.size();
-      steps_.push_back(std::move(x));
-    }
-    tokens_sent_.reserve(steps_.size());
-  }
+  void plan_steps(const schedule& s, std::span<const plan> plans);
 
   // A bundle sent point to point whose every piece is contiguous in the sender's shard (its source
   // shard, or for a forward its destination shard) and in each receiver's destination shard goes
   // as one message per piece, from and into the shards: no message buffer. Its messages leave back
   // to back, so they pay about one latency, as the model charges the bundle. Every rank decides
   // alike from the plans, so both ends of a message agree on its pieces.
-  static bool in_place(std::span<const plan> plans, const transfer& t) {
-    if (t.parts.empty() || (t.kind != transfer_kind::point_to_point && t.kind != transfer_kind::forward)) return false;
-    auto fits = [&](const transfer_part& q) {
-      const plan& p = plans[static_cast<std::size_t>(q.tensor)];
-      const auto eb = static_cast<std::size_t>(p.element_bytes);
-      const box from = t.kind == transfer_kind::forward ? p.destination_tile(t.sender) : p.source_tile(t.sender);
-      if (detail::contiguous_offset(from, q.region, eb) == none) return false;
-      for (index_t r : t.receivers)
-        if (detail::contiguous_offset(p.destination_tile(r), q.region, eb) == none) return false;
-      return true;
-    };
-    if (!fits({t.tensor, t.task, t.region, 0})) return false;
-    for (const transfer_part& q : t.parts)
-      if (!fits(q)) return false;
-    return true;
-  }
+  static bool in_place(std::span<const plan> plans, const transfer& t);
   // Each piece's offset in this rank's source (or destination) shard; in_place said they fit.
-  std::vector<std::size_t> offsets_in(const std::vector<transfer_part>& parts, bool source) const {
-    std::vector<std::size_t> at;
-    for (const transfer_part& q : parts) {
-      const tensor_state& tq = tensors_[static_cast<std::size_t>(q.tensor)];
-      at.push_back(detail::contiguous_offset(source ? tq.src_tile : tq.dst_tile, q.region, tq.eb));
-    }
-    return at;
-  }
+  std::vector<std::size_t> offsets_in(const std::vector<transfer_part>& parts, bool source) const;
 
   // Message buffers under the staging cap `cap` (0: none). Where every step's buffer fits in the
   // cap together, each keeps its own piece of the block for good (a repeated run allocates
@@ -6390,103 +6205,18 @@ class executor {
   // - concurrent mode: steps take their buffers from the block in list order as room allows and
   //   give them back when complete. The earliest unfinished transfer of the schedule then always
   //   finds room at both ends: every earlier one gave its buffer back, no later one took one first.
-  void plan_staging(std::size_t cap) {
-    std::size_t total = 0;
-    for (const step& x : steps_)
-      if (__builtin_add_overflow(total, x.staged, &total)) throw error("the message buffers of one rank overflow 64 bits");
-    if (cap == 0 || total <= cap) {
-      std::size_t at = 0;
-      for (step& x : steps_)
-        if (x.staged) x.buffer = at, at += x.staged;
-      arena_ = detail::staging_arena(total);
-    } else {
-      const std::string who = "device " + std::to_string(me_);
-      for (step& x : steps_) {
-        if (x.from_buffer == none) continue;
-        const tensor_state& t = tensors_[x.tensor];
-        if (t.destination_bytes == 0 || !t.dst_tile.contains(x.region))
-          throw error(who + " forwards a region it does not keep, which a staging cap cannot bound");
-        x.from_buffer = none;
-        x.direct = x.parts.empty() ? detail::contiguous_offset(t.dst_tile, x.region, t.eb) : none;
-        if (x.direct == none) x.staged = x.bytes;
-      }
-      std::size_t largest[2] = {0, 0};  // ordered: the send lane's slot, the receive lane's
-      for (const step& x : steps_) {
-        std::size_t& slot = mode_ == execution::ordered && !x.send_lane ? largest[1] : largest[0];
-        slot = std::max(slot, x.staged);
-      }
-      const std::size_t need = mode_ == execution::ordered ? largest[0] + largest[1] : largest[0];
-      if (need > cap)
-        throw error(who + " needs " + std::to_string(need) + " bytes of message buffers at once (" +
-                    (mode_ == execution::ordered ? "a send of " + std::to_string(largest[0]) + " bytes while it receives " +
-                                                       std::to_string(largest[1])
-                                                 : "its largest message") +
-                    ") but the staging cap is " + std::to_string(cap) +
-                    " bytes: cut the plans to the cap first (cut_for_staging)");
-      if (mode_ == execution::ordered && passes_port_tokens<Backend>()) {
-        for (step& x : steps_)
-          if (x.staged) x.buffer = x.send_lane ? 0 : largest[0];
-        arena_ = detail::staging_arena(need);
-      } else if (mode_ == execution::ordered) {  // in rounds: a round takes its buffers when it starts
-        arena_ = detail::staging_arena(need);
-        shared_staging_ = true;
-      } else {
-        arena_ = detail::staging_arena(cap);
-        arena_.reserve(steps_.size());
-        shared_staging_ = true;
-      }
-    }
-    if (arena_.capacity() > 0) block_ = b_.memory().allocate(arena_.capacity());
-  }
+  void plan_staging(std::size_t cap);
   // Shared staging: the steps from next_to_take_ on take their buffers, in list order, while the
   // block has room.
-  void take_buffers() {
-    for (; next_to_take_ < steps_.size(); ++next_to_take_) {
-      step& x = steps_[next_to_take_];
-      if (!x.staged) continue;
-      const auto at = arena_.take(x.staged);
-      if (!at) return;
-      x.buffer = *at;
-    }
-  }
+  void take_buffers();
   bool has_buffer(const step& x) const noexcept { return !shared_staging_ || !x.staged || x.buffer != none; }
   void release(step& x) {
     if (shared_staging_ && x.staged && x.buffer != none) arena_.give(x.buffer), x.buffer = none;
   }
-  void reset_staging() {
-    if (!shared_staging_) return;
-    arena_.clear();
-    next_to_take_ = 0;
-    for (step& x : steps_) x.buffer = none;
-  }
+  void reset_staging();
 
   // Ordered mode: each step's lanes and the step before it on each.
-  void plan_lanes(const schedule& s) {
-    std::size_t last_send = none, last_receive = none;
-    for (std::size_t k = 0; k < steps_.size(); ++k) {
-      step& x = steps_[k];
-      const transfer& t = s.transfers[x.transfer];
-      switch (x.how) {
-        case step::copy: x.send_lane = x.receive_lane = true; break;
-        case step::send: x.send_lane = true; break;
-        case step::receive: x.receive_lane = true; break;
-        case step::collective:
-          x.send_lane = x.root || (t.kind == transfer_kind::chain && t.receivers.back() != me_);
-          x.receive_lane = !x.root;
-          break;
-      }
-      if (x.send_lane) {
-        x.prev_send = last_send;
-        (last_send == none ? first_send_ : steps_[last_send].next_send) = k;
-        last_send = k;
-      }
-      if (x.receive_lane) {
-        x.prev_receive = last_receive;
-        (last_receive == none ? first_receive_ : steps_[last_receive].next_receive) = k;
-        last_receive = k;
-      }
-    }
-  }
+  void plan_lanes(const schedule& s);
 
   // Ordered mode: pairs a send to one peer with the receive from that peer that the model starts
   // at the same time (exactly: one model time, on every rank). Posting one waits until the other
@@ -6496,98 +6226,12 @@ class executor {
   // time that itself waits only on earlier ones, and no cycle of waits can form. That holds where
   // the model's times follow the schedule's order (as `simulate` sets them); a schedule whose
   // times do not (one read from elsewhere) is run without pairing.
-  static bool times_follow_order(const schedule& s) {
-    std::map<int, double> free;  // resource -> end of its last transfer
-    for (std::size_t i = 0; i < s.transfers.size(); ++i) {
-      const transfer_model& m = s.model[i];
-      if (!(m.end > m.start)) return false;
-      for (std::int32_t w : s.transfers[i].waits_for)
-        if (m.start < s.model[static_cast<std::size_t>(w)].end) return false;
-      for (std::size_t k = 0; k < m.resources.size(); ++k) {
-        const double until = m.start + m.held_until(k);
-        auto [it, fresh] = free.try_emplace(m.resources[k], until);
-        if (!fresh && m.start + m.held_from(k) < std::exchange(it->second, until)) return false;
-      }
-    }
-    return true;
-  }
-  void plan_exchanges(const schedule& s) {
-    // The connection rule (connections.hpp): a transfer that the model does not start with the
-    // last one the other way between the same two devices starts once that one is complete
-    // here (both ends keep this order; the receiver of an eager transfer then sends its
-    // acknowledgement before its own data the other way).
-    std::map<int, std::size_t> last_on;  // connection slot -> my last step on it
-    for (std::size_t k = 0; k < steps_.size(); ++k) {
-      step& x = steps_[k];
-      const int slot = s.model[x.transfer].connection;
-      if (slot < 0 || (x.how != step::send && x.how != step::receive)) continue;
-      auto other = last_on.find(slot ^ 1);
-      if (other != last_on.end() && steps_[other->second].model_start != x.model_start) x.after_other = other->second;
-      last_on[slot] = k;
-    }
-    if (!times_follow_order(s)) return;
-    // When each step takes its first lane or NIC direction in the model: a chain's member does
-    // when the bytes reach it (transfer_model::held_from), after the chain's start. Every wait
-    // points to a step that takes its resources earlier by this time.
-    std::vector<double> takes(steps_.size());
-    for (std::size_t k = 0; k < steps_.size(); ++k) {
-      const transfer_model& m = s.model[steps_[k].transfer];
-      double from = m.duration;
-      for (std::size_t q = 0; q < m.resources.size(); ++q)
-        if (m.holders[q] == me_) from = std::min(from, m.held_from(q));
-      takes[k] = m.start + (from < m.duration ? from : 0.0);
-    }
-    for (step& x : steps_) {
-      auto after = [&](std::size_t k) {
-        if (k != none) x.latest_dependency = std::max(x.latest_dependency, takes[k]);
-      };
-      after(x.prev_send);
-      after(x.prev_receive);
-      after(x.after_other);
-      for (std::size_t n : x.needs) after(n);
-    }
-    std::map<std::pair<index_t, double>, std::size_t> receive_at;  // (peer, model start) -> receive step
-    for (std::size_t k = 0; k < steps_.size(); ++k)
-      if (steps_[k].how == step::receive) receive_at.emplace(std::pair{steps_[k].peers[0], steps_[k].model_start}, k);
-    for (std::size_t k = 0; k < steps_.size(); ++k) {
-      step& x = steps_[k];
-      if (x.how != step::send || x.peers.size() != 1) continue;
-      auto it = receive_at.find({x.peers[0], x.model_start});
-      if (it == receive_at.end()) continue;
-      step& y = steps_[it->second];
-      if (y.partner != none || !(x.latest_dependency < x.model_start) || !(y.latest_dependency < y.model_start)) continue;
-      x.partner = it->second;
-      y.partner = k;
-    }
-  }
+  static bool times_follow_order(const schedule& s);
+  void plan_exchanges(const schedule& s);
 
   // Ordered mode: who passes each NIC direction (or any other resource two devices share) on to
   // whom, in schedule order.
-  void plan_tokens(const schedule& s) {
-    std::map<int, std::pair<std::size_t, index_t>> last;  // resource -> (transfer, holder)
-    for (std::size_t i = 0; i < s.transfers.size(); ++i) {
-      const transfer_model& m = s.model[i];
-      for (std::size_t k = 0; k < m.resources.size(); ++k) {
-        const int r = m.resources[k];
-        const index_t holder = m.holders[k];
-        auto it = last.find(r);
-        if (it != last.end() && it->second.second != holder) {
-          const auto [before, from] = it->second;
-          const int tag = transfer_tags + static_cast<int>(before % transfer_tags);
-          if (holder == me_) {
-            step& x = steps_[step_of_.at(i)];
-            add_token(x.tokens_in, from, tag);
-            x.latest_dependency = std::max(x.latest_dependency, s.model[before].start);
-          }
-          if (from == me_) add_token(steps_[step_of_.at(before)].tokens_out, holder, tag);
-        }
-        last[r] = {i, holder};
-      }
-    }
-    std::size_t slots = 0;
-    for (step& x : steps_) x.token_slot = slots, slots += x.tokens_in.size();
-    scratch_ = b_.memory().allocate(1 + slots);  // one byte to send from, one per token received
-  }
+  void plan_tokens(const schedule& s);
   // Ordered mode over tag-matched transports: a send that the backend may complete before
   // delivery waits for its receivers' acknowledgements (both ends decide alike: same size).
   bool acknowledged() const noexcept { return mode_ == execution::ordered && passes_port_tokens<Backend>(); }
@@ -6605,13 +6249,7 @@ class executor {
     for (std::size_t k = 0; k < x.part_at.size(); ++k) least = std::min(least, static_cast<std::size_t>(x.parts[k].bytes));
     return least;
   }
-  void plan_acknowledgements() {
-    std::size_t slots = 0;
-    for (step& x : steps_)
-      if (x.how == step::send) x.ack_slot = slots, slots += x.peers.size();
-    acks_ = b_.memory().allocate(1 + slots);    // one byte to send from, one per acknowledgement received
-    clears_ = b_.memory().allocate(1 + slots);  // the same for clearances
-  }
+  void plan_acknowledgements();
   static int ack_tag(const step& x) noexcept { return 2 * transfer_tags + x.tag; }
   static int clear_tag(const step& x) noexcept { return 3 * transfer_tags + x.tag; }
   // An acknowledged message longer than this waits for its receiver's clearance (shorter ones
@@ -6635,81 +6273,14 @@ class executor {
   std::byte* token_in(std::size_t slot) { return scratch_->data() + 1 + slot; }
 
   // Ordered mode: whether a posted step is complete, without blocking.
-  bool completed(step& x) {
-    switch (x.how) {
-      case step::copy: return true;
-      case step::receive:
-        if (!x.part_at.empty()) {
-          for (request& r : x.reqs)
-            if (!b_.test(r)) return false;
-          return true;
-        }
-        return b_.test(x.req);
-      case step::send:
-        if (!x.data_sent) {
-          for (request& r : x.clear_reqs)
-            if (!b_.test(r)) return false;
-          b_.begin_round();
-          send_data(x);
-          b_.end_round();
-          return false;
-        }
-        for (request& r : x.reqs)
-          if (!b_.test(r)) return false;
-        return true;
-      case step::collective: return b_.test(x.req);
-    }
-    return true;
-  }
+  bool completed(step& x);
   // Ordered mode: a step is complete: unpack, pass the NIC tokens on.
-  void finish(step& x) {
-    x.done = true;
-    mark(x, &step_time::end);
-    const tensor_state& t = tensors_[x.tensor];
-    if (!x.parts.empty() && x.part_at.empty() && (x.how == step::receive || (x.how == step::collective && !x.root))) {
-      const std::byte* in = buffer(x.buffer);
-      for (const transfer_part& q : x.parts) {
-        const tensor_state& tq = tensors_[static_cast<std::size_t>(q.tensor)];
-        unpack(b_.memory(), in, tq.dst_tile, tq.dst, q.region, tq.eb);
-        in += q.bytes;
-      }
-    } else if (x.parts.empty() && (x.how == step::receive || (x.how == step::collective && !x.root)) && t.destination_bytes > 0 &&
-               x.direct == none)
-      unpack(b_.memory(), buffer(x.buffer), t.dst_tile, t.dst, x.region, t.eb);
-    release(x);
-    const bool ack = x.how == step::receive && acknowledged(x);
-    if (x.tokens_out.empty() && !ack) return;
-    b_.begin_round();
-    if (ack) tokens_sent_.push_back(b_.send(acks_->data(), 1, x.peers[0], ack_tag(x)));
-    for (const auto& [to, tag] : x.tokens_out) tokens_sent_.push_back(b_.send(token(), 1, to, tag));
-    b_.end_round();
-  }
-  void progress() {
-    for (std::size_t k : in_flight_) {
-      step& x = steps_[k];
-      if (!x.done && completed(x)) finish(x);
-    }
-    std::erase_if(in_flight_, [&](std::size_t k) { return steps_[k].done; });
-  }
+  void finish(step& x);
+  void progress();
   // Polls until `ready()`, completing what is in flight meanwhile; gives up after the backend's
   // timeout without progress, naming the devices this rank waits on.
   template <class Ready>
-  void await(Ready&& ready) {
-    const double limit = b_.timeout_s();
-    auto pause = std::chrono::microseconds(5);
-    auto last_progress = std::chrono::steady_clock::now();
-    std::size_t last_count = in_flight_.size();
-    for (int spins = 0;; ++spins) {
-      progress();
-      if (ready()) return;
-      if (in_flight_.size() != last_count) last_count = in_flight_.size(), last_progress = std::chrono::steady_clock::now();
-      if (limit > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - last_progress).count() > limit)
-        stalled(limit);
-      if (spins < 64) continue;
-      std::this_thread::sleep_for(pause);
-      pause = std::min(pause * 2, std::chrono::microseconds(100));
-    }
-  }
+  void await(Ready&& ready);
   [[noreturn]] void stalled(double limit) {
     std::vector<int> peers;
     for (std::size_t k : in_flight_) {
@@ -6742,16 +6313,7 @@ class executor {
 
   // A step may start: the previous steps of its lanes are complete, so are the receives it
   // passes on, and the tokens of its NIC directions have arrived.
-  bool may_start(step& x) {
-    if (x.prev_send != none && !steps_[x.prev_send].done) return false;
-    if (x.prev_receive != none && !steps_[x.prev_receive].done) return false;
-    for (std::size_t n : x.needs)
-      if (!steps_[n].done) return false;
-    if (x.after_other != none && !steps_[x.after_other].done) return false;
-    for (request& r : x.token_reqs)
-      if (!b_.test(r)) return false;
-    return true;
-  }
+  bool may_start(step& x);
 
   // The two lanes advance independently: each starts its next step as soon as it may, so a
   // device receives while a send of its waits for a token, and no step waits behind a step of
@@ -6761,266 +6323,34 @@ class executor {
   // progress together, so a device sends while it receives), rounds in the model's time order.
   // Both ends of a transfer put it in the round of its start time, so the rounds of all devices
   // line up and none waits for a later one.
-  void run_ordered_in_rounds() {
-    for (step& x : steps_) x.done = x.posted = false;
-    std::vector<std::size_t> order(steps_.size());
-    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](std::size_t a, std::size_t b) { return steps_[a].model_start < steps_[b].model_start; });
-    for (std::size_t i = 0; i < order.size();) {
-      std::size_t j = i;
-      const double at = steps_[order[i]].model_start;
-      while (j < order.size() && steps_[order[j]].model_start <= at + 1e-12 * (1 + at)) ++j;
-      for (std::size_t k = i; k < j && shared_staging_; ++k) {  // every earlier round gave its buffers back
-        step& x = steps_[order[k]];
-        if (!x.staged) continue;
-        const auto at = arena_.take(x.staged);
-        if (!at)
-          throw error("device " + std::to_string(me_) + ": the transfers the model starts together at " +
-                      std::to_string(x.model_start) + " s need more message buffers than the staging cap leaves");
-        x.buffer = *at;
-      }
-      b_.begin_round();
-      for (std::size_t k = i; k < j; ++k) {
-        step& x = steps_[order[k]];
-        if (k > i && group_of_transfer(x.transfer) != group_of_transfer(steps_[order[k - 1]].transfer))
-          b_.end_round(), b_.begin_round();  // a bounded group (both ends of a transfer agree on it)
-        mark(x, &step_time::wait);
-        mark(x, &step_time::start);
-        x.reqs.clear();
-        post_step(x);
-        x.posted = true;
-      }
-      b_.end_round();
-      for (std::size_t k = i; k < j; ++k) {
-        step& x = steps_[order[k]];
-        await([&] { return completed(x); });
-        finish(x);
-      }
-      i = j;
-    }
-  }
+  void run_ordered_in_rounds();
 
-  void run_ordered() {
-    for (step& x : steps_) x.done = x.posted = false;
-    in_flight_.clear();
-    b_.begin_round();
-    for (step& x : steps_) {
-      x.token_reqs.clear();
-      for (std::size_t t = 0; t < x.tokens_in.size(); ++t)
-        x.token_reqs.push_back(b_.recv(token_in(x.token_slot + t), 1, x.tokens_in[t].first, x.tokens_in[t].second));
-      x.clear_reqs.clear();
-      if (x.how == step::send && cleared(x))
-        for (std::size_t j = 0; j < x.peers.size(); ++j)
-          x.clear_reqs.push_back(b_.recv(clears_->data() + 1 + x.ack_slot + j, 1, x.peers[j], clear_tag(x)));
-    }
-    b_.end_round();
-    std::size_t next_send = first_send_, next_receive = first_receive_, started = 0;
-    auto start = [&](std::size_t k) {
-      step& x = steps_[k];
-      mark(x, &step_time::wait);
-      mark(x, &step_time::start);
-      x.reqs.clear();
-      b_.begin_round();
-      post_step(x);
-      b_.end_round();
-      x.posted = true;
-      ++started;
-      if (x.send_lane) next_send = x.next_send;
-      if (x.receive_lane) next_receive = x.next_receive;
-      if (x.how == step::copy) finish(x);
-      else in_flight_.push_back(k);
-    };
-    auto ready = [&](std::size_t k) {
-      const step& x = steps_[k];
-      // A step on both lanes starts when it is next on both.
-      if ((x.send_lane && next_send != k) || (x.receive_lane && next_receive != k)) return false;
-      return may_start(steps_[k]);
-    };
-    auto advance = [&] {
-      bool moved = true;
-      while (moved) {
-        moved = false;
-        for (std::size_t k : {next_send, next_receive}) {
-          if (k == none || steps_[k].posted || !ready(k)) continue;
-          const std::size_t p = steps_[k].partner;
-          if (p != none && !steps_[p].posted) {
-            if (!ready(p)) continue;
-            // An eager send needs no handshake: the receive's handshake goes first, then its data.
-            const std::size_t send = steps_[k].how == step::send ? k : p, receive = send == k ? p : k;
-            const bool eager = acknowledged(steps_[send]);
-            start(eager ? receive : send);
-            start(eager ? send : receive);
-          } else {
-            start(k);
-          }
-          moved = true;
-        }
-      }
-    };
-    await([&] {
-      advance();
-      return started == steps_.size() && in_flight_.empty();
-    });
-  }
+  void run_ordered();
   // Posts a step's transfer (a send packs first; a forward sends what arrived).
-  void post_step(step& x) {
-    auto& mem = b_.memory();
-    const tensor_state& t = tensors_[x.tensor];
-    switch (x.how) {
-      case step::copy:
-        if (x.parts.empty()) copy_region(mem, t.src_tile, t.src, t.dst_tile, t.dst, x.region, t.eb);
-        for (const transfer_part& q : x.parts) {
-          const tensor_state& tq = tensors_[static_cast<std::size_t>(q.tensor)];
-          copy_region(mem, tq.src_tile, tq.src, tq.dst_tile, tq.dst, q.region, tq.eb);
-        }
-        break;
-      case step::send: {
-        if (x.from_buffer == none && !x.parts.empty() && x.part_at.empty()) pack_parts(x);
-        else if (x.parts.empty() && x.from_buffer == none && x.direct == none) {
-          if (x.from_source) pack(mem, t.src_tile, t.src, x.region, t.eb, buffer(x.buffer));
-          else pack(mem, t.dst_tile, t.dst, x.region, t.eb, buffer(x.buffer));
-        }
-        x.data_sent = false;
-        if (!cleared(x)) send_data(x);  // else once every receiver has cleared it (completed)
-        break;
-      }
-      case step::receive:
-        for (std::size_t k = 0; k < x.part_at.size(); ++k) {  // a bundle received in place, piece by piece
-          const transfer_part& q = x.parts[k];
-          x.reqs.push_back(b_.recv(tensors_[static_cast<std::size_t>(q.tensor)].dst + x.part_at[k], static_cast<std::size_t>(q.bytes),
-                                   x.peers[0], x.tag));
-        }
-        if (x.part_at.empty()) x.req = b_.recv(x.direct != none ? t.dst + x.direct : buffer(x.buffer), x.bytes, x.peers[0], x.tag);
-        if (cleared(x)) tokens_sent_.push_back(b_.send(clears_->data(), 1, x.peers[0], clear_tag(x)));
-        break;
-      case step::collective: {
-        if (x.root && !x.parts.empty()) pack_parts(x);
-        else if (x.root && x.direct == none) pack(mem, t.src_tile, t.src, x.region, t.eb, buffer(x.buffer));
-        auto& g = *groups_[x.group];
-        // The root's shard is only read by the broadcast (the transport's API takes one pointer).
-        std::byte* data = x.direct == none ? buffer(x.buffer)
-                          : x.root         ? const_cast<std::byte*>(t.src) + x.direct
-                                           : t.dst + x.direct;
-        x.req = x.what == transfer_kind::chain ? b_.chain(data, x.bytes, g, x.tag, x.piece)
-                                               : b_.broadcast(data, x.bytes, g.members.front(), g);
-        break;
-      }
-    }
-  }
+  void post_step(step& x);
 
   // A bundle's pieces, one after another in its buffer (a forward's from what it received).
-  void pack_parts(step& x) {
-    std::byte* out = buffer(x.buffer);
-    for (const transfer_part& q : x.parts) {
-      const tensor_state& tq = tensors_[static_cast<std::size_t>(q.tensor)];
-      if (x.from_source) pack(b_.memory(), tq.src_tile, tq.src, q.region, tq.eb, out);
-      else pack(b_.memory(), tq.dst_tile, tq.dst, q.region, tq.eb, out);
-      out += q.bytes;
-    }
-  }
+  void pack_parts(step& x);
 
   // Sends a posted step's message to each receiver (and, acknowledged, waits for their answers).
-  void send_data(step& x) {
-    if (x.data_sent) return;
-    x.data_sent = true;
-    const tensor_state& t = tensors_[x.tensor];
-    const std::byte* message = !x.part_at.empty()       ? nullptr  // piece by piece, below
-                               : x.from_buffer != none ? buffer(steps_[x.from_buffer].buffer)
-                               : x.direct != none      ? (x.from_source ? t.src : t.dst) + x.direct
-                                                       : buffer(x.buffer);
-    if (cleared(x)) mark(x, &step_time::start);  // the data starts now
-    for (std::size_t j = 0; j < x.peers.size(); ++j) {
-      for (std::size_t k = 0; k < x.part_at.size(); ++k) {  // a bundle sent in place, piece by piece
-        const transfer_part& q = x.parts[k];
-        const tensor_state& tq = tensors_[static_cast<std::size_t>(q.tensor)];
-        x.reqs.push_back(b_.send((x.from_source ? tq.src : tq.dst) + x.part_at[k], static_cast<std::size_t>(q.bytes), x.peers[j], x.tag));
-      }
-      if (x.part_at.empty()) x.reqs.push_back(b_.send(message, x.bytes, x.peers[j], x.tag));
-      if (acknowledged(x)) x.reqs.push_back(b_.recv(acks_->data() + 1 + x.ack_slot + j, 1, x.peers[j], ack_tag(x)));
-    }
-  }
+  void send_data(step& x);
 
   // Everything is posted at once; a forward is posted when the receives it passes on are
   // complete. While it waits, the rank keeps every posted transfer moving (a chain's first member
   // passes its chunks on only when asked), so no wait of one rank holds up another's.
-  void run_concurrent() {
-    for (step& x : steps_) x.done = x.posted = false;
-    in_flight_.clear();
-    if constexpr (passes_port_tokens<Backend>()) run_concurrent_eager();
-    else run_concurrent_in_list_order();
-  }
-  void post_concurrent(step& x, std::size_t k) {
-    mark(x, &step_time::wait);
-    mark(x, &step_time::start);
-    x.reqs.clear();
-    post_step(x);
-    x.posted = true;
-    if (x.how == step::copy) finish(x);
-    else in_flight_.push_back(k);
-  }
-  bool inputs_arrived(const step& x) const {
-    for (std::size_t n : x.needs)
-      if (!steps_[n].done) return false;
-    return true;
-  }
+  void run_concurrent();
+  void post_concurrent(step& x, std::size_t k);
+  bool inputs_arrived(const step& x) const;
   // Tag-matched transports (MPI): every step that can go is posted at once, a forward as soon as
   // its inputs are in, so no receive or send behind a waiting forward is posted late (its sender
   // would stall in the rendezvous meanwhile; the concurrent model starts it at time 0). Messages
   // of one tag between one pair match in posting order, so a step is never posted before an
   // earlier step of its tag (tags repeat beyond `transfer_tags` transfers): both ends then post
   // them in list order. Such a step waits only for earlier ones, so no cycle of waits forms.
-  void run_concurrent_eager() {
-    std::vector<std::size_t> waiting(steps_.size());  // not yet posted, in list order
-    for (std::size_t k = 0; k < waiting.size(); ++k) waiting[k] = k;
-    std::vector<unsigned char> held(static_cast<std::size_t>(transfer_tags), 0);  // tags of those
-    auto post_ready = [&] {
-      std::vector<std::size_t> still;
-      bool open = false;
-      take_buffers();
-      for (std::size_t k : waiting) {
-        step& x = steps_[k];
-        const auto tag = static_cast<std::size_t>(x.tag) % held.size();
-        if (!held[tag] && inputs_arrived(x) && has_buffer(x)) {
-          if (!open) b_.begin_round(), open = true;
-          post_concurrent(x, k);
-        } else {
-          still.push_back(k);
-          held[tag] = 1;
-        }
-      }
-      if (open) b_.end_round();
-      for (std::size_t k : still) held[static_cast<std::size_t>(steps_[k].tag) % held.size()] = 0;
-      waiting = std::move(still);
-    };
-    post_ready();
-    await([&] {
-      if (!waiting.empty()) post_ready();
-      return waiting.empty() && in_flight_.empty();
-    });
-  }
+  void run_concurrent_eager();
   // Transports whose operations must be issued in one order on every rank (NCCL): list order; a
   // forward first completes the receives it passes on.
-  void run_concurrent_in_list_order() {
-    b_.begin_round();
-    for (std::size_t k = 0; k < steps_.size(); ++k) {
-      step& x = steps_[k];
-      if (k > 0 && group_of_transfer(x.transfer) != group_of_transfer(steps_[k - 1].transfer))
-        b_.end_round(), b_.begin_round();  // a bounded group (both ends of a transfer agree on it)
-      auto ready = [&] {
-        take_buffers();
-        return inputs_arrived(x) && has_buffer(x);
-      };
-      if (!ready()) {
-        b_.end_round();
-        await(ready);
-        b_.begin_round();
-      }
-      post_concurrent(x, k);
-    }
-    b_.end_round();
-    await([&] { return in_flight_.empty(); });
-  }
+  void run_concurrent_in_list_order();
 
   // Which bounded group a transfer's operations go in, where the backend bounds its groups (NCCL):
   // transfers [g * L, (g + 1) * L) of the schedule. Every rank closes its groups at the same
@@ -7063,8 +6393,840 @@ class executor {
 };
 
 }  // namespace meshcast
+
+// The member functions, one file per part (each includes this one).
+// ---- begin meshcast/exec/executor/setup.hpp ----
+// The executor (../executor.hpp), part: Setting up: which steps this rank takes, their groups, and which bundles go in place.
+
+
+namespace meshcast {
+
+template <backend Backend>
+executor<Backend>::executor(Backend b, std::span<const plan> plans, const schedule& s, std::size_t max_staging_bytes)
+    : b_(std::move(b)), mode_(s.mode) {
+  me_ = b_.device();
+  if (plans.empty()) throw error("an executor needs at least one plan");
+  const index_t devices = device_count(plans);
+  if (b_.size() < devices)
+    throw error("the plan uses " + std::to_string(devices) + " devices but the communicator has " +
+                std::to_string(b_.size()) + " ranks; run one rank per device");
+  check_schedule_fits(plans, s);
+  for (const plan& p : plans) {
+    tensor_state t;
+    t.eb = static_cast<std::size_t>(p.element_bytes);
+    t.src_tile = p.source_tile(me_);
+    t.dst_tile = p.destination_tile(me_);
+    const bool is_src = std::find(p.src_devices.begin(), p.src_devices.end(), me_) != p.src_devices.end();
+    const bool is_dst = std::find(p.dst_devices.begin(), p.dst_devices.end(), me_) != p.dst_devices.end();
+    t.source_bytes = is_src ? tile_bytes(t.src_tile, t.eb) : 0;
+    t.destination_bytes = is_dst ? tile_bytes(t.dst_tile, t.eb) : 0;
+    if (!is_src) t.src_tile = box{t.src_tile.rank, {}};  // holds nothing
+    tensors_.push_back(t);
+  }
+  make_groups(s);
+  plan_steps(s, plans);
+  if (mode_ == execution::ordered) plan_lanes(s);
+  plan_staging(max_staging_bytes);
+  if (mode_ == execution::ordered && !s.model.empty() && passes_port_tokens<Backend>()) plan_tokens(s);
+  if (mode_ == execution::ordered && !s.model.empty()) plan_exchanges(s);
+  if (acknowledged()) plan_acknowledgements();
+}
+
+template <backend Backend>
+void executor<Backend>::make_groups(const schedule& s) {
+  std::map<std::vector<index_t>, std::size_t> index;
+  for (std::size_t i = 0; i < s.transfers.size(); ++i) {
+    const transfer& t = s.transfers[i];
+    if (t.kind != transfer_kind::group_broadcast && t.kind != transfer_kind::chain) continue;
+    std::vector<index_t> members = t.receivers;
+    if (t.kind == transfer_kind::group_broadcast) std::sort(members.begin(), members.end());
+    members.insert(members.begin(), t.sender);
+    auto [it, fresh] = index.try_emplace(members, groups_.size());
+    if (fresh) {
+      const bool mine = std::find(members.begin(), members.end(), me_) != members.end();
+      groups_.push_back(mine ? std::optional<typename Backend::group>(
+                                   b_.make_group(members, static_cast<int>(it->second % transfer_tags)))
+                             : std::nullopt);
+    }
+    group_of_[i] = it->second;
+  }
+}
+
+template <backend Backend>
+void executor<Backend>::plan_steps(const schedule& s, std::span<const plan> plans) {
+  std::map<std::size_t, std::size_t> my_receive;  // transfer -> my receive step
+  for (std::size_t i = 0; i < s.transfers.size(); ++i) {
+    const transfer& t = s.transfers[i];
+    const bool sending = t.sender == me_;
+    const bool receiving = std::find(t.receivers.begin(), t.receivers.end(), me_) != t.receivers.end();
+    if (!sending && !receiving) continue;
+    step x{};
+    x.transfer = i;
+    x.model_start = s.model.empty() ? static_cast<double>(i) : s.model[i].start;
+    x.what = t.kind;
+    x.region = t.region;
+    x.tensor = static_cast<std::size_t>(t.tensor);
+    const tensor_state& ts = tensors_[x.tensor];
+    x.bytes = tile_bytes(t.region, ts.eb);
+    x.tag = static_cast<int>(i % transfer_tags);
+    x.piece = static_cast<std::size_t>(t.piece_bytes);
+    const std::string who = "device " + std::to_string(me_);
+    if (!t.parts.empty()) {  // a bundle: packed and unpacked piece by piece, through a buffer
+      x.parts.push_back({t.tensor, t.task, t.region, t.region.volume() * static_cast<index_t>(ts.eb)});
+      x.parts.insert(x.parts.end(), t.parts.begin(), t.parts.end());
+      x.bytes = static_cast<std::size_t>(t.bytes);
+      x.from_source = t.kind != transfer_kind::forward;  // a forward passes on what it received
+      for (const transfer_part& q : x.parts) {
+        const tensor_state& tq = tensors_[static_cast<std::size_t>(q.tensor)];
+        const bool in_dst = tq.destination_bytes > 0 && tq.dst_tile.contains(q.region);
+        if (sending && x.from_source && !tq.src_tile.contains(q.region)) throw error(who + " sends a region it does not hold");
+        if ((receiving || !x.from_source) && !in_dst) throw error(who + " receives a region outside its destination tile");
+      }
+      if (t.kind == transfer_kind::local_copy) {
+        x.how = step::copy;
+      } else if (t.kind == transfer_kind::chain || t.kind == transfer_kind::group_broadcast) {
+        x.how = step::collective;
+        x.group = group_of_.at(i);
+        x.root = sending;
+        x.staged = x.bytes;
+      } else if (sending) {
+        x.how = step::send;
+        x.peers = t.receivers;
+        x.staged = x.bytes;
+        for (std::int32_t w : t.waits_for) {  // a forward: the receives it passes on
+          auto it = my_receive.find(static_cast<std::size_t>(w));
+          if (it == my_receive.end()) throw error(who + " forwards transfer " + std::to_string(w) + ", which it does not receive");
+          x.needs.push_back(it->second);
+        }
+        if (in_place(plans, t)) x.part_at = offsets_in(x.parts, x.from_source), x.staged = 0;
+        else if (x.needs.size() == 1 && steps_[x.needs[0]].parts == x.parts && steps_[x.needs[0]].staged)
+          x.from_buffer = x.needs[0], x.staged = 0;
+      } else {
+        x.how = step::receive;
+        x.peers = {t.sender};
+        if (in_place(plans, t)) x.part_at = offsets_in(x.parts, false), x.staged = 0;
+        else x.staged = x.bytes;
+        my_receive[i] = steps_.size();
+      }
+      step_of_[i] = steps_.size();
+      steps_.push_back(std::move(x));
+      continue;
+    }
+    if (t.kind == transfer_kind::local_copy) {
+      if (!ts.src_tile.contains(t.region)) throw error(who + " copies a region it does not hold");
+      x.how = step::copy;
+    } else if (t.kind == transfer_kind::group_broadcast || t.kind == transfer_kind::chain) {
+      x.how = step::collective;
+      x.group = group_of_.at(i);
+      x.root = sending;
+      if (sending && !ts.src_tile.contains(t.region)) throw error(who + " broadcasts a region it does not hold");
+      x.direct = sending ? detail::contiguous_offset(ts.src_tile, t.region, ts.eb)
+                         : ts.destination_bytes > 0 ? detail::contiguous_offset(ts.dst_tile, t.region, ts.eb) : none;
+      if (x.direct == none) x.staged = x.bytes;
+    } else if (sending) {
+      x.how = step::send;
+      x.peers = t.receivers;
+      if (t.kind == transfer_kind::point_to_point) {
+        if (!ts.src_tile.contains(t.region)) throw error(who + " sends a region it does not hold");
+      } else {  // forward: what arrived by the transfers it waits for
+        x.from_source = false;
+        for (std::int32_t w : t.waits_for) {
+          auto it = my_receive.find(static_cast<std::size_t>(w));
+          if (it == my_receive.end()) throw error(who + " forwards transfer " + std::to_string(w) + ", which it does not receive");
+          x.needs.push_back(it->second);
+        }
+        if (x.needs.size() == 1 && steps_[x.needs[0]].region == t.region && steps_[x.needs[0]].parts.empty()) {
+          if (steps_[x.needs[0]].staged) x.from_buffer = x.needs[0];
+          else x.direct = steps_[x.needs[0]].direct;  // received into the shard: sent from there
+        } else if (!ts.dst_tile.contains(t.region)) {
+          throw error(who + " forwards a region outside its destination tile");
+        }
+      }
+      if (x.from_buffer == none && x.direct == none)
+        x.direct = detail::contiguous_offset(x.from_source ? ts.src_tile : ts.dst_tile, t.region, ts.eb);
+      if (x.from_buffer == none && x.direct == none) x.staged = x.bytes;
+    } else {
+      x.how = step::receive;
+      x.peers = {t.sender};
+      if (ts.destination_bytes > 0) x.direct = detail::contiguous_offset(ts.dst_tile, t.region, ts.eb);
+      if (x.direct == none) x.staged = x.bytes;
+      my_receive[i] = steps_.size();
+    }
+    step_of_[i] = steps_.size();
+    steps_.push_back(std::move(x));
+  }
+  tokens_sent_.reserve(steps_.size());
+}
+
+template <backend Backend>
+bool executor<Backend>::in_place(std::span<const plan> plans, const transfer& t) {
+  if (t.parts.empty() || (t.kind != transfer_kind::point_to_point && t.kind != transfer_kind::forward)) return false;
+  auto fits = [&](const transfer_part& q) {
+    const plan& p = plans[static_cast<std::size_t>(q.tensor)];
+    const auto eb = static_cast<std::size_t>(p.element_bytes);
+    const box from = t.kind == transfer_kind::forward ? p.destination_tile(t.sender) : p.source_tile(t.sender);
+    if (detail::contiguous_offset(from, q.region, eb) == none) return false;
+    for (index_t r : t.receivers)
+      if (detail::contiguous_offset(p.destination_tile(r), q.region, eb) == none) return false;
+    return true;
+  };
+  if (!fits({t.tensor, t.task, t.region, 0})) return false;
+  for (const transfer_part& q : t.parts)
+    if (!fits(q)) return false;
+  return true;
+}
+
+template <backend Backend>
+std::vector<std::size_t> executor<Backend>::offsets_in(const std::vector<transfer_part>& parts, bool source) const {
+  std::vector<std::size_t> at;
+  for (const transfer_part& q : parts) {
+    const tensor_state& tq = tensors_[static_cast<std::size_t>(q.tensor)];
+    at.push_back(detail::contiguous_offset(source ? tq.src_tile : tq.dst_tile, q.region, tq.eb));
+  }
+  return at;
+}
+
+}  // namespace meshcast
+// ---- end meshcast/exec/executor/setup.hpp ----
+// ---- begin meshcast/exec/executor/run.hpp ----
+// The executor (../executor.hpp), part: one run of a batch, handed to the mode's driver.
+
+
+namespace meshcast {
+
+template <backend Backend>
+void executor<Backend>::run(std::span<const std::span<const std::byte>> sources,
+                          std::span<const std::span<std::byte>> destinations) {
+  if (sources.size() != tensors_.size() || destinations.size() != tensors_.size())
+    throw error("device " + std::to_string(me_) + ": " + std::to_string(sources.size()) + " source and " +
+                std::to_string(destinations.size()) + " destination shards for a batch of " +
+                std::to_string(tensors_.size()) + " tensors");
+  for (std::size_t k = 0; k < tensors_.size(); ++k) {
+    tensor_state& t = tensors_[k];
+    if (sources[k].size() < t.source_bytes || destinations[k].size() < t.destination_bytes)
+      throw error("device " + std::to_string(me_) + ": shard buffers of " + std::to_string(sources[k].size()) + " and " +
+                  std::to_string(destinations[k].size()) + " bytes are smaller than its tiles (" +
+                  std::to_string(t.source_bytes) + " and " + std::to_string(t.destination_bytes) + " bytes)" +
+                  (tensors_.size() > 1 ? " of tensor " + std::to_string(k) : std::string()));
+    t.src = sources[k].data();
+    t.dst = destinations[k].data();
+  }
+  began_ = std::chrono::steady_clock::now();
+  times_.clear();
+  if (record_) times_.resize(steps_.size());
+  tokens_sent_.clear();
+  reset_staging();
+  if (mode_ == execution::ordered) {
+    if constexpr (passes_port_tokens<Backend>()) run_ordered();
+    else run_ordered_in_rounds();
+  }
+  else run_concurrent();
+  for (auto& r : tokens_sent_) b_.wait(r);
+  b_.flush();
+  if (record_)  // sends end here at the latest
+    for (std::size_t k = 0; k < steps_.size(); ++k)
+      if (times_[k].end == 0) times_[k].end = clock();
+}
+
+}  // namespace meshcast
+// ---- end meshcast/exec/executor/run.hpp ----
+// ---- begin meshcast/exec/executor/staging.hpp ----
+// The executor (../executor.hpp), part: Message buffers under the staging cap.
+
+
+namespace meshcast {
+
+template <backend Backend>
+void executor<Backend>::plan_staging(std::size_t cap) {
+  std::size_t total = 0;
+  for (const step& x : steps_)
+    if (__builtin_add_overflow(total, x.staged, &total)) throw error("the message buffers of one rank overflow 64 bits");
+  if (cap == 0 || total <= cap) {
+    std::size_t at = 0;
+    for (step& x : steps_)
+      if (x.staged) x.buffer = at, at += x.staged;
+    arena_ = detail::staging_arena(total);
+  } else {
+    const std::string who = "device " + std::to_string(me_);
+    for (step& x : steps_) {
+      if (x.from_buffer == none) continue;
+      const tensor_state& t = tensors_[x.tensor];
+      if (t.destination_bytes == 0 || !t.dst_tile.contains(x.region))
+        throw error(who + " forwards a region it does not keep, which a staging cap cannot bound");
+      x.from_buffer = none;
+      x.direct = x.parts.empty() ? detail::contiguous_offset(t.dst_tile, x.region, t.eb) : none;
+      if (x.direct == none) x.staged = x.bytes;
+    }
+    std::size_t largest[2] = {0, 0};  // ordered: the send lane's slot, the receive lane's
+    for (const step& x : steps_) {
+      std::size_t& slot = mode_ == execution::ordered && !x.send_lane ? largest[1] : largest[0];
+      slot = std::max(slot, x.staged);
+    }
+    const std::size_t need = mode_ == execution::ordered ? largest[0] + largest[1] : largest[0];
+    if (need > cap)
+      throw error(who + " needs " + std::to_string(need) + " bytes of message buffers at once (" +
+                  (mode_ == execution::ordered ? "a send of " + std::to_string(largest[0]) + " bytes while it receives " +
+                                                     std::to_string(largest[1])
+                                               : "its largest message") +
+                  ") but the staging cap is " + std::to_string(cap) +
+                  " bytes: cut the plans to the cap first (cut_for_staging)");
+    if (mode_ == execution::ordered && passes_port_tokens<Backend>()) {
+      for (step& x : steps_)
+        if (x.staged) x.buffer = x.send_lane ? 0 : largest[0];
+      arena_ = detail::staging_arena(need);
+    } else if (mode_ == execution::ordered) {  // in rounds: a round takes its buffers when it starts
+      arena_ = detail::staging_arena(need);
+      shared_staging_ = true;
+    } else {
+      arena_ = detail::staging_arena(cap);
+      arena_.reserve(steps_.size());
+      shared_staging_ = true;
+    }
+  }
+  if (arena_.capacity() > 0) block_ = b_.memory().allocate(arena_.capacity());
+}
+
+template <backend Backend>
+void executor<Backend>::take_buffers() {
+  for (; next_to_take_ < steps_.size(); ++next_to_take_) {
+    step& x = steps_[next_to_take_];
+    if (!x.staged) continue;
+    const auto at = arena_.take(x.staged);
+    if (!at) return;
+    x.buffer = *at;
+  }
+}
+
+template <backend Backend>
+void executor<Backend>::reset_staging() {
+  if (!shared_staging_) return;
+  arena_.clear();
+  next_to_take_ = 0;
+  for (step& x : steps_) x.buffer = none;
+}
+
+}  // namespace meshcast
+// ---- end meshcast/exec/executor/staging.hpp ----
+// ---- begin meshcast/exec/executor/ordering.hpp ----
+// The executor (../executor.hpp), part: Ordered mode's links: lanes, exchanges posted together, NIC tokens and acknowledgements.
+
+
+namespace meshcast {
+
+template <backend Backend>
+void executor<Backend>::plan_lanes(const schedule& s) {
+  std::size_t last_send = none, last_receive = none;
+  for (std::size_t k = 0; k < steps_.size(); ++k) {
+    step& x = steps_[k];
+    const transfer& t = s.transfers[x.transfer];
+    switch (x.how) {
+      case step::copy: x.send_lane = x.receive_lane = true; break;
+      case step::send: x.send_lane = true; break;
+      case step::receive: x.receive_lane = true; break;
+      case step::collective:
+        x.send_lane = x.root || (t.kind == transfer_kind::chain && t.receivers.back() != me_);
+        x.receive_lane = !x.root;
+        break;
+    }
+    if (x.send_lane) {
+      x.prev_send = last_send;
+      (last_send == none ? first_send_ : steps_[last_send].next_send) = k;
+      last_send = k;
+    }
+    if (x.receive_lane) {
+      x.prev_receive = last_receive;
+      (last_receive == none ? first_receive_ : steps_[last_receive].next_receive) = k;
+      last_receive = k;
+    }
+  }
+}
+
+template <backend Backend>
+bool executor<Backend>::times_follow_order(const schedule& s) {
+  std::map<int, double> free;  // resource -> end of its last transfer
+  for (std::size_t i = 0; i < s.transfers.size(); ++i) {
+    const transfer_model& m = s.model[i];
+    if (!(m.end > m.start)) return false;
+    for (std::int32_t w : s.transfers[i].waits_for)
+      if (m.start < s.model[static_cast<std::size_t>(w)].end) return false;
+    for (std::size_t k = 0; k < m.resources.size(); ++k) {
+      const double until = m.start + m.held_until(k);
+      auto [it, fresh] = free.try_emplace(m.resources[k], until);
+      if (!fresh && m.start + m.held_from(k) < std::exchange(it->second, until)) return false;
+    }
+  }
+  return true;
+}
+
+template <backend Backend>
+void executor<Backend>::plan_exchanges(const schedule& s) {
+  // The connection rule (connections.hpp): a transfer that the model does not start with the
+  // last one the other way between the same two devices starts once that one is complete
+  // here (both ends keep this order; the receiver of an eager transfer then sends its
+  // acknowledgement before its own data the other way).
+  std::map<int, std::size_t> last_on;  // connection slot -> my last step on it
+  for (std::size_t k = 0; k < steps_.size(); ++k) {
+    step& x = steps_[k];
+    const int slot = s.model[x.transfer].connection;
+    if (slot < 0 || (x.how != step::send && x.how != step::receive)) continue;
+    auto other = last_on.find(slot ^ 1);
+    if (other != last_on.end() && steps_[other->second].model_start != x.model_start) x.after_other = other->second;
+    last_on[slot] = k;
+  }
+  if (!times_follow_order(s)) return;
+  // When each step takes its first lane or NIC direction in the model: a chain's member does
+  // when the bytes reach it (transfer_model::held_from), after the chain's start. Every wait
+  // points to a step that takes its resources earlier by this time.
+  std::vector<double> takes(steps_.size());
+  for (std::size_t k = 0; k < steps_.size(); ++k) {
+    const transfer_model& m = s.model[steps_[k].transfer];
+    double from = m.duration;
+    for (std::size_t q = 0; q < m.resources.size(); ++q)
+      if (m.holders[q] == me_) from = std::min(from, m.held_from(q));
+    takes[k] = m.start + (from < m.duration ? from : 0.0);
+  }
+  for (step& x : steps_) {
+    auto after = [&](std::size_t k) {
+      if (k != none) x.latest_dependency = std::max(x.latest_dependency, takes[k]);
+    };
+    after(x.prev_send);
+    after(x.prev_receive);
+    after(x.after_other);
+    for (std::size_t n : x.needs) after(n);
+  }
+  std::map<std::pair<index_t, double>, std::size_t> receive_at;  // (peer, model start) -> receive step
+  for (std::size_t k = 0; k < steps_.size(); ++k)
+    if (steps_[k].how == step::receive) receive_at.emplace(std::pair{steps_[k].peers[0], steps_[k].model_start}, k);
+  for (std::size_t k = 0; k < steps_.size(); ++k) {
+    step& x = steps_[k];
+    if (x.how != step::send || x.peers.size() != 1) continue;
+    auto it = receive_at.find({x.peers[0], x.model_start});
+    if (it == receive_at.end()) continue;
+    step& y = steps_[it->second];
+    if (y.partner != none || !(x.latest_dependency < x.model_start) || !(y.latest_dependency < y.model_start)) continue;
+    x.partner = it->second;
+    y.partner = k;
+  }
+}
+
+template <backend Backend>
+void executor<Backend>::plan_tokens(const schedule& s) {
+  std::map<int, std::pair<std::size_t, index_t>> last;  // resource -> (transfer, holder)
+  for (std::size_t i = 0; i < s.transfers.size(); ++i) {
+    const transfer_model& m = s.model[i];
+    for (std::size_t k = 0; k < m.resources.size(); ++k) {
+      const int r = m.resources[k];
+      const index_t holder = m.holders[k];
+      auto it = last.find(r);
+      if (it != last.end() && it->second.second != holder) {
+        const auto [before, from] = it->second;
+        const int tag = transfer_tags + static_cast<int>(before % transfer_tags);
+        if (holder == me_) {
+          step& x = steps_[step_of_.at(i)];
+          add_token(x.tokens_in, from, tag);
+          x.latest_dependency = std::max(x.latest_dependency, s.model[before].start);
+        }
+        if (from == me_) add_token(steps_[step_of_.at(before)].tokens_out, holder, tag);
+      }
+      last[r] = {i, holder};
+    }
+  }
+  std::size_t slots = 0;
+  for (step& x : steps_) x.token_slot = slots, slots += x.tokens_in.size();
+  scratch_ = b_.memory().allocate(1 + slots);  // one byte to send from, one per token received
+}
+
+template <backend Backend>
+void executor<Backend>::plan_acknowledgements() {
+  std::size_t slots = 0;
+  for (step& x : steps_)
+    if (x.how == step::send) x.ack_slot = slots, slots += x.peers.size();
+  acks_ = b_.memory().allocate(1 + slots);    // one byte to send from, one per acknowledgement received
+  clears_ = b_.memory().allocate(1 + slots);  // the same for clearances
+}
+
+}  // namespace meshcast
+// ---- end meshcast/exec/executor/ordering.hpp ----
+// ---- begin meshcast/exec/executor/steps.hpp ----
+// The executor (../executor.hpp), part: Posting, completing and finishing one step; waiting while others progress.
+
+
+namespace meshcast {
+
+template <backend Backend>
+bool executor<Backend>::completed(step& x) {
+  switch (x.how) {
+    case step::copy: return true;
+    case step::receive:
+      if (!x.part_at.empty()) {
+        for (request& r : x.reqs)
+          if (!b_.test(r)) return false;
+        return true;
+      }
+      return b_.test(x.req);
+    case step::send:
+      if (!x.data_sent) {
+        for (request& r : x.clear_reqs)
+          if (!b_.test(r)) return false;
+        b_.begin_round();
+        send_data(x);
+        b_.end_round();
+        return false;
+      }
+      for (request& r : x.reqs)
+        if (!b_.test(r)) return false;
+      return true;
+    case step::collective: return b_.test(x.req);
+  }
+  return true;
+}
+
+template <backend Backend>
+void executor<Backend>::finish(step& x) {
+  x.done = true;
+  mark(x, &step_time::end);
+  const tensor_state& t = tensors_[x.tensor];
+  if (!x.parts.empty() && x.part_at.empty() && (x.how == step::receive || (x.how == step::collective && !x.root))) {
+    const std::byte* in = buffer(x.buffer);
+    for (const transfer_part& q : x.parts) {
+      const tensor_state& tq = tensors_[static_cast<std::size_t>(q.tensor)];
+      unpack(b_.memory(), in, tq.dst_tile, tq.dst, q.region, tq.eb);
+      in += q.bytes;
+    }
+  } else if (x.parts.empty() && (x.how == step::receive || (x.how == step::collective && !x.root)) && t.destination_bytes > 0 &&
+             x.direct == none)
+    unpack(b_.memory(), buffer(x.buffer), t.dst_tile, t.dst, x.region, t.eb);
+  release(x);
+  const bool ack = x.how == step::receive && acknowledged(x);
+  if (x.tokens_out.empty() && !ack) return;
+  b_.begin_round();
+  if (ack) tokens_sent_.push_back(b_.send(acks_->data(), 1, x.peers[0], ack_tag(x)));
+  for (const auto& [to, tag] : x.tokens_out) tokens_sent_.push_back(b_.send(token(), 1, to, tag));
+  b_.end_round();
+}
+
+template <backend Backend>
+void executor<Backend>::progress() {
+  for (std::size_t k : in_flight_) {
+    step& x = steps_[k];
+    if (!x.done && completed(x)) finish(x);
+  }
+  std::erase_if(in_flight_, [&](std::size_t k) { return steps_[k].done; });
+}
+
+template <backend Backend>
+template <class Ready>
+void executor<Backend>::await(Ready&& ready) {
+  const double limit = b_.timeout_s();
+  auto pause = std::chrono::microseconds(5);
+  auto last_progress = std::chrono::steady_clock::now();
+  std::size_t last_count = in_flight_.size();
+  for (int spins = 0;; ++spins) {
+    progress();
+    if (ready()) return;
+    if (in_flight_.size() != last_count) last_count = in_flight_.size(), last_progress = std::chrono::steady_clock::now();
+    if (limit > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - last_progress).count() > limit)
+      stalled(limit);
+    if (spins < 64) continue;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(100));
+  }
+}
+
+template <backend Backend>
+bool executor<Backend>::may_start(step& x) {
+  if (x.prev_send != none && !steps_[x.prev_send].done) return false;
+  if (x.prev_receive != none && !steps_[x.prev_receive].done) return false;
+  for (std::size_t n : x.needs)
+    if (!steps_[n].done) return false;
+  if (x.after_other != none && !steps_[x.after_other].done) return false;
+  for (request& r : x.token_reqs)
+    if (!b_.test(r)) return false;
+  return true;
+}
+
+template <backend Backend>
+void executor<Backend>::post_step(step& x) {
+  auto& mem = b_.memory();
+  const tensor_state& t = tensors_[x.tensor];
+  switch (x.how) {
+    case step::copy:
+      if (x.parts.empty()) copy_region(mem, t.src_tile, t.src, t.dst_tile, t.dst, x.region, t.eb);
+      for (const transfer_part& q : x.parts) {
+        const tensor_state& tq = tensors_[static_cast<std::size_t>(q.tensor)];
+        copy_region(mem, tq.src_tile, tq.src, tq.dst_tile, tq.dst, q.region, tq.eb);
+      }
+      break;
+    case step::send: {
+      if (x.from_buffer == none && !x.parts.empty() && x.part_at.empty()) pack_parts(x);
+      else if (x.parts.empty() && x.from_buffer == none && x.direct == none) {
+        if (x.from_source) pack(mem, t.src_tile, t.src, x.region, t.eb, buffer(x.buffer));
+        else pack(mem, t.dst_tile, t.dst, x.region, t.eb, buffer(x.buffer));
+      }
+      x.data_sent = false;
+      if (!cleared(x)) send_data(x);  // else once every receiver has cleared it (completed)
+      break;
+    }
+    case step::receive:
+      for (std::size_t k = 0; k < x.part_at.size(); ++k) {  // a bundle received in place, piece by piece
+        const transfer_part& q = x.parts[k];
+        x.reqs.push_back(b_.recv(tensors_[static_cast<std::size_t>(q.tensor)].dst + x.part_at[k], static_cast<std::size_t>(q.bytes),
+                                 x.peers[0], x.tag));
+      }
+      if (x.part_at.empty()) x.req = b_.recv(x.direct != none ? t.dst + x.direct : buffer(x.buffer), x.bytes, x.peers[0], x.tag);
+      if (cleared(x)) tokens_sent_.push_back(b_.send(clears_->data(), 1, x.peers[0], clear_tag(x)));
+      break;
+    case step::collective: {
+      if (x.root && !x.parts.empty()) pack_parts(x);
+      else if (x.root && x.direct == none) pack(mem, t.src_tile, t.src, x.region, t.eb, buffer(x.buffer));
+      auto& g = *groups_[x.group];
+      // The root's shard is only read by the broadcast (the transport's API takes one pointer).
+      std::byte* data = x.direct == none ? buffer(x.buffer)
+                        : x.root         ? const_cast<std::byte*>(t.src) + x.direct
+                                         : t.dst + x.direct;
+      x.req = x.what == transfer_kind::chain ? b_.chain(data, x.bytes, g, x.tag, x.piece)
+                                             : b_.broadcast(data, x.bytes, g.members.front(), g);
+      break;
+    }
+  }
+}
+
+template <backend Backend>
+void executor<Backend>::pack_parts(step& x) {
+  std::byte* out = buffer(x.buffer);
+  for (const transfer_part& q : x.parts) {
+    const tensor_state& tq = tensors_[static_cast<std::size_t>(q.tensor)];
+    if (x.from_source) pack(b_.memory(), tq.src_tile, tq.src, q.region, tq.eb, out);
+    else pack(b_.memory(), tq.dst_tile, tq.dst, q.region, tq.eb, out);
+    out += q.bytes;
+  }
+}
+
+template <backend Backend>
+void executor<Backend>::send_data(step& x) {
+  if (x.data_sent) return;
+  x.data_sent = true;
+  const tensor_state& t = tensors_[x.tensor];
+  const std::byte* message = !x.part_at.empty()       ? nullptr  // piece by piece, below
+                             : x.from_buffer != none ? buffer(steps_[x.from_buffer].buffer)
+                             : x.direct != none      ? (x.from_source ? t.src : t.dst) + x.direct
+                                                     : buffer(x.buffer);
+  if (cleared(x)) mark(x, &step_time::start);  // the data starts now
+  for (std::size_t j = 0; j < x.peers.size(); ++j) {
+    for (std::size_t k = 0; k < x.part_at.size(); ++k) {  // a bundle sent in place, piece by piece
+      const transfer_part& q = x.parts[k];
+      const tensor_state& tq = tensors_[static_cast<std::size_t>(q.tensor)];
+      x.reqs.push_back(b_.send((x.from_source ? tq.src : tq.dst) + x.part_at[k], static_cast<std::size_t>(q.bytes), x.peers[j], x.tag));
+    }
+    if (x.part_at.empty()) x.reqs.push_back(b_.send(message, x.bytes, x.peers[j], x.tag));
+    if (acknowledged(x)) x.reqs.push_back(b_.recv(acks_->data() + 1 + x.ack_slot + j, 1, x.peers[j], ack_tag(x)));
+  }
+}
+
+}  // namespace meshcast
+// ---- end meshcast/exec/executor/steps.hpp ----
+// ---- begin meshcast/exec/executor/ordered.hpp ----
+// The executor (../executor.hpp), part: The ordered-mode drivers: with NIC tokens, and in rounds (NCCL).
+
+
+namespace meshcast {
+
+template <backend Backend>
+void executor<Backend>::run_ordered_in_rounds() {
+  for (step& x : steps_) x.done = x.posted = false;
+  std::vector<std::size_t> order(steps_.size());
+  for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return steps_[a].model_start < steps_[b].model_start; });
+  for (std::size_t i = 0; i < order.size();) {
+    std::size_t j = i;
+    const double at = steps_[order[i]].model_start;
+    while (j < order.size() && steps_[order[j]].model_start <= at + 1e-12 * (1 + at)) ++j;
+    for (std::size_t k = i; k < j && shared_staging_; ++k) {  // every earlier round gave its buffers back
+      step& x = steps_[order[k]];
+      if (!x.staged) continue;
+      const auto at = arena_.take(x.staged);
+      if (!at)
+        throw error("device " + std::to_string(me_) + ": the transfers the model starts together at " +
+                    std::to_string(x.model_start) + " s need more message buffers than the staging cap leaves");
+      x.buffer = *at;
+    }
+    b_.begin_round();
+    for (std::size_t k = i; k < j; ++k) {
+      step& x = steps_[order[k]];
+      if (k > i && group_of_transfer(x.transfer) != group_of_transfer(steps_[order[k - 1]].transfer))
+        b_.end_round(), b_.begin_round();  // a bounded group (both ends of a transfer agree on it)
+      mark(x, &step_time::wait);
+      mark(x, &step_time::start);
+      x.reqs.clear();
+      post_step(x);
+      x.posted = true;
+    }
+    b_.end_round();
+    for (std::size_t k = i; k < j; ++k) {
+      step& x = steps_[order[k]];
+      await([&] { return completed(x); });
+      finish(x);
+    }
+    i = j;
+  }
+}
+
+template <backend Backend>
+void executor<Backend>::run_ordered() {
+  for (step& x : steps_) x.done = x.posted = false;
+  in_flight_.clear();
+  b_.begin_round();
+  for (step& x : steps_) {
+    x.token_reqs.clear();
+    for (std::size_t t = 0; t < x.tokens_in.size(); ++t)
+      x.token_reqs.push_back(b_.recv(token_in(x.token_slot + t), 1, x.tokens_in[t].first, x.tokens_in[t].second));
+    x.clear_reqs.clear();
+    if (x.how == step::send && cleared(x))
+      for (std::size_t j = 0; j < x.peers.size(); ++j)
+        x.clear_reqs.push_back(b_.recv(clears_->data() + 1 + x.ack_slot + j, 1, x.peers[j], clear_tag(x)));
+  }
+  b_.end_round();
+  std::size_t next_send = first_send_, next_receive = first_receive_, started = 0;
+  auto start = [&](std::size_t k) {
+    step& x = steps_[k];
+    mark(x, &step_time::wait);
+    mark(x, &step_time::start);
+    x.reqs.clear();
+    b_.begin_round();
+    post_step(x);
+    b_.end_round();
+    x.posted = true;
+    ++started;
+    if (x.send_lane) next_send = x.next_send;
+    if (x.receive_lane) next_receive = x.next_receive;
+    if (x.how == step::copy) finish(x);
+    else in_flight_.push_back(k);
+  };
+  auto ready = [&](std::size_t k) {
+    const step& x = steps_[k];
+    // A step on both lanes starts when it is next on both.
+    if ((x.send_lane && next_send != k) || (x.receive_lane && next_receive != k)) return false;
+    return may_start(steps_[k]);
+  };
+  auto advance = [&] {
+    bool moved = true;
+    while (moved) {
+      moved = false;
+      for (std::size_t k : {next_send, next_receive}) {
+        if (k == none || steps_[k].posted || !ready(k)) continue;
+        const std::size_t p = steps_[k].partner;
+        if (p != none && !steps_[p].posted) {
+          if (!ready(p)) continue;
+          // An eager send needs no handshake: the receive's handshake goes first, then its data.
+          const std::size_t send = steps_[k].how == step::send ? k : p, receive = send == k ? p : k;
+          const bool eager = acknowledged(steps_[send]);
+          start(eager ? receive : send);
+          start(eager ? send : receive);
+        } else {
+          start(k);
+        }
+        moved = true;
+      }
+    }
+  };
+  await([&] {
+    advance();
+    return started == steps_.size() && in_flight_.empty();
+  });
+}
+
+}  // namespace meshcast
+// ---- end meshcast/exec/executor/ordered.hpp ----
+// ---- begin meshcast/exec/executor/concurrent.hpp ----
+// The executor (../executor.hpp), part: The concurrent-mode drivers.
+
+
+namespace meshcast {
+
+template <backend Backend>
+void executor<Backend>::run_concurrent() {
+  for (step& x : steps_) x.done = x.posted = false;
+  in_flight_.clear();
+  if constexpr (passes_port_tokens<Backend>()) run_concurrent_eager();
+  else run_concurrent_in_list_order();
+}
+
+template <backend Backend>
+void executor<Backend>::post_concurrent(step& x, std::size_t k) {
+  mark(x, &step_time::wait);
+  mark(x, &step_time::start);
+  x.reqs.clear();
+  post_step(x);
+  x.posted = true;
+  if (x.how == step::copy) finish(x);
+  else in_flight_.push_back(k);
+}
+
+template <backend Backend>
+bool executor<Backend>::inputs_arrived(const step& x) const {
+  for (std::size_t n : x.needs)
+    if (!steps_[n].done) return false;
+  return true;
+}
+
+template <backend Backend>
+void executor<Backend>::run_concurrent_eager() {
+  std::vector<std::size_t> waiting(steps_.size());  // not yet posted, in list order
+  for (std::size_t k = 0; k < waiting.size(); ++k) waiting[k] = k;
+  std::vector<unsigned char> held(static_cast<std::size_t>(transfer_tags), 0);  // tags of those
+  auto post_ready = [&] {
+    std::vector<std::size_t> still;
+    bool open = false;
+    take_buffers();
+    for (std::size_t k : waiting) {
+      step& x = steps_[k];
+      const auto tag = static_cast<std::size_t>(x.tag) % held.size();
+      if (!held[tag] && inputs_arrived(x) && has_buffer(x)) {
+        if (!open) b_.begin_round(), open = true;
+        post_concurrent(x, k);
+      } else {
+        still.push_back(k);
+        held[tag] = 1;
+      }
+    }
+    if (open) b_.end_round();
+    for (std::size_t k : still) held[static_cast<std::size_t>(steps_[k].tag) % held.size()] = 0;
+    waiting = std::move(still);
+  };
+  post_ready();
+  await([&] {
+    if (!waiting.empty()) post_ready();
+    return waiting.empty() && in_flight_.empty();
+  });
+}
+
+template <backend Backend>
+void executor<Backend>::run_concurrent_in_list_order() {
+  b_.begin_round();
+  for (std::size_t k = 0; k < steps_.size(); ++k) {
+    step& x = steps_[k];
+    if (k > 0 && group_of_transfer(x.transfer) != group_of_transfer(steps_[k - 1].transfer))
+      b_.end_round(), b_.begin_round();  // a bounded group (both ends of a transfer agree on it)
+    auto ready = [&] {
+      take_buffers();
+      return inputs_arrived(x) && has_buffer(x);
+    };
+    if (!ready()) {
+      b_.end_round();
+      await(ready);
+      b_.begin_round();
+    }
+    post_concurrent(x, k);
+  }
+  b_.end_round();
+  await([&] { return in_flight_.empty(); });
+}
+
+}  // namespace meshcast
+// ---- end meshcast/exec/executor/concurrent.hpp ----
 // ---- end meshcast/exec/executor.hpp ----
-// ---- begin meshcast/version.hpp ----
+// ---- begin meshcast/core/version.hpp ----
 // Library version, kept in step with the CMake and Meson project versions.
 
 #define MESHCAST_VERSION_MAJOR 0
@@ -7074,5 +7236,5 @@ class executor {
 namespace meshcast {
 inline constexpr const char* version_string = "0.1.0";
 }  // namespace meshcast
-// ---- end meshcast/version.hpp ----
+// ---- end meshcast/core/version.hpp ----
 // ---- end meshcast/meshcast.hpp ----

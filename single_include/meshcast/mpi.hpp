@@ -2,6 +2,11 @@
 // Do not edit: change the headers under include/ and run the script again.
 #pragma once
 // ---- begin meshcast/mpi.hpp ----
+// <meshcast/mpi.hpp>: a public entry point. It gives the umbrella header and the front end of
+// <meshcast/api/mpi.hpp>, where the code lives (layered tree: docs/layering.md).
+
+#include <meshcast/meshcast.hpp>
+// ---- begin meshcast/api/mpi.hpp ----
 // meshcast over MPI: one call reshards a tensor across the ranks of a communicator (rank r is
 // device r), and a `resharder` keeps plan, schedule and buffers for repeated calls. This header
 // sits on top: it brings the executor (exec/), the MPI transport (backend/mpi.hpp) and the
@@ -29,7 +34,6 @@
 
 #include <meshcast/backend/mpi.hpp>
 #include <meshcast/backend/mpi_bounded.hpp>
-#include <meshcast/meshcast.hpp>
 #include <meshcast/batch_checks.hpp>
 #include <meshcast/reshard_options.hpp>
 
@@ -284,4 +288,5 @@ void reshard(MPI_Comm comm, const batch& b, reshard_options options = {}) {
 }
 
 }  // namespace meshcast
+// ---- end meshcast/api/mpi.hpp ----
 // ---- end meshcast/mpi.hpp ----

@@ -2,6 +2,11 @@
 // Do not edit: change the headers under include/ and run the script again.
 #pragma once
 // ---- begin meshcast/nccl.hpp ----
+// <meshcast/nccl.hpp>: a public entry point. It gives the umbrella header and the front end of
+// <meshcast/api/nccl.hpp>, where the code lives (layered tree: docs/layering.md).
+
+#include <meshcast/meshcast.hpp>
+// ---- begin meshcast/api/nccl.hpp ----
 // meshcast over NCCL: one call reshards a tensor across the ranks of an NCCL communicator (rank r
 // is device r, shards in GPU memory, work on one CUDA stream), and an `nccl_resharder` keeps plan,
 // schedule and buffers for repeated calls: the same shape as <meshcast/mpi.hpp>.
@@ -30,7 +35,6 @@
 #include <vector>
 
 #include <meshcast/backend/nccl.hpp>
-#include <meshcast/meshcast.hpp>
 #include <meshcast/batch_checks.hpp>
 #include <meshcast/reshard_options.hpp>
 
@@ -284,4 +288,5 @@ void reshard(ncclComm_t comm, cudaStream_t stream, const Src& src, const Dst& ds
 }
 
 }  // namespace meshcast
+// ---- end meshcast/api/nccl.hpp ----
 // ---- end meshcast/nccl.hpp ----

@@ -986,7 +986,7 @@ struct later_first {
 #include <utility>
 #include <vector>
 
-// ---- begin meshcast/detail/multigraph_colouring.hpp ----
+// ---- begin meshcast/core/detail/multigraph_colouring.hpp ----
 // Edge colouring of a multigraph: no two edges of one colour share a vertex. Koenig's bound (as
 // many colours as the largest degree) on bipartite graphs, by alternating-path swaps; first fit
 // (at most 2 * degree - 1 colours) on others. Used to group transfers into rounds.
@@ -1067,7 +1067,7 @@ inline std::vector<int> edge_colouring(const std::vector<std::pair<int, int>>& e
 }  // namespace detail
 
 }  // namespace meshcast
-// ---- end meshcast/detail/multigraph_colouring.hpp ----
+// ---- end meshcast/core/detail/multigraph_colouring.hpp ----
 
 namespace meshcast::pipeline {
 

@@ -7,8 +7,8 @@
 #include <limits>
 #include <string>
 
-#include "../config.hpp"
-#include "../error.hpp"
+#include "../core/config.hpp"
+#include "../core/error.hpp"
 
 namespace meshcast::autoshard {
 

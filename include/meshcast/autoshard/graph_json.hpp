@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "../detail/json.hpp"
+#include "../core/detail/json.hpp"
 #include "graph.hpp"
 
 namespace meshcast::autoshard {

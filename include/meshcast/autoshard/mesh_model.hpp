@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "../config.hpp"
-#include "../error.hpp"
+#include "../core/config.hpp"
+#include "../core/error.hpp"
 #include "checked.hpp"
 
 namespace meshcast::autoshard {

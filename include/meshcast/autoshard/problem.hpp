@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "../error.hpp"
+#include "../core/error.hpp"
 
 namespace meshcast::autoshard {
 

@@ -18,13 +18,13 @@
 #include <algorithm>
 #include <vector>
 
-#include "../instance.hpp"
-#include "../layout.hpp"
-#include "../network.hpp"
-#include "../plan.hpp"
-#include "../solve.hpp"
-#include "../solver/greedy.hpp"
-#include "../strategy/send_recv.hpp"
+#include "../schedule/instance.hpp"
+#include "../layout/layout.hpp"
+#include "../model/network.hpp"
+#include "../plan/plan.hpp"
+#include "../schedule/solve.hpp"
+#include "../schedule/solver/greedy.hpp"
+#include "../schedule/strategy/send_recv.hpp"
 #include "mesh_model.hpp"
 
 namespace meshcast::autoshard {

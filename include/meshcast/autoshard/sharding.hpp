@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "../spec.hpp"
+#include "../core/spec.hpp"
 #include "checked.hpp"
 #include "mesh_model.hpp"
 

@@ -8,10 +8,10 @@
 #include <cstddef>
 #include <span>
 
-#include "../box.hpp"
-#include "../error.hpp"
-#include "../memory.hpp"
-#include "../memory/host.hpp"
+#include "../core/box.hpp"
+#include "../core/error.hpp"
+#include "memory.hpp"
+#include "memory/host.hpp"
 
 namespace meshcast {
 

@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "../plan.hpp"
-#include "../schedule.hpp"
+#include "../plan/plan.hpp"
+#include "../model/schedule.hpp"
 
 namespace meshcast {
 

@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "../config.hpp"
-#include "../error.hpp"
+#include "../core/config.hpp"
+#include "../core/error.hpp"
 
 namespace meshcast::pipeline {
 

@@ -10,16 +10,16 @@
 #include <string>
 #include <vector>
 
-#include "../execution.hpp"
-#include "../layout.hpp"
-#include "../network.hpp"
-#include "../placement.hpp"
-#include "../plan.hpp"
-#include "../reshard_options.hpp"
-#include "../solve.hpp"
-#include "../solve_batch.hpp"
-#include "../solver/greedy.hpp"
-#include "../strategies.hpp"
+#include "../model/execution.hpp"
+#include "../layout/layout.hpp"
+#include "../model/network.hpp"
+#include "../layout/placement.hpp"
+#include "../plan/plan.hpp"
+#include "../api/reshard_options.hpp"
+#include "../schedule/solve.hpp"
+#include "../schedule/solve_batch.hpp"
+#include "../schedule/solver/greedy.hpp"
+#include "../schedule/strategies.hpp"
 #include "description.hpp"
 
 namespace meshcast::pipeline {

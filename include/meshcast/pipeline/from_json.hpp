@@ -36,7 +36,7 @@
 #include <string_view>
 #include <vector>
 
-#include "../detail/json.hpp"
+#include "../core/detail/json.hpp"
 #include "description.hpp"
 #include "edge_time.hpp"
 

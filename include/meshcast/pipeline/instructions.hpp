@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "../config.hpp"
+#include "../core/config.hpp"
 
 namespace meshcast::pipeline {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "../registry.hpp"
+#include "../core/registry.hpp"
 #include "later_first.hpp"
 #include "list_scheduling.hpp"
 #include "optimal.hpp"

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "../error.hpp"
+#include "../core/error.hpp"
 #include "graph.hpp"
 
 namespace meshcast::pipeline {

@@ -1,0 +1,204 @@
+// Reshards as Google Benchmark benchmarks, run under MPI: a user times their own layouts on their
+// own cluster in five lines.
+//
+//   meshcast::benchmark_session session(argc, argv);   // MPI_Init if not done, benchmark::Initialize
+//   session.add_reshard("rows_to_blocks", src, dst, sizeof(float), meshcast::reshard_options{...});
+//   return session.run();                               // 0 when every run's data was right
+//
+// Each benchmark plans and solves once and checks the delivered data once (outside the timing),
+// then times resharder runs: a barrier before each, an iteration's time the maximum over ranks
+// (manual time), so every rank sees the same times and runs the same number of iterations. Only
+// rank 0 reports (console, --benchmark_format=json, --benchmark_out=FILE). Counters: bytes (tensor
+// bytes), algbw (bytes / s), busbw (bytes the busiest rank receives / s), predicted_s, bound_s
+// (the physical bound), vs_bound (seconds / bound), wrong (wrong elements of the checked run).
+// Needs MPI and Google Benchmark (CMake: meshcast::benchmark). Over NCCL, the same session times
+// jobs from <meshcast/benchmark_nccl.hpp> with CUDA events on their stream.
+#pragma once
+
+#include <benchmark/benchmark.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "benchmark_job.hpp"
+#include "mpi.hpp"
+
+namespace meshcast {
+
+namespace detail {
+// The most of `value` over the ranks, bounded in time.
+inline double bounded_max(MPI_Comm comm, double value, double timeout_s) {
+  double out = 0;
+  MPI_Request r = MPI_REQUEST_NULL;
+  mpi_check(MPI_Iallreduce(&value, &out, 1, MPI_DOUBLE, MPI_MAX, comm, &r), "MPI_Iallreduce");
+  if (!wait_until(r, deadline(timeout_s, "the timeout"))) throw timeout_error("no answer while taking the slowest rank's time", {});
+  return out;
+}
+
+// A reporter that reports nothing: the other ranks' output.
+class silent_reporter : public ::benchmark::BenchmarkReporter {
+ public:
+  bool ReportContext(const Context&) override { return true; }
+  void ReportRuns(const std::vector<Run>&) override {}
+};
+}  // namespace detail
+
+class benchmark_session {
+ public:
+  /// Initialises MPI (unless the program did) and Google Benchmark (its flags are taken from
+  /// argv; on ranks other than 0, --benchmark_out is dropped so that one file is written).
+  benchmark_session(int& argc, char**& argv, MPI_Comm comm = MPI_COMM_WORLD) : comm_(comm) {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+      MPI_Init(&argc, &argv);
+      owns_mpi_ = true;
+    }
+    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(comm_, &rank_);
+    int kept = 1;
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      if (rank_ != 0 && (a.rfind("--benchmark_out=", 0) == 0 || a.rfind("--benchmark_out_format=", 0) == 0)) continue;
+      argv[kept++] = argv[i];
+    }
+    argc = kept;
+    ::benchmark::Initialize(&argc, argv);
+  }
+  benchmark_session(const benchmark_session&) = delete;
+  benchmark_session& operator=(const benchmark_session&) = delete;
+  ~benchmark_session() {
+    cases_.clear();  // resharders free their communicators before MPI ends
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (owns_mpi_ && !finalized) MPI_Finalize();
+  }
+
+  /// Registers a reshard of `src` into `dst` (static or dynamic layouts), `element_bytes` per
+  /// element, with the one call's options, `Solver` and `Strategy`. Collective: plans and solves
+  /// now. A misuse (a rank count that does not fit the layouts, ...) is reported by every rank and
+  /// makes `run` return non-zero. Returns the registered job (its bound, prediction, ...), or
+  /// nullptr after such a failure.
+  template <solver Solver = greedy, strategy Strategy = auto_strategy, layout_like Src, layout_like Dst>
+  const timed_job* add_reshard(const std::string& name, const Src& src, const Dst& dst, std::size_t element_bytes, reshard_options options = {}) {
+    try {
+      return add(name, reshard_job<Solver, Strategy>(src, dst, element_bytes, std::move(options)));
+    } catch (const std::exception& e) {
+      report_failure(name, e);
+      return nullptr;
+    }
+  }
+
+  /// The job `add_reshard` registers, built (collectively) but not registered: to compare
+  /// variants before choosing one, or to register it under another timing. Throws on misuse.
+  template <solver Solver = greedy, strategy Strategy = auto_strategy, layout_like Src, layout_like Dst>
+  timed_job reshard_job(const Src& src, const Dst& dst, std::size_t element_bytes, reshard_options options = {}) {
+    auto r = std::make_shared<batch_resharder<Solver, Strategy>>(
+        comm_, std::vector<tensor_layouts>{tensor_layouts{src.value(), dst.value(), element_bytes}}, options);
+    const plan& p = r->plans()[0];
+    auto data = std::make_shared<detail::checked_buffers>(p, rank_, r->source_elements(), r->destination_elements());
+    timed_job job;
+    job.run = [r, data] {
+      const std::span<const std::byte> in(data->in);
+      const std::span<std::byte> out(data->out);
+      (*r)(std::span<const std::span<const std::byte>>(&in, 1), std::span<const std::span<std::byte>>(&out, 1));
+    };
+    job.clear = [data] { data->clear(); };
+    job.wrong = [data] { return data->wrong(); };
+    detail::set_reshard_counters(job, p, r->schedule());
+    job.timeout_s = options.timeout_s;
+    return job;
+  }
+
+  /// Registers any job (a hand-written MPI collective beside meshcast's reshard, say) under the
+  /// same timing and counters. `run` is collective: every rank calls it.
+  const timed_job* add(const std::string& name, timed_job job) {
+    if (!job.run || !job.wrong) throw error("benchmark '" + name + "': a timed_job needs run and wrong");
+    auto c = std::make_unique<job_case>(job_case{std::move(job), -1});
+    job_case* raw = c.get();
+    cases_.push_back(std::move(c));
+    ::benchmark::RegisterBenchmark(name.c_str(), [this, raw](::benchmark::State& s) { time(*raw, s); })->UseManualTime();
+    return &raw->job;
+  }
+
+  /// Reports an error met while setting a benchmark up (every rank does) and makes `run` fail.
+  void report_failure(const std::string& name, const std::exception& e) {
+    std::fprintf(stderr, "meshcast benchmark (rank %d): error: %s: %s\n", rank_, name.c_str(), e.what());
+    std::fflush(stderr);
+    failed_ = true;
+  }
+
+  int rank() const noexcept { return rank_; }
+  MPI_Comm communicator() const noexcept { return comm_; }
+
+  /// Runs every registered benchmark (Google Benchmark's filter applies) and reports on rank 0.
+  /// Returns 0 when every checked run delivered every element right and nothing failed.
+  int run() {
+    if (failed_) return 2;
+    detail::silent_reporter silent;
+    try {
+      if (rank_ == 0) ::benchmark::RunSpecifiedBenchmarks();
+      else ::benchmark::RunSpecifiedBenchmarks(&silent);  // --benchmark_out was dropped here
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "meshcast benchmark (rank %d): error: %s\n", rank_, e.what());
+      return 2;
+    }
+    ::benchmark::Shutdown();
+    return failed_ || wrong_ ? 1 : 0;
+  }
+
+ private:
+  struct job_case {
+    timed_job job;
+    double wrong = -1;  // of the checked run, summed over ranks; -1: not checked yet
+  };
+
+  // One benchmark: the checked run once, then timed runs, each barrier to slowest rank.
+  void time(job_case& c, ::benchmark::State& s) {
+    const timed_job& j = c.job;
+    if (c.wrong < 0) {
+      if (j.clear) j.clear();
+      j.run();
+      c.wrong = static_cast<double>(bounded_allreduce(comm_, j.wrong(), MPI_SUM, j.timeout_s, "counting wrong elements"));
+      if (c.wrong > 0) wrong_ = true;
+    }
+    double total = 0;
+    for (auto _ : s) {
+      bounded_barrier(comm_, j.timeout_s);
+      double mine = 0;
+      if (j.run_timed) {
+        mine = j.run_timed();
+      } else {
+        const auto t0 = std::chrono::steady_clock::now();
+        j.run();
+        mine = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      }
+      const double slowest = detail::bounded_max(comm_, mine, j.timeout_s);
+      s.SetIterationTime(slowest);
+      total += slowest;
+    }
+    const double seconds = total / static_cast<double>(std::max<::benchmark::IterationCount>(s.iterations(), 1));
+    s.counters["bytes"] = j.bytes;
+    s.counters["algbw"] = seconds > 0 ? j.bytes / seconds : 0;
+    s.counters["busbw"] = seconds > 0 ? j.busiest_bytes / seconds : 0;
+    s.counters["predicted_s"] = j.predicted_s;
+    s.counters["bound_s"] = j.bound_s;
+    s.counters["vs_bound"] = j.bound_s > 0 ? seconds / j.bound_s : 0;
+    s.counters["wrong"] = c.wrong;
+    if (!j.label.empty()) s.SetLabel(j.label);
+  }
+
+  MPI_Comm comm_;
+  int rank_ = 0;
+  bool owns_mpi_ = false, failed_ = false, wrong_ = false;
+  std::vector<std::unique_ptr<job_case>> cases_;
+};
+
+}  // namespace meshcast

@@ -1,0 +1,92 @@
+// What a benchmark of <meshcast/benchmark.hpp> times, apart from how it is timed and reported:
+// a job that runs once per iteration on every rank and counts the elements it delivered wrong.
+// Needs neither MPI nor Google Benchmark, so that other transports (NCCL:
+// <meshcast/benchmark_nccl.hpp>) build their jobs from it.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "../plan/plan.hpp"
+#include "../model/schedule.hpp"
+
+namespace meshcast {
+
+namespace detail {
+// The element's global row-major index, little-endian in `eb` bytes, for every element of `tile`.
+inline void fill_with_index(const box& tile, const extents_value& shape, std::size_t eb, std::byte* out) {
+  if (tile.empty()) return;
+  index_t idx[max_rank];
+  for (int d = 0; d < tile.rank; ++d) idx[d] = tile[d].lo;
+  for (std::size_t at = 0;; at += eb) {
+    std::uint64_t linear = 0;
+    for (int d = 0; d < tile.rank; ++d) linear = linear * static_cast<std::uint64_t>(shape[d]) + static_cast<std::uint64_t>(idx[d]);
+    for (std::size_t b = 0; b < eb; ++b) out[at + b] = static_cast<std::byte>(b < 8 ? (linear >> (8 * b)) & 0xff : 0);
+    int d = tile.rank - 1;
+    while (d >= 0 && ++idx[d] == tile[d].hi) idx[d] = tile[d].lo, --d;
+    if (d < 0) return;
+  }
+}
+
+}  // namespace detail
+
+/// What a benchmark times: `run` does the job once on every rank (collective); `clear` poisons
+/// the outputs before the checked run; `wrong` counts this rank's wrong elements after it.
+/// `bytes` is the tensor's size, `busiest_bytes` what the busiest rank receives from others,
+/// `bound_s` the physical bound and `predicted_s` the model's prediction (0: none). `run_timed`,
+/// where given, runs the job and returns its own measure of this rank's seconds (CUDA events on a
+/// stream), used instead of the host clock around `run`. `label` is shown beside the result
+/// (Google Benchmark's label: the mode and strategy that ran, say).
+struct timed_job {
+  std::function<void()> run, clear;
+  std::function<std::size_t()> wrong;
+  std::function<double()> run_timed;
+  double bytes = 0, busiest_bytes = 0, predicted_s = 0, bound_s = 0, timeout_s = 60;
+  std::string label;
+};
+
+namespace detail {
+// A rank's source and destination bytes for one tensor, the sources holding each element's index
+// and the expected destination alongside, for benchmarks that check what they deliver.
+struct checked_buffers {
+  std::vector<std::byte> in, out, expected;
+  std::size_t element_bytes;
+  checked_buffers(const plan& p, int rank, std::size_t source_elements, std::size_t destination_elements)
+      : in(source_elements * static_cast<std::size_t>(p.element_bytes)),
+        out(destination_elements * static_cast<std::size_t>(p.element_bytes)),
+        expected(out.size()),
+        element_bytes(static_cast<std::size_t>(p.element_bytes)) {
+    fill_with_index(p.source_tile(rank), p.src.shape, element_bytes, in.data());
+    fill_with_index(p.destination_tile(rank), p.src.shape, element_bytes, expected.data());
+  }
+  void clear() { std::fill(out.begin(), out.end(), std::byte{0xa5}); }
+  std::size_t wrong() const {
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < out.size(); i += element_bytes)
+      n += std::memcmp(out.data() + i, expected.data() + i, element_bytes) != 0;
+    return n;
+  }
+};
+}  // namespace detail
+
+namespace detail {
+// A reshard's counters from its plan and schedule: tensor bytes, what the busiest device takes in
+// from other devices, the prediction and the physical bound.
+inline void set_reshard_counters(timed_job& job, const plan& p, const schedule& s) {
+  job.bytes = static_cast<double>(p.tensor_bytes());
+  job.predicted_s = s.makespan_s;
+  job.bound_s = s.physical_bound_s;
+  job.label = std::string(to_string(s.mode)) + " " + s.strategy;
+  std::vector<double> in_bytes(static_cast<std::size_t>(p.device_count), 0.0);
+  for (const transfer& t : s.transfers)
+    for (index_t d : t.receivers)
+      if (d != t.sender) job.busiest_bytes = std::max(job.busiest_bytes, in_bytes[static_cast<std::size_t>(d)] += static_cast<double>(t.bytes));
+}
+}  // namespace detail
+
+}  // namespace meshcast

@@ -1,0 +1,94 @@
+// Reshards over NCCL as benchmark jobs: shards in device memory, each run timed with CUDA events
+// on the stream, and checked once like the MPI ones. Register them with the same session:
+//
+//   meshcast::benchmark_session session(argc, argv);        // MPI ranks, one GPU each
+//   ncclComm_t comm = meshcast::nccl_world(MPI_COMM_WORLD);  // <meshcast/backend/nccl_mpi_bootstrap.hpp>
+//   session.add("rows_to_blocks", meshcast::nccl_reshard_job(comm, stream, src, dst, sizeof(float), options));
+//   return session.run();
+//
+// The session takes the slowest rank's event time per iteration, as for MPI jobs. This header
+// needs CUDA and NCCL only (not MPI or Google Benchmark), so the job can be built and run on its
+// own, as the emulated-NCCL tests do.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "benchmark_job.hpp"
+#include "nccl.hpp"
+
+namespace meshcast {
+
+namespace detail {
+class cuda_event {
+ public:
+  cuda_event() { cuda_check(cudaEventCreate(&e_), "cudaEventCreate"); }
+  cuda_event(const cuda_event&) = delete;
+  cuda_event& operator=(const cuda_event&) = delete;
+  ~cuda_event() { cudaEventDestroy(e_); }
+  cudaEvent_t get() const noexcept { return e_; }
+
+ private:
+  cudaEvent_t e_ = nullptr;
+};
+
+// One NCCL reshard's device shards beside the host copies that fill and check them.
+struct nccl_job_state {
+  checked_buffers host;
+  cuda_memory::buffer in, out;
+  cuda_event start, stop;
+  cudaStream_t stream;
+  nccl_job_state(const plan& p, int rank, std::size_t source_elements, std::size_t destination_elements, cudaStream_t s)
+      : host(p, rank, source_elements, destination_elements), in(host.in.size()), out(host.out.size()), stream(s) {
+    copy(in.data(), host.in.data(), host.in.size(), cudaMemcpyHostToDevice);
+  }
+  void copy(void* to, const void* from, std::size_t n, cudaMemcpyKind kind) {
+    if (n > 0) cuda_check(cudaMemcpyAsync(to, from, n, kind, stream), "cudaMemcpyAsync");
+    cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  }
+};
+}  // namespace detail
+
+/// The timed_job of resharding `src` into `dst` over `comm` on `stream` (an nccl_batch_resharder
+/// of one tensor, built collectively now): `run_timed` brackets each run with CUDA events
+/// recorded on the stream and returns the time between them; `wrong` copies the destination back
+/// and checks every element.
+template <solver Solver = greedy, strategy Strategy = auto_strategy, layout_like Src, layout_like Dst>
+timed_job nccl_reshard_job(ncclComm_t comm, cudaStream_t stream, const Src& src, const Dst& dst, std::size_t element_bytes,
+                           reshard_options options = {}) {
+  auto r = std::make_shared<nccl_batch_resharder<Solver, Strategy>>(
+      comm, stream, std::vector<tensor_layouts>{tensor_layouts{src.value(), dst.value(), element_bytes}}, options);
+  int rank = 0;
+  detail::nccl_check(ncclCommUserRank(comm, &rank), "ncclCommUserRank");
+  const plan& p = r->plans()[0];
+  auto st = std::make_shared<detail::nccl_job_state>(p, rank, r->source_elements(), r->destination_elements(), stream);
+  auto once = [r, st] {
+    const std::span<const std::byte> in(st->in.data(), st->host.in.size());
+    const std::span<std::byte> out(st->out.data(), st->host.out.size());
+    (*r)(std::span<const std::span<const std::byte>>(&in, 1), std::span<const std::span<std::byte>>(&out, 1));
+  };
+  timed_job job;
+  job.run = once;
+  job.run_timed = [st, once] {
+    detail::cuda_check(cudaEventRecord(st->start.get(), st->stream), "cudaEventRecord");
+    once();
+    detail::cuda_check(cudaEventRecord(st->stop.get(), st->stream), "cudaEventRecord");
+    detail::cuda_check(cudaEventSynchronize(st->stop.get()), "cudaEventSynchronize");
+    float ms = 0;
+    detail::cuda_check(cudaEventElapsedTime(&ms, st->start.get(), st->stop.get()), "cudaEventElapsedTime");
+    return static_cast<double>(ms) / 1e3;
+  };
+  job.clear = [st] {
+    st->host.clear();
+    st->copy(st->out.data(), st->host.out.data(), st->host.out.size(), cudaMemcpyHostToDevice);
+  };
+  job.wrong = [st] {
+    st->copy(st->host.out.data(), st->out.data(), st->host.out.size(), cudaMemcpyDeviceToHost);
+    return st->host.wrong();
+  };
+  detail::set_reshard_counters(job, p, r->schedule());
+  job.timeout_s = options.timeout_s;
+  return job;
+}
+
+}  // namespace meshcast

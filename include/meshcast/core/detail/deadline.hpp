@@ -1,0 +1,45 @@
+// A point in time after which a search stops. Built from a checked number of seconds, so that
+// no conversion of a huge or non-finite limit can overflow the clock.
+#pragma once
+
+#include <chrono>
+#include <cmath>
+#include <string>
+
+#include "../error.hpp"
+
+namespace meshcast {
+
+/// Longest time limit any solver or wait accepts, in seconds (about 11.6 days).
+inline constexpr double max_time_limit_s = 1e6;
+
+namespace detail {
+
+/// Throws naming `what` unless `seconds` is a finite number in [0, max_time_limit_s].
+inline double checked_seconds(double seconds, const std::string& what) {
+  if (!(seconds >= 0 && seconds <= max_time_limit_s))
+    throw error(what + " (" + std::to_string(seconds) + " s) must be a number in [0, 1e6] seconds");
+  return seconds;
+}
+
+class deadline {
+ public:
+  using clock = std::chrono::steady_clock;
+  /// `seconds` from now; checked as by `checked_seconds`.
+  explicit deadline(double seconds, const char* what = "a time limit")
+      : at_(clock::now() + std::chrono::duration_cast<clock::duration>(
+                               std::chrono::duration<double>(checked_seconds(seconds, what)))) {}
+  bool expired() const noexcept { return clock::now() >= at_; }
+  /// Seconds left (0 once expired).
+  double remaining_s() const noexcept {
+    const double s = std::chrono::duration<double>(at_ - clock::now()).count();
+    return s > 0 ? s : 0;
+  }
+  clock::time_point at() const noexcept { return at_; }
+
+ private:
+  clock::time_point at_;
+};
+
+}  // namespace detail
+}  // namespace meshcast

@@ -1,0 +1,127 @@
+// The NCCL backend: transport only. One rank per GPU, shards in device memory (memory/cuda.hpp),
+// ncclSend / ncclRecv / ncclBroadcast issued on one CUDA stream and grouped by the executor's
+// rounds in ncclGroupStart/End. Broadcast groups and chains get communicators of their own,
+// bootstrapped by a `Bootstrap` policy (MPI in production: the group's root draws a unique id and
+// sends it to the other members) and cached for the executor's lifetime; a chain is an
+// ncclBroadcast from the group's first member (NCCL pipelines it along its ring).
+//
+// Needs <nccl.h> and <cuda_runtime.h> (the CUDA toolkit); link with -lnccl -lcudart.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <concepts>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../backend.hpp"
+#include "../../core/error.hpp"
+#include "../memory/cuda.hpp"
+
+namespace meshcast {
+
+namespace detail {
+inline void nccl_check(ncclResult_t rc, const char* what) {
+  if (rc != ncclSuccess) throw error(std::string(what) + " failed: " + ncclGetErrorString(rc));
+}
+}  // namespace detail
+
+/// How members of a broadcast group agree on an ncclUniqueId: `share(id, members, root, tag)`
+/// is called by every member; on return all hold the root's id.
+template <class B>
+concept nccl_bootstrap = requires(B& b, ncclUniqueId& id, std::span<const index_t> members, index_t root, int tag) {
+  b.share(id, members, root, tag);
+};
+
+/// Most transfers whose operations one ncclGroupStart/End holds by default. NeMo-RL reports a
+/// group of about 15,000 point-to-point operations hanging; this stays well below.
+inline constexpr std::size_t nccl_group_transfers = 1024;
+
+template <nccl_bootstrap Bootstrap>
+class nccl_backend {
+ public:
+  using memory_type = cuda_memory;
+  /// A send blocks the stream until matched: no ordered-mode tokens (see exec/executor.hpp).
+  static constexpr bool port_tokens = false;
+  struct request {};  // completion is stream order: later work on the stream sees the data
+  /// A communicator over the group's members, in member order.
+  struct group {
+    ncclComm_t comm = nullptr;
+    std::vector<index_t> members;
+    group() = default;
+    group(ncclComm_t c, std::vector<index_t> m) : comm(c), members(std::move(m)) {}
+    group(group&& o) noexcept : comm(std::exchange(o.comm, nullptr)), members(std::move(o.members)) {}
+    group& operator=(group&& o) noexcept {
+      std::swap(comm, o.comm);
+      members.swap(o.members);
+      return *this;
+    }
+    ~group() {
+      if (comm) ncclCommDestroy(comm);
+    }
+  };
+
+  /// `comm` spans every device of the plan (rank r plays device r); work goes on `stream`. One
+  /// group holds the operations of at most `group_transfers` consecutive transfers of the schedule.
+  nccl_backend(ncclComm_t comm, cudaStream_t stream, Bootstrap bootstrap, std::size_t group_transfers = nccl_group_transfers)
+      : comm_(comm), memory_{stream}, bootstrap_(std::move(bootstrap)), group_transfers_(group_transfers < 1 ? 1 : group_transfers) {
+    int r = 0, n = 0;
+    detail::nccl_check(ncclCommUserRank(comm_, &r), "ncclCommUserRank");
+    detail::nccl_check(ncclCommCount(comm_, &n), "ncclCommCount");
+    rank_ = r;
+    size_ = n;
+  }
+
+  memory_type& memory() noexcept { return memory_; }
+  index_t device() const noexcept { return rank_; }
+  index_t size() const noexcept { return size_; }
+
+  request send(const std::byte* data, std::size_t n, index_t peer, int) {
+    detail::nccl_check(ncclSend(data, n, ncclUint8, static_cast<int>(peer), comm_, memory_.stream), "ncclSend");
+    return {};
+  }
+  request recv(std::byte* data, std::size_t n, index_t peer, int) {
+    detail::nccl_check(ncclRecv(data, n, ncclUint8, static_cast<int>(peer), comm_, memory_.stream), "ncclRecv");
+    return {};
+  }
+  group make_group(std::span<const index_t> members, int tag) {
+    ncclUniqueId id{};
+    const index_t root = members.front();
+    if (rank_ == root) detail::nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    bootstrap_.share(id, members, root, tag);
+    const int me = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
+    ncclComm_t c = nullptr;
+    detail::nccl_check(ncclCommInitRank(&c, static_cast<int>(members.size()), id, me), "ncclCommInitRank");
+    return group(c, {members.begin(), members.end()});
+  }
+  request broadcast(std::byte* data, std::size_t n, index_t root, group& g) {
+    const int r = static_cast<int>(std::find(g.members.begin(), g.members.end(), root) - g.members.begin());
+    detail::nccl_check(ncclBroadcast(data, data, n, ncclUint8, r, g.comm, memory_.stream), "ncclBroadcast");
+    return {};
+  }
+  // NCCL pipelines its broadcast itself: the piece size is its business.
+  request chain(std::byte* data, std::size_t n, group& g, int, std::size_t = 0) { return broadcast(data, n, g.members.front(), g); }
+  void wait(request&) noexcept {}
+  bool test(request&) noexcept { return true; }  // stream order: what comes later sees it
+  double timeout_s() const noexcept { return 0; }
+  void begin_round() { detail::nccl_check(ncclGroupStart(), "ncclGroupStart"); }
+  void end_round() { detail::nccl_check(ncclGroupEnd(), "ncclGroupEnd"); }
+  void flush() { memory_.synchronize(); }
+  /// The executor closes a group and opens the next where the schedule's transfer index crosses a
+  /// multiple of this, on every rank alike (so groups still match across ranks).
+  std::size_t max_group_transfers() const noexcept { return group_transfers_; }
+
+ private:
+  ncclComm_t comm_;
+  cuda_memory memory_;
+  Bootstrap bootstrap_;
+  std::size_t group_transfers_ = nccl_group_transfers;
+  index_t rank_ = 0;
+  index_t size_ = 0;
+};
+
+}  // namespace meshcast

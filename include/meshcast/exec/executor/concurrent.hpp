@@ -1,0 +1,87 @@
+// The executor (../executor.hpp), part: The concurrent-mode drivers.
+#pragma once
+
+#include "../executor.hpp"
+
+namespace meshcast {
+
+template <backend Backend>
+void executor<Backend>::run_concurrent() {
+  for (step& x : steps_) x.done = x.posted = false;
+  in_flight_.clear();
+  if constexpr (passes_port_tokens<Backend>()) run_concurrent_eager();
+  else run_concurrent_in_list_order();
+}
+
+template <backend Backend>
+void executor<Backend>::post_concurrent(step& x, std::size_t k) {
+  mark(x, &step_time::wait);
+  mark(x, &step_time::start);
+  x.reqs.clear();
+  post_step(x);
+  x.posted = true;
+  if (x.how == step::copy) finish(x);
+  else in_flight_.push_back(k);
+}
+
+template <backend Backend>
+bool executor<Backend>::inputs_arrived(const step& x) const {
+  for (std::size_t n : x.needs)
+    if (!steps_[n].done) return false;
+  return true;
+}
+
+template <backend Backend>
+void executor<Backend>::run_concurrent_eager() {
+  std::vector<std::size_t> waiting(steps_.size());  // not yet posted, in list order
+  for (std::size_t k = 0; k < waiting.size(); ++k) waiting[k] = k;
+  std::vector<unsigned char> held(static_cast<std::size_t>(transfer_tags), 0);  // tags of those
+  auto post_ready = [&] {
+    std::vector<std::size_t> still;
+    bool open = false;
+    take_buffers();
+    for (std::size_t k : waiting) {
+      step& x = steps_[k];
+      const auto tag = static_cast<std::size_t>(x.tag) % held.size();
+      if (!held[tag] && inputs_arrived(x) && has_buffer(x)) {
+        if (!open) b_.begin_round(), open = true;
+        post_concurrent(x, k);
+      } else {
+        still.push_back(k);
+        held[tag] = 1;
+      }
+    }
+    if (open) b_.end_round();
+    for (std::size_t k : still) held[static_cast<std::size_t>(steps_[k].tag) % held.size()] = 0;
+    waiting = std::move(still);
+  };
+  post_ready();
+  await([&] {
+    if (!waiting.empty()) post_ready();
+    return waiting.empty() && in_flight_.empty();
+  });
+}
+
+template <backend Backend>
+void executor<Backend>::run_concurrent_in_list_order() {
+  b_.begin_round();
+  for (std::size_t k = 0; k < steps_.size(); ++k) {
+    step& x = steps_[k];
+    if (k > 0 && group_of_transfer(x.transfer) != group_of_transfer(steps_[k - 1].transfer))
+      b_.end_round(), b_.begin_round();  // a bounded group (both ends of a transfer agree on it)
+    auto ready = [&] {
+      take_buffers();
+      return inputs_arrived(x) && has_buffer(x);
+    };
+    if (!ready()) {
+      b_.end_round();
+      await(ready);
+      b_.begin_round();
+    }
+    post_concurrent(x, k);
+  }
+  b_.end_round();
+  await([&] { return in_flight_.empty(); });
+}
+
+}  // namespace meshcast

@@ -1,0 +1,42 @@
+// The executor (../executor.hpp), part: one run of a batch, handed to the mode's driver.
+#pragma once
+
+#include "../executor.hpp"
+
+namespace meshcast {
+
+template <backend Backend>
+void executor<Backend>::run(std::span<const std::span<const std::byte>> sources,
+                          std::span<const std::span<std::byte>> destinations) {
+  if (sources.size() != tensors_.size() || destinations.size() != tensors_.size())
+    throw error("device " + std::to_string(me_) + ": " + std::to_string(sources.size()) + " source and " +
+                std::to_string(destinations.size()) + " destination shards for a batch of " +
+                std::to_string(tensors_.size()) + " tensors");
+  for (std::size_t k = 0; k < tensors_.size(); ++k) {
+    tensor_state& t = tensors_[k];
+    if (sources[k].size() < t.source_bytes || destinations[k].size() < t.destination_bytes)
+      throw error("device " + std::to_string(me_) + ": shard buffers of " + std::to_string(sources[k].size()) + " and " +
+                  std::to_string(destinations[k].size()) + " bytes are smaller than its tiles (" +
+                  std::to_string(t.source_bytes) + " and " + std::to_string(t.destination_bytes) + " bytes)" +
+                  (tensors_.size() > 1 ? " of tensor " + std::to_string(k) : std::string()));
+    t.src = sources[k].data();
+    t.dst = destinations[k].data();
+  }
+  began_ = std::chrono::steady_clock::now();
+  times_.clear();
+  if (record_) times_.resize(steps_.size());
+  tokens_sent_.clear();
+  reset_staging();
+  if (mode_ == execution::ordered) {
+    if constexpr (passes_port_tokens<Backend>()) run_ordered();
+    else run_ordered_in_rounds();
+  }
+  else run_concurrent();
+  for (auto& r : tokens_sent_) b_.wait(r);
+  b_.flush();
+  if (record_)  // sends end here at the latest
+    for (std::size_t k = 0; k < steps_.size(); ++k)
+      if (times_[k].end == 0) times_[k].end = clock();
+}
+
+}  // namespace meshcast

@@ -1,0 +1,138 @@
+// Layouts: a tensor shape laid over a mesh by a spec; gives every device its tile.
+#pragma once
+
+#include <string>
+#include <type_traits>
+
+#include "../core/box.hpp"
+#include "chunk.hpp"
+#include "../core/mesh.hpp"
+#include "../core/shape.hpp"
+#include "../core/spec.hpp"
+
+namespace meshcast {
+
+namespace detail {
+template <class T>
+concept has_static_rank = requires { std::integral_constant<int, T::rank()>{}; };
+}  // namespace detail
+
+/// A layout in value form: mesh sizes, spec and tensor shape, already validated.
+struct layout_value {
+  extents_value mesh;
+  spec_value spec;
+  extents_value shape;
+
+  constexpr index_t device_count() const noexcept { return mesh.product(); }
+
+  /// Number of chunks dim d is split into (1 when replicated).
+  constexpr index_t chunk_count(int d) const noexcept {
+    index_t k = 1;
+    for (int a = 0; a < spec.dims[d].axis_count; ++a) k *= mesh[spec.dims[d].axes[a]];
+    return k;
+  }
+  /// Chunk index along dim d of the device at mesh coordinate c: row-major over the listed axes.
+  constexpr index_t chunk_index(int d, const std::array<index_t, max_rank>& c) const noexcept {
+    index_t j = 0;
+    for (int a = 0; a < spec.dims[d].axis_count; ++a) j = j * mesh[spec.dims[d].axes[a]] + c[spec.dims[d].axes[a]];
+    return j;
+  }
+  /// The tile of the device with row-major mesh index `device`.
+  constexpr box tile(index_t device) const noexcept {
+    auto c = mesh_coordinate(mesh, device);
+    box b;
+    b.rank = shape.rank;
+    for (int d = 0; d < shape.rank; ++d) b.dims[d] = chunk_range(shape[d], chunk_count(d), chunk_index(d, c));
+    return b;
+  }
+  /// The whole tensor as a box.
+  constexpr box whole() const noexcept {
+    box b;
+    b.rank = shape.rank;
+    for (int d = 0; d < shape.rank; ++d) b.dims[d] = {0, shape[d]};
+    return b;
+  }
+  std::string to_string() const {
+    return "shape " + shape.to_string() + " on mesh " + mesh.to_string() + " as " + spec.to_string();
+  }
+};
+
+/// Checks a layout given in value form; the message names the offending input.
+constexpr void validate(const layout_value& l) {
+  if (l.mesh.rank > max_rank || l.shape.rank > max_rank || l.spec.rank > max_rank || l.mesh.rank < 0 ||
+      l.shape.rank < 0 || l.spec.rank < 0)
+    throw error("a layout's mesh, spec and shape may have at most meshcast::max_rank entries");
+  detail::check_mesh(l.mesh);
+  if (l.shape.rank < 1) throw error("a tensor shape needs at least one dim");
+  for (int d = 0; d < l.shape.rank; ++d)
+    if (l.shape[d] < 0) throw error("shape " + l.shape.to_string() + " has a negative size");
+  index_t volume = 1;
+  for (int d = 0; d < l.shape.rank; ++d)
+    if (__builtin_mul_overflow(volume, l.shape[d], &volume))
+      throw error("shape " + l.shape.to_string() + " has more elements than fit in 64 bits");
+  for (int d = 0; d < l.spec.rank; ++d) {
+    if (l.spec.dims[d].axis_count < 0 || l.spec.dims[d].axis_count > max_rank)
+      throw error("spec entry " + std::to_string(d) + " lists a bad number of mesh axes");
+    for (int k = 0; k < l.spec.dims[d].axis_count; ++k)
+      if (l.spec.dims[d].axes[k] < 0 || l.spec.dims[d].axes[k] >= max_rank)
+        throw error("spec entry " + std::to_string(d) + " names mesh axis " + std::to_string(l.spec.dims[d].axes[k]) +
+                    ", outside 0..max_rank-1");
+  }
+  if (l.spec.rank != l.shape.rank)
+    throw error("spec '" + l.spec.to_string() + "' has " + std::to_string(l.spec.rank) + " entries but shape '" +
+                l.shape.to_string() + "' has " + std::to_string(l.shape.rank) + " dims; give one R or S per dim");
+  if (l.spec.max_axis() >= l.mesh.rank)
+    throw error("spec '" + l.spec.to_string() + "' uses mesh axis " + std::to_string(l.spec.max_axis()) +
+                " but mesh '" + l.mesh.to_string() + "' has only " + std::to_string(l.mesh.rank) + " axes");
+  if (const char* problem = detail::check_spec(l.spec))
+    throw error("spec '" + l.spec.to_string() + "': " + problem);
+}
+
+/// A tensor of shape `Shape` laid over mesh `Mesh` by spec `Spec`. Each of the three may be static
+/// or dynamic; whatever can be checked at compile time is.
+template <mesh_like Mesh, spec_like Spec, extents_like Shape>
+class layout {
+  static constexpr bool spec_and_mesh_static = Spec::is_static() && detail::has_static_rank<Mesh>;
+  static constexpr bool spec_and_shape_static = Spec::is_static() && detail::has_static_rank<Shape>;
+  static_assert(!spec_and_mesh_static || [] {
+    if constexpr (spec_and_mesh_static) return Spec::max_axis() < Mesh::rank();
+    else return true;
+  }(), "The spec shards over a mesh axis that the mesh does not have: every axis in S<...> must be less than the mesh rank.");
+  static_assert(!spec_and_shape_static || [] {
+    if constexpr (spec_and_shape_static) return Spec::rank() == Shape::rank();
+    else return true;
+  }(), "The spec's number of entries differs from the tensor's rank: give exactly one R or S<...> per tensor dim.");
+
+ public:
+  using mesh_type = Mesh;
+  using spec_type = Spec;
+  using shape_type = Shape;
+
+  constexpr layout() requires(std::is_default_constructible_v<Mesh> && Spec::is_static() &&
+                              std::is_default_constructible_v<Shape>) = default;
+  constexpr layout(Mesh m, Spec s, Shape t) : mesh_(m), spec_(s), shape_(t) { validate(value()); }
+
+  constexpr const Mesh& mesh() const noexcept { return mesh_; }
+  constexpr const Spec& spec() const noexcept { return spec_; }
+  constexpr const Shape& shape() const noexcept { return shape_; }
+  constexpr layout_value value() const noexcept { return {to_value(mesh_), spec_.value(), to_value(shape_)}; }
+  constexpr box tile(index_t device) const noexcept { return value().tile(device); }
+
+ private:
+  [[no_unique_address]] Mesh mesh_{};
+  [[no_unique_address]] Spec spec_{};
+  [[no_unique_address]] Shape shape_{};
+};
+
+template <class M, class Sp, class Sh>
+layout(M, Sp, Sh) -> layout<M, Sp, Sh>;
+
+/// The fully run-time layout type, as the command-line tools build it.
+using dynamic_layout = layout<dynamic_mesh, dynamic_spec, dynamic_shape>;
+
+template <class L>
+concept layout_like = requires(const L& l) {
+  { l.value() } -> std::convertible_to<layout_value>;
+};
+
+}  // namespace meshcast

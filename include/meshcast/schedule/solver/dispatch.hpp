@@ -1,0 +1,89 @@
+// Dispatching: the ops of chosen options re-sequenced one op at a time rather than one unit at a
+// time. A unit-by-unit list places all of a unit's messages together, so a sender's messages to
+// several hosts queue behind each other's receivers (a convoy): on a batch of point-to-point
+// bundles the list ended 3-7% above the optimum branch_and_bound proves. Here the op that can
+// start earliest goes next (ties: the one whose busiest NIC direction has the most work left,
+// then the longest), each after the op it waits for. Starts never decrease, so no gap the ordered
+// model could fill is left behind, and the ordered model run over the result in its order gives
+// exactly these times.
+#pragma once
+
+#include <algorithm>
+#include <queue>
+#include <tuple>
+#include <vector>
+
+#include "../instance.hpp"
+#include "../../model/ordered_engine.hpp"
+
+namespace meshcast {
+
+/// The ops of option `choice[u]` of every unit, re-sequenced (see the file comment), with their
+/// times set; `*makespan` gets the makespan. `order` only breaks the remaining ties. Each op is
+/// looked at again whenever what it waits for moved on, which costs about the sum over NIC
+/// directions of the square of their op counts: where that estimate passes `max_looks`, or the
+/// looks do, it returns nothing (a count, not a time, so the answer is the same on any machine).
+inline std::vector<op> dispatch(const instance& in, const std::vector<std::size_t>& order,
+                                const std::vector<std::size_t>& choice, double* makespan,
+                                std::size_t max_looks = std::size_t{1} << 22) {
+  const resource_space& rs = in.resources;
+  std::vector<op> ops;
+  std::vector<std::size_t> first(in.units.size(), 0);  // where each unit's ops start in `ops`
+  for (std::size_t u : order) {
+    first[u] = ops.size();
+    for (const op& o : in.units[u].options[choice[u]].ops) ops.push_back(o);
+  }
+  const std::size_t n = ops.size();
+  std::vector<std::vector<std::size_t>> dependents(n);
+  std::vector<double> ready(n, 0.0);
+  std::vector<char> waiting(n, 0);
+  std::vector<double> left(static_cast<std::size_t>(rs.size()), 0.0);  // work not yet placed, per NIC direction
+  for (std::size_t u : order)
+    for (std::size_t j = 0; j < in.units[u].options[choice[u]].ops.size(); ++j) {
+      const std::size_t i = first[u] + j;
+      if (ops[i].after >= 0) dependents[first[u] + static_cast<std::size_t>(ops[i].after)].push_back(i), waiting[i] = 1;
+      for (std::size_t k = 0; k < ops[i].resources.size(); ++k)
+        if (rs.is_port(ops[i].resources[k])) left[static_cast<std::size_t>(ops[i].resources[k])] += ops[i].held_for(k);
+    }
+  std::vector<std::size_t> count(static_cast<std::size_t>(rs.size()), 0);
+  for (const op& o : ops)
+    for (int r : o.resources)
+      if (rs.is_port(r)) ++count[static_cast<std::size_t>(r)];
+  std::size_t estimate = n;
+  for (std::size_t k : count) estimate += k * k;
+  if (estimate > max_looks) return {};
+  auto urgency = [&](std::size_t i) {
+    double most = 0;
+    for (int r : ops[i].resources)
+      if (rs.is_port(r)) most = std::max(most, left[static_cast<std::size_t>(r)]);
+    return most;
+  };
+  resource_clock clock(rs.size());
+  using entry = std::tuple<double, double, double, std::size_t>;  // start, -urgency, -duration, op
+  std::priority_queue<entry, std::vector<entry>, std::greater<entry>> heap;
+  auto push = [&](std::size_t i) { heap.push({clock.earliest_start(ops[i], ready[i]), -urgency(i), -ops[i].duration, i}); };
+  for (std::size_t i = 0; i < n; ++i)
+    if (!waiting[i]) push(i);
+  std::vector<op> out;
+  out.reserve(n);
+  std::size_t looks = 0;
+  while (!heap.empty()) {
+    const auto [start, urgent, longest, i] = heap.top();
+    heap.pop();
+    if (++looks > 2 * max_looks) return {};
+    // Starts only grow as resources fill: an entry whose op can no longer start then goes back.
+    if (clock.earliest_start(ops[i], ready[i]) > start) {
+      push(i);
+      continue;
+    }
+    clock.place(ops[i], ready[i]);
+    for (std::size_t k = 0; k < ops[i].resources.size(); ++k)
+      if (rs.is_port(ops[i].resources[k])) left[static_cast<std::size_t>(ops[i].resources[k])] -= ops[i].held_for(k);
+    for (std::size_t d : dependents[i]) ready[d] = std::max(ready[d], ops[i].end), push(d);
+    out.push_back(std::move(ops[i]));
+  }
+  if (makespan) *makespan = clock.makespan();
+  return out;
+}
+
+}  // namespace meshcast

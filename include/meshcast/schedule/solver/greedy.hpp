@@ -1,0 +1,333 @@
+// greedy: list scheduling in the ordered model. Each unit takes, unless told otherwise, the
+// option (sender) that finishes it earliest given what is already placed. Orders tried:
+// (a) first-fit rounds: a unit goes to the first round where none of its NIC ports is taken yet;
+// (b) the unit that can finish earliest next (small instances: it re-evaluates units as resources
+//     fill up); (c) longest first; (d) longest first with senders fixed beforehand to balance the
+//     sender ports; (e) senders from the egress bound's optimal flow (rounded by quotas), units in
+//     the Koenig colour classes of the (sender port, receiving port) multigraph.
+// A local search then moves units earlier, or gives one another sender, while that does not
+// lengthen the schedule. Last, the chosen options are dispatched op by op (solver/dispatch.hpp),
+// kept where that ends sooner than the list.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <numeric>
+#include <queue>
+#include <tuple>
+#include <random>
+#include <vector>
+
+#include "../../core/detail/deadline.hpp"
+#include "../../core/detail/edge_colour.hpp"
+#include "../../model/ordered_engine.hpp"
+#include "../senders.hpp"
+#include "dispatch.hpp"
+#include "../solver.hpp"
+
+namespace meshcast {
+
+struct greedy {
+  static constexpr std::string_view name = "greedy";
+  /// The local search's work, in op placements (a list schedule places every op once): a count,
+  /// not a time, so that the answer is the same however loaded the machine is. It makes at least
+  /// 8 and at most 4096 moves, and stops after `search_patience` moves in a row that shorten
+  /// nothing (on a whole model's batch it rarely finds anything: the list is within a percent of
+  /// the bound).
+  std::size_t search_placements = std::size_t{1} << 19;
+  std::size_t search_patience = 32;
+  /// Time after which the local search stops whatever is left of its work (counted from the
+  /// start, construction included; 0: no local search).
+  double search_limit_s = 0.25;
+  /// Largest instance (in units) for the earliest-finish order, whose cost grows faster than linearly.
+  std::size_t earliest_finish_limit = 256;
+
+  const char* supports(const instance&) const { return nullptr; }
+
+  solver_result solve(const instance& in, const solver_options& options) const {
+    solver_result r;
+    outcome best = search(in, options);
+    // The same choices, op by op (solver/dispatch.hpp), where that ends sooner.
+    double dispatched = best.makespan;
+    std::vector<op> ops = dispatch(in, best.order, best.choice, &dispatched);
+    r.ops = !ops.empty() && dispatched < best.makespan * (1 - 1e-12) ? std::move(ops) : ops_of(in, best.order, best.choice);
+    return r;
+  }
+
+  /// The best list found: unit order, option of each unit, and its makespan.
+  struct outcome {
+    std::vector<std::size_t> order, choice;
+    std::vector<int> forced;  ///< option imposed on a unit (-1: the list picks it)
+    double makespan = 0;
+  };
+
+  outcome search(const instance& in, const solver_options& options) const {
+    const auto begin = std::chrono::steady_clock::now();
+    // Everything, constructions included, stops at the time limit; the plain list (units in plan
+    // order, each with its earliest-finishing sender) is the answer if nothing else fits in it.
+    const detail::deadline stop(options.time_limit_s);
+    const double limit = std::min(options.time_limit_s, search_limit_s);
+    std::vector<double> weight(in.units.size(), 0.0);
+    for (std::size_t u = 0; u < in.units.size(); ++u)
+      for (const option& o : in.units[u].options) {
+        double w = 0;
+        for (const op& x : o.ops) w += x.duration;
+        weight[u] = std::max(weight[u], w);
+      }
+    outcome best;
+    best.order.resize(in.units.size());
+    std::iota(best.order.begin(), best.order.end(), 0);
+    best.makespan = list_schedule(in, best.order, &best.choice);
+    outcome trial;
+    auto consider = [&](std::vector<std::size_t> order, std::vector<int> forced) {
+      if (order.empty() && !in.units.empty()) return;  // the construction ran out of time
+      trial.order = std::move(order);
+      trial.forced = std::move(forced);
+      trial.makespan = list_schedule(in, trial.order, &trial.choice, trial.forced.empty() ? nullptr : &trial.forced);
+      if (trial.makespan < best.makespan) std::swap(best, trial);
+    };
+    if (!stop.expired()) consider(round_order(in, weight, stop), {});
+    if (in.units.size() <= earliest_finish_limit && !stop.expired()) consider(earliest_finish_order(in, weight), {});
+    std::vector<std::size_t> lpt(in.units.size());
+    std::iota(lpt.begin(), lpt.end(), 0);
+    std::stable_sort(lpt.begin(), lpt.end(), [&](std::size_t a, std::size_t b) { return weight[a] > weight[b]; });
+    const bool large = in.units.size() > earliest_finish_limit * 8;
+    if (!large) {
+      // (c) longest first; (d) senders chosen first to balance the sender ports, then longest first.
+      // On large instances (a) and (e) do their job at a lower cost.
+      if (!stop.expired()) consider(lpt, {});
+      if (!stop.expired()) consider(lpt, balanced_senders(in, lpt));
+    }
+    // (e) senders from the egress bound's optimal flow, then the units as the edges of a bipartite
+    // multigraph (sender port, receiving port) in Koenig colour classes.
+    if (!stop.expired()) {
+      std::vector<int> forced = quota_senders(in, lpt);
+      for (std::size_t u = 0; u < in.units.size(); ++u)
+        if (!in.units[u].has_choice()) forced[u] = -1;
+      if (!stop.expired())
+        if (std::vector<std::size_t> rounds = colour_order(in, forced, weight, stop); !rounds.empty())
+          consider(std::move(rounds), std::move(forced));
+    }
+    if (best.forced.empty()) best.forced.assign(in.units.size(), -1);
+    // Local search: move a unit earlier, or impose another sender on one.
+    std::mt19937_64 rng(options.seed);
+    std::vector<std::size_t> with_choice;
+    for (std::size_t u = 0; u < in.units.size(); ++u)
+      if (in.units[u].has_choice()) with_choice.push_back(u);
+    // A move costs one list schedule.
+    std::size_t placed = 1;
+    for (std::size_t u = 0; u < in.units.size(); ++u) placed += in.units[u].options[best.choice[u]].ops.size();
+    const std::size_t moves = std::clamp<std::size_t>(search_placements / placed, 8, 4096);
+    std::size_t stale = 0;
+    for (std::size_t it = 0; it < moves && best.order.size() > 1 && limit > 0 && stale < search_patience; ++it) {
+      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() > limit) break;
+      trial.order = best.order;
+      trial.forced = best.forced;
+      if (!with_choice.empty() && (it & 1)) {
+        std::size_t u = with_choice[rng() % with_choice.size()];
+        for (std::size_t v = 0; v < in.units.size(); ++v)
+          if (trial.forced[v] < 0) trial.forced[v] = static_cast<int>(best.choice[v]);
+        trial.forced[u] = static_cast<int>(rng() % in.units[u].options.size());
+      } else {
+        std::size_t i = rng() % trial.order.size(), j = rng() % trial.order.size();
+        if (i == j) continue;
+        if (i > j) std::swap(i, j);
+        std::rotate(trial.order.begin() + i, trial.order.begin() + j, trial.order.begin() + j + 1);  // j before i
+      }
+      trial.makespan = list_schedule(in, trial.order, &trial.choice, &trial.forced);
+      stale = trial.makespan < best.makespan ? 0 : stale + 1;
+      if (trial.makespan <= best.makespan) std::swap(best, trial);
+    }
+    return best;
+  }
+
+  /// Places the units in the given order, each with its earliest-finishing option; returns the
+  /// makespan and, with `choice`, the option taken by every unit.
+  static double list_schedule(const instance& in, const std::vector<std::size_t>& order,
+                              std::vector<std::size_t>* choice = nullptr, const std::vector<int>* forced = nullptr) {
+    if (choice) choice->assign(in.units.size(), 0);
+    resource_clock clock(in.resources.size());
+    trial_clock trial(in.resources.size());
+    for (std::size_t u : order) {
+      const unit& un = in.units[u];
+      std::size_t best = forced && (*forced)[u] >= 0 ? static_cast<std::size_t>((*forced)[u])
+                                                     : best_option(in, un, clock, trial);
+      if (choice) (*choice)[u] = best;
+      clock.place_option(un.options[best].ops);
+    }
+    return clock.makespan();
+  }
+
+  /// The ops of a list schedule, in issue order.
+  static std::vector<op> ops_of(const instance& in, const std::vector<std::size_t>& order,
+                                const std::vector<std::size_t>& choice) {
+    std::vector<op> out;
+    std::size_t n = 0;
+    for (std::size_t u : order) n += in.units[u].options[choice[u]].ops.size();
+    out.reserve(n);
+    for (std::size_t u : order) detail::emit(in, u, choice[u], out);
+    return out;
+  }
+
+ private:
+  // When every unit (with its forced option) crosses exactly one egress and one ingress port, the
+  // units are edges of a bipartite multigraph; its Koenig colouring gives rounds with no port
+  // twice. Returns the units by round (longest first within one), or nothing if it does not apply.
+  static std::vector<std::size_t> colour_order(const instance& in, const std::vector<int>& forced,
+                                               const std::vector<double>& weight, const detail::deadline& stop) {
+    const resource_space& rs = in.resources;
+    std::vector<std::pair<int, int>> ends;
+    std::vector<std::size_t> nic_units, local_units;
+    for (std::size_t u = 0; u < in.units.size(); ++u) {
+      const option& o = in.units[u].options[forced[u] >= 0 ? forced[u] : 0];
+      int out = -1, into = -1;
+      for (const op& x : o.ops)
+        for (int r : x.resources) {
+          if (r < rs.ports) {
+            if (out >= 0 && out != r) return {};
+            out = r;
+          } else if (r < 2 * rs.ports) {
+            if (into >= 0 && into != r) return {};
+            into = r;
+          }
+        }
+      if (out < 0 && into < 0) {
+        local_units.push_back(u);
+        continue;
+      }
+      if (out < 0 || into < 0) return {};
+      ends.push_back({out, into});
+      nic_units.push_back(u);
+    }
+    std::vector<int> degree(static_cast<std::size_t>(2 * rs.ports), 0);
+    for (auto [a, b] : ends) ++degree[a], ++degree[b];
+    const int colours = ends.empty() ? 0 : *std::max_element(degree.begin(), degree.end());
+    std::vector<int> colour = detail::edge_colour(ends, 2 * rs.ports, colours, &stop);
+    if (colour.empty()) return {};
+    std::vector<std::size_t> order = local_units;
+    std::vector<std::size_t> by(nic_units.size());
+    std::iota(by.begin(), by.end(), 0);
+    std::stable_sort(by.begin(), by.end(), [&](std::size_t a, std::size_t b) {
+      return colour[a] != colour[b] ? colour[a] < colour[b] : weight[nic_units[a]] > weight[nic_units[b]];
+    });
+    for (std::size_t i : by) order.push_back(nic_units[i]);
+    return order;
+  }
+
+  // Each unit, longest first, takes the sender whose port would then carry the least time.
+  static std::vector<int> balanced_senders(const instance& in, const std::vector<std::size_t>& longest_first) {
+    std::vector<double> load(static_cast<std::size_t>(in.resources.size()), 0.0);
+    std::vector<int> forced(in.units.size(), -1);
+    for (std::size_t u : longest_first) {
+      const unit& un = in.units[u];
+      if (!un.has_choice()) continue;
+      int best = 0;
+      double best_load = std::numeric_limits<double>::infinity();
+      for (std::size_t k = 0; k < un.options.size(); ++k) {
+        double peak = 0;
+        for (const op& x : un.options[k].ops)
+          for (std::size_t j = 0; j < x.resources.size(); ++j)
+            if (in.resources.is_port(x.resources[j])) peak = std::max(peak, load[x.resources[j]] + x.held_for(j));
+        if (peak < best_load) best_load = peak, best = static_cast<int>(k);
+      }
+      forced[u] = best;
+      for (const op& x : un.options[best].ops)
+        for (std::size_t j = 0; j < x.resources.size(); ++j)
+          if (in.resources.is_port(x.resources[j])) load[x.resources[j]] += x.held_for(j);
+    }
+    return forced;
+  }
+
+  // First-fit rounds: a unit (with the sender whose port is free earliest among the rounds) takes
+  // the first round where none of its ports is used; units are then sorted by round, longest first.
+  static std::vector<std::size_t> round_order(const instance& in, const std::vector<double>& weight,
+                                              const detail::deadline& stop) {
+    const resource_space& rs = in.resources;
+    std::vector<std::vector<char>> used(static_cast<std::size_t>(2 * rs.ports));
+    auto taken = [&](int port, std::size_t r) { return r < used[port].size() && used[port][r]; };
+    std::vector<std::size_t> by_weight(in.units.size());
+    std::iota(by_weight.begin(), by_weight.end(), 0);
+    std::stable_sort(by_weight.begin(), by_weight.end(), [&](std::size_t a, std::size_t b) { return weight[a] > weight[b]; });
+    std::vector<std::size_t> round(in.units.size(), 0);
+    // Every round below lowest_free[port] is taken on that port: a unit's search starts at the
+    // largest of its ports' (without it, units that all share a port cost quadratic time).
+    std::vector<std::size_t> lowest_free(used.size(), 0);
+    std::vector<int> ports;
+    std::size_t done = 0;
+    for (std::size_t u : by_weight) {
+      if ((++done & 255) == 0 && stop.expired()) return {};
+      std::size_t best_round = std::numeric_limits<std::size_t>::max(), best_k = 0;
+      for (std::size_t k = 0; k < in.units[u].options.size(); ++k) {
+        ports.clear();
+        for (const op& x : in.units[u].options[k].ops)
+          for (int r : x.resources)
+            if (rs.is_port(r) && std::find(ports.begin(), ports.end(), r) == ports.end()) ports.push_back(r);
+        std::size_t r = 0;
+        for (int p : ports) r = std::max(r, lowest_free[p]);
+        while (std::any_of(ports.begin(), ports.end(), [&](int p) { return taken(p, r); })) ++r;
+        if (r < best_round) best_round = r, best_k = k;
+      }
+      for (const op& x : in.units[u].options[best_k].ops)
+        for (int r : x.resources)
+          if (rs.is_port(r)) {
+            if (used[r].size() <= best_round) used[r].resize(best_round + 1, 0);
+            used[r][best_round] = 1;
+            while (taken(r, lowest_free[r])) ++lowest_free[r];
+          }
+      round[u] = best_round;
+    }
+    std::vector<std::size_t> order = by_weight;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return round[a] < round[b]; });
+    return order;
+  }
+
+  // The order in which units are met when the one that can finish earliest always goes next.
+  // Finish times only grow as resources fill up, so a stale heap entry is re-evaluated when popped.
+  static std::vector<std::size_t> earliest_finish_order(const instance& in, const std::vector<double>& weight) {
+    resource_clock clock(in.resources.size());
+    trial_clock trial(in.resources.size());
+    auto finish_of = [&](std::size_t u) {
+      double best = std::numeric_limits<double>::infinity();
+      for (const option& o : in.units[u].options) best = std::min(best, trial.finish(o.ops, clock));
+      return best;
+    };
+    using entry = std::tuple<double, double, std::size_t>;  // finish, -weight, unit
+    std::priority_queue<entry, std::vector<entry>, std::greater<entry>> heap;
+    for (std::size_t u = 0; u < in.units.size(); ++u) heap.push({finish_of(u), -weight[u], u});
+    std::vector<std::size_t> order;
+    order.reserve(in.units.size());
+    while (!heap.empty()) {
+      auto [finish, w, u] = heap.top();
+      heap.pop();
+      if (double now = finish_of(u); now > finish + 1e-15) {
+        heap.push({now, w, u});
+        continue;
+      }
+      order.push_back(u);
+      // Place it exactly as list_schedule will.
+      const unit& un = in.units[u];
+      clock.place_option(un.options[best_option(in, un, clock, trial)].ops);
+    }
+    return order;
+  }
+
+  // The option that finishes the unit earliest if placed now; ties go to the sender whose port is
+  // free earliest.
+  static std::size_t best_option(const instance& in, const unit& un, const resource_clock& clock, trial_clock& trial) {
+    std::size_t best = 0;
+    double best_finish = 0, best_tie = 0;
+    for (std::size_t k = 0; k < un.options.size(); ++k) {
+      double finish = trial.finish(un.options[k].ops, clock);
+      double tie = un.options[k].sender >= 0 ? clock.free_at(in.resources.egress(in.net->port_of(un.options[k].sender))) : 0;
+      if (k == 0 || finish < best_finish - 1e-15 || (finish <= best_finish + 1e-15 && tie < best_tie)) {
+        best = k;
+        best_finish = finish;
+        best_tie = tie;
+      }
+    }
+    return best;
+  }
+};
+
+}  // namespace meshcast

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""The layered tree of include/meshcast (docs/layering.md), checked.
+
+1. Every header in a layer folder includes only headers of its own layer or of layers below it,
+   by relative path; never a top-level header (an entry point or a forwarding header).
+   Layers, bottom up: core, layout, plan, model, schedule, exec, api; pipeline and autoshard
+   both sit on api and do not include each other.
+2. include/meshcast itself (and its old subfolders) holds only the public entry points and
+   forwarding headers, each of which includes one header.
+3. No header is longer than 400 lines (single_include/, generated, is not checked).
+4. With --compile CXX [FLAGS...]: every header compiles on its own (g++ -fsyntax-only on a file
+   that includes only it), two at a time.
+
+Usage: check_layers.py INCLUDE_DIR [--compile CXX FLAG...]
+Exit 0 when every check holds; else 1, one line per fault.
+"""
+import concurrent.futures
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+
+LAYERS = ["core", "layout", "plan", "model", "schedule", "exec", "api", "pipeline", "autoshard"]
+RANK = {name: k for k, name in enumerate(LAYERS)}
+RANK["autoshard"] = RANK["pipeline"]  # side by side on top
+ENTRY_POINTS = {"meshcast.hpp", "mpi.hpp", "nccl.hpp", "pipeline.hpp", "autoshard.hpp", "solver/ilp.hpp",
+                "benchmark.hpp"}
+LOCAL = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+MAX_LINES = 400
+# g++: "fatal error: mpi.h: No such file or directory"; clang: "fatal error: 'mpi.h' file not found"
+MISSING = re.compile(r"fatal error: (?:'([^']+)' file not found|([^:]+): No such file or directory)")
+
+
+def layer_of(rel):
+    first = rel.split("/", 1)[0]
+    return first if "/" in rel and first in RANK else None
+
+
+def check_tree(root):
+    faults = []
+    headers = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.hpp"))
+    for rel in headers:
+        path = root / rel
+        lines = path.read_text().splitlines()
+        if len(lines) > MAX_LINES:
+            faults.append(f"{rel}: {len(lines)} lines; a header holds one concept in at most {MAX_LINES}: split it")
+        mine = layer_of(rel)
+        includes = []
+        for number, line in enumerate(lines, 1):
+            m = LOCAL.match(line)
+            if not m:
+                continue
+            target = os.path.normpath(os.path.join(os.path.dirname(rel), m.group(1)))
+            includes.append(target)
+            if not (root / target).is_file():
+                faults.append(f"{rel}:{number}: includes \"{m.group(1)}\", which does not exist")
+                continue
+            if mine is None:
+                continue
+            theirs = layer_of(target)
+            if theirs is None:
+                faults.append(f"{rel}:{number}: a header in {mine}/ includes {target}, a top-level entry point or "
+                              f"forwarding header; include the layered header itself")
+            elif RANK[theirs] > RANK[mine] or (RANK[theirs] == RANK[mine] and theirs != mine):
+                faults.append(f"{rel}:{number}: a header in {mine}/ includes {target} from {theirs}/, "
+                              f"which is not below it (layers bottom up: {', '.join(LAYERS)})")
+        if mine is None and rel not in ENTRY_POINTS:
+            # A forwarding header: one include of a layered header, nothing else but comments.
+            code = [l for l in lines if l.strip() and not l.strip().startswith("//") and l.strip() != "#pragma once"]
+            if len(code) != 1 or not LOCAL.match(code[0]) or layer_of(includes[0] if includes else "") is None:
+                faults.append(f"{rel}: a top-level header that is neither a public entry point nor a forwarding "
+                              f"header (one #include of a layered header): move it into its layer")
+    return headers, faults
+
+
+def compile_alone(root, headers, command):
+    def one(rel):
+        with tempfile.NamedTemporaryFile("w", suffix=".cpp", delete=False) as f:
+            f.write(f"#include <meshcast/{rel}>\n")
+            name = f.name
+        try:
+            r = subprocess.run(command + ["-fsyntax-only", "-I", str(root.parent), name], capture_output=True,
+                               text=True)
+        finally:
+            os.unlink(name)
+        if r.returncode != 0:
+            first = next((l for l in r.stderr.splitlines() if "error" in l), r.stderr.strip()[:300])
+            missing = MISSING.search(first)
+            absent = (missing.group(1) or missing.group(2)) if missing else None
+            if absent and not absent.startswith("meshcast/"):
+                skipped.append(f"{rel} (needs <{absent}>)")
+                return None
+            return f"{rel}: does not compile on its own: {first}"
+        return None
+    skipped = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        faults = [f for f in pool.map(one, headers) if f]
+    for s in skipped:
+        print(f"skipped, a third-party header is missing here: {s}")
+    return faults
+
+
+def main(argv):
+    if len(argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    root = pathlib.Path(argv[1]).resolve()
+    if root.name != "meshcast":
+        root = root / "meshcast"
+    headers, faults = check_tree(root)
+    if "--compile" in argv:
+        command = argv[argv.index("--compile") + 1:]
+        faults += compile_alone(root, headers, command)
+    for f in faults:
+        print(f)
+    layered = sum(1 for h in headers if layer_of(h))
+    print(f"check_layers: {len(headers)} headers ({layered} in layers, {len(headers) - layered} entry points and "
+          f"forwarding headers)" + (", each compiled alone" if "--compile" in argv else "") +
+          (f": {len(faults)} faults" if faults else ": every check holds"))
+    return 1 if faults else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
