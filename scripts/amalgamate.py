@@ -17,6 +17,8 @@ UMBRELLA = "meshcast/meshcast.hpp"
 # code it holds (the layered tree, docs/layering.md; the old paths are forwarding headers there).
 OPTIONAL = {
     "meshcast/solver/ilp.hpp": "meshcast/schedule/solver/ilp.hpp",
+    # The CBC wrapper both integer programs include (the reshard ILP and automatic sharding's).
+    "meshcast/detail/mip.hpp": "meshcast/core/detail/mip.hpp",
     "meshcast/backend/mpi.hpp": "meshcast/exec/backend/mpi.hpp",
     "meshcast/backend/mpi_bounded.hpp": "meshcast/exec/backend/mpi_bounded.hpp",
     "meshcast/backend/nccl.hpp": "meshcast/exec/backend/nccl.hpp",

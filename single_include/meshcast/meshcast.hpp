@@ -104,6 +104,7 @@ inline std::string printable(std::string_view text, std::size_t max_chars = 60) 
 // Checked integer arithmetic: every size that is multiplied, added or converted goes through
 // these, so a value that does not fit is a `meshcast::error` naming it, never a wrapped number.
 
+#include <cmath>
 #include <concepts>
 #include <limits>
 #include <string>
@@ -138,6 +139,29 @@ constexpr To checked_cast(From v, std::string_view what) {
     throw error(std::string(what) + " (" + std::to_string(v) + ") is out of range [" +
                 std::to_string(std::numeric_limits<To>::min()) + ", " + std::to_string(std::numeric_limits<To>::max()) + "]");
   return static_cast<To>(v);
+}
+
+/// a * b for sizes that must be non-negative (element counts, bytes): throws naming `what` and
+/// both operands when one is negative or the product does not fit in index_t.
+inline index_t checked_size_mul(index_t a, index_t b, const std::string& what) {
+  index_t r = 0;
+  if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r))
+    throw error(what + ": size " + std::to_string(a) + " x " + std::to_string(b) + " overflows 64-bit integers");
+  return r;
+}
+/// a + b for sizes that must be non-negative; throws naming `what` and both operands otherwise.
+inline index_t checked_size_add(index_t a, index_t b, const std::string& what) {
+  index_t r = 0;
+  if (a < 0 || b < 0 || __builtin_add_overflow(a, b, &r))
+    throw error(what + ": size " + std::to_string(a) + " + " + std::to_string(b) + " overflows 64-bit integers");
+  return r;
+}
+/// A real that must be finite and at least `lo` (strictly above it when `strict`).
+inline double checked_real(double v, double lo, bool strict, const std::string& what) {
+  if (!std::isfinite(v) || v < lo || (strict && v == lo))
+    throw error(what + " must be a finite number " + (strict ? "above " : "of at least ") + std::to_string(lo) +
+                ", got " + std::to_string(v));
+  return v;
 }
 
 }  // namespace meshcast::detail
@@ -3856,10 +3880,13 @@ struct alpa_least_loaded {
 #include <vector>
 
 // ---- begin meshcast/core/detail/edge_colour.hpp ----
-// Edge colouring of a bipartite multigraph with as many colours as its largest degree (Koenig's
-// theorem), by alternating-path recolouring. Solvers use it to cut transfers into rounds in which
-// no NIC port is used twice.
+// Edge colouring of a multigraph: no two edges of one colour share a vertex. On a bipartite
+// multigraph, as many colours as its largest degree (Koenig's theorem), by alternating-path
+// recolouring; on any other, first fit (at most 2 x degree - 1 colours). Solvers use it to cut
+// transfers into rounds in which no NIC port is used twice, pipeline ordering to group transfers
+// into rounds.
 
+#include <algorithm>
 #include <cstdint>
 #include <unordered_map>
 #include <utility>
@@ -3871,9 +3898,11 @@ namespace meshcast::detail {
 /// Colours the edges `ends` (pairs of vertices in [0, vertices), left and right sides disjoint)
 /// with `colours` >= max degree colours so that no two edges of one colour share a vertex.
 /// Returns the colour of every edge, or nothing if `stop` expires first. Memory is linear in the
-/// edges: the (vertex, colour) table is dense only while that is small.
+/// edges: the (vertex, colour) table is dense only while that is small. Each edge takes, at each
+/// end, the free colour found first: searching on from where that vertex's last search ended, or,
+/// with `lowest_free`, the lowest.
 inline std::vector<int> edge_colour(const std::vector<std::pair<int, int>>& ends, int vertices, int colours,
-                                    const deadline* stop = nullptr) {
+                                    const deadline* stop = nullptr, bool lowest_free = false) {
   std::vector<int> colour(ends.size(), -1);
   if (ends.empty()) return colour;
   const auto cells = static_cast<std::uint64_t>(vertices) * static_cast<std::uint64_t>(colours);
@@ -3894,6 +3923,7 @@ inline std::vector<int> edge_colour(const std::vector<std::pair<int, int>>& ends
   std::vector<int> next_free(static_cast<std::size_t>(vertices), 0);
   auto free_colour = [&](int v) {
     int& c = next_free[v];
+    if (lowest_free) c = 0;
     while (get(v, c) >= 0) c = (c + 1) % colours;
     return c;
   };
@@ -3926,6 +3956,46 @@ inline std::vector<int> edge_colour(const std::vector<std::pair<int, int>>& ends
     colour[e] = a;
     set(u, a, static_cast<int>(e));
     set(v, a, static_cast<int>(e));
+  }
+  return colour;
+}
+
+/// Colours the edges (u, v) of any multigraph on vertices 0..V-1, in the order given: with as
+/// many colours as the largest degree where the graph is bipartite (edge_colour, lowest free
+/// colour first), else first fit.
+inline std::vector<int> edge_colouring(const std::vector<std::pair<int, int>>& ends, int vertices) {
+  std::vector<int> degree(static_cast<std::size_t>(vertices), 0);
+  std::vector<std::vector<int>> adj(static_cast<std::size_t>(vertices));
+  for (const auto& [u, v] : ends) {
+    ++degree[u], ++degree[v];
+    adj[u].push_back(v), adj[v].push_back(u);
+  }
+  const int delta = ends.empty() ? 0 : *std::max_element(degree.begin(), degree.end());
+  // Two-colour the vertices (breadth first) to see whether the graph is bipartite.
+  std::vector<int> side(static_cast<std::size_t>(vertices), -1);
+  bool bipartite = true;
+  std::vector<int> queue;
+  for (int v0 = 0; v0 < vertices && bipartite; ++v0) {
+    if (side[v0] >= 0) continue;
+    side[v0] = 0;
+    queue.assign(1, v0);
+    for (std::size_t k = 0; k < queue.size() && bipartite; ++k)
+      for (int w : adj[queue[k]]) {
+        if (side[w] < 0) side[w] = 1 - side[queue[k]], queue.push_back(w);
+        else if (side[w] == side[queue[k]]) bipartite = false;
+      }
+  }
+  if (bipartite) return edge_colour(ends, vertices, std::max(delta, 1), nullptr, true);
+  const int colours = std::max(1, 2 * delta - 1);
+  std::vector<int> at(static_cast<std::size_t>(vertices) * static_cast<std::size_t>(colours), -1);
+  auto slot = [&](int v, int c) -> int& { return at[static_cast<std::size_t>(v) * colours + c]; };
+  std::vector<int> colour(ends.size(), -1);
+  for (std::size_t i = 0; i < ends.size(); ++i) {
+    const auto [u, v] = ends[i];
+    int c = 0;
+    while (slot(u, c) >= 0 || slot(v, c) >= 0) ++c;
+    colour[i] = c;
+    slot(u, c) = slot(v, c) = static_cast<int>(i);
   }
   return colour;
 }

@@ -10,12 +10,14 @@
 // problem over representatives; `expand` maps its solution back.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "../core/detail/deadline.hpp"
 #include "../core/error.hpp"
 
 namespace meshcast::autoshard {
@@ -165,18 +167,15 @@ class time_limit_reached : public error {
   using error::error;
 };
 
-/// A point in time that searches check against.
-struct deadline {
-  std::chrono::steady_clock::time_point at;
+/// A point in time that searches check against: the library's one deadline
+/// (core/detail/deadline.hpp), with automatic sharding's names. A limit beyond the longest the
+/// library accepts (max_time_limit_s, about 11.6 days) means no limit.
+struct deadline : meshcast::detail::deadline {
   double limit_s = 0;
-  static deadline after(double seconds) {
-    const auto now = std::chrono::steady_clock::now();
-    const double s = std::min(seconds, 1e7);
-    return {now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s)),
-            seconds};
-  }
-  bool passed() const { return std::chrono::steady_clock::now() >= at; }
-  double left_s() const { return std::chrono::duration<double>(at - std::chrono::steady_clock::now()).count(); }
+  deadline(double seconds, double limit) : meshcast::detail::deadline(seconds, "a time limit"), limit_s(limit) {}
+  static deadline after(double seconds) { return {std::clamp(seconds, 0.0, max_time_limit_s), seconds}; }
+  bool passed() const { return expired(); }
+  double left_s() const { return remaining_s(); }
   /// Throws `time_limit_reached` naming `doing` once the deadline has passed.
   void check(const char* doing) const {
     if (passed())

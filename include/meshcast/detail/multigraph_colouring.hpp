@@ -1,5 +1,5 @@
-// Forwarding header: this header moved to <meshcast/core/detail/multigraph_colouring.hpp> (the layered tree,
-// docs/layering.md). It stays for one release; include the new path.
+// Forwarding header: edge_colouring now lives in <meshcast/core/detail/edge_colour.hpp>, beside
+// edge_colour, which it uses (the layered tree, docs/layering.md). It stays for one release.
 #pragma once
 
-#include "../core/detail/multigraph_colouring.hpp"
+#include "../core/detail/edge_colour.hpp"

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "../core/detail/multigraph_colouring.hpp"
+#include "../core/detail/edge_colour.hpp"
 #include "detail/phases.hpp"
 #include "policy.hpp"
 

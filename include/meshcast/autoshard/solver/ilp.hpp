@@ -16,16 +16,11 @@
 // Needs CBC (Debian: coinor-libcbc-dev; link with `pkg-config --libs cbc`).
 #pragma once
 
-#if !__has_include(<coin/Cbc_C_Interface.h>)
-#error "meshcast/autoshard/solver/ilp.hpp needs COIN-OR CBC's C interface (Debian package coinor-libcbc-dev)."
-#endif
-
-#include <coin/Cbc_C_Interface.h>
-
 #include <algorithm>
 #include <memory>
 #include <numeric>
 
+#include "../../core/detail/mip.hpp"
 #include "../solver.hpp"
 #include "greedy.hpp"
 
@@ -84,36 +79,31 @@ struct ilp {
       else if (fv) for (int i = 0; i < p.choices(x.u); ++i) unary[x.u][i] += p.edge_cost(x, i, 0);
       else live_edges.push_back(static_cast<int>(e));
     }
-    std::vector<double> lb, ub, obj;
-    auto column = [&](double lo, double hi, double c) {
-      lb.push_back(lo), ub.push_back(hi), obj.push_back(c);
-      return static_cast<int>(lb.size()) - 1;
-    };
+    meshcast::detail::mip program;
+    auto column = [&](double lo, double hi, double c) { return program.add_column(lo, hi, c); };
     std::vector<int> s_first(static_cast<std::size_t>(n));
     for (int v = 0; v < n; ++v) {
-      s_first[v] = static_cast<int>(lb.size());
+      s_first[v] = program.columns();
       for (int i = 0; i < p.choices(v); ++i) {
         const bool possible = unary[v][i] < infinite_cost;
         column(0, possible ? 1 : 0, possible ? unary[v][i] * scale : 0);
       }
     }
-    const int binaries = static_cast<int>(lb.size());
+    const int binaries = program.columns();
     std::vector<int> e_first;
     for (int e : live_edges) {
       const auto& x = p.edges[e];
-      e_first.push_back(static_cast<int>(lb.size()));
+      e_first.push_back(program.columns());
       for (double c : x.cost) {
         const bool possible = c < infinite_cost;
         column(0, possible ? 1 : 0, possible ? c * scale : 0);
       }
     }
-    // Rows as (column, value) lists, turned into compressed columns.
-    std::vector<std::vector<std::pair<int, double>>> rows;
-    std::vector<double> row_lo, row_hi;
+    // Rows as (column, value) lists.
     for (int v = 0; v < n; ++v) {
       std::vector<std::pair<int, double>> one;
       for (int i = 0; i < p.choices(v); ++i) one.push_back({s_first[v] + i, 1});
-      rows.push_back(std::move(one)), row_lo.push_back(1), row_hi.push_back(1);
+      program.add_row(std::move(one), 1, 1);
     }
     for (std::size_t k = 0; k < live_edges.size(); ++k) {
       limit.check("building the integer program");
@@ -122,45 +112,24 @@ struct ilp {
       for (int i = 0; i < ku; ++i) {
         std::vector<std::pair<int, double>> row{{s_first[x.u] + i, -1}};
         for (int j = 0; j < kv; ++j) row.push_back({e_first[k] + i * kv + j, 1});
-        rows.push_back(std::move(row)), row_lo.push_back(0), row_hi.push_back(0);
+        program.add_row(std::move(row), 0, 0);
       }
       for (int j = 0; j < kv; ++j) {
         std::vector<std::pair<int, double>> row{{s_first[x.v] + j, -1}};
         for (int i = 0; i < ku; ++i) row.push_back({e_first[k] + i * kv + j, 1});
-        rows.push_back(std::move(row)), row_lo.push_back(0), row_hi.push_back(0);
+        program.add_row(std::move(row), 0, 0);
       }
     }
     if (p.memory_limit < infinite_cost) {
       std::vector<std::pair<int, double>> row;
       for (int v = 0; v < n; ++v)
         for (int i = 0; i < p.choices(v); ++i) row.push_back({s_first[v] + i, p.memory[v][i]});
-      rows.push_back(std::move(row)), row_lo.push_back(-1e30), row_hi.push_back(p.memory_limit);
+      program.add_row(std::move(row), -1e30, p.memory_limit);
     }
-    const int columns = static_cast<int>(lb.size());
-    std::vector<std::vector<std::pair<int, double>>> by_column(static_cast<std::size_t>(columns));
-    for (std::size_t i = 0; i < rows.size(); ++i)
-      for (auto [c, v] : rows[i]) by_column[c].push_back({static_cast<int>(i), v});
-    std::vector<CoinBigIndex> starts{0};
-    std::vector<int> index;
-    std::vector<double> value;
-    for (const auto& col : by_column) {
-      for (auto [row, v] : col) index.push_back(row), value.push_back(v);
-      starts.push_back(static_cast<CoinBigIndex>(index.size()));
-    }
+    const int columns = program.columns();
     r.variables = static_cast<std::size_t>(columns);
-    r.constraints = rows.size();
-    r.nonzeros = index.size();
-
-    std::unique_ptr<Cbc_Model, void (*)(Cbc_Model*)> model(Cbc_newModel(), Cbc_deleteModel);
-    Cbc_loadProblem(model.get(), columns, static_cast<int>(rows.size()), starts.data(), index.data(), value.data(),
-                    lb.data(), ub.data(), obj.data(), row_lo.data(), row_hi.data());
-    for (int c = 0; c < binaries; ++c) Cbc_setInteger(model.get(), c);
-    Cbc_setLogLevel(model.get(), 0);
-    // CBC 2.10.8's preprocessing can crash in its post-processing on some models: off.
-    Cbc_setParameter(model.get(), "preprocess", "off");
-    Cbc_setParameter(model.get(), "timeMode", "elapsed");  // the limit is wall-clock time, not CPU time
-    Cbc_setAllowableGap(model.get(), 1e-6);
-    Cbc_setAllowableFractionGap(model.get(), 1e-9);
+    r.constraints = program.rows();
+    r.nonzeros = program.nonzeros();
     const double left = limit.left_s();
     if (left <= 0) {
       if (!have_start) throw time_limit_reached("time limit reached before the integer program ran");
@@ -168,26 +137,26 @@ struct ilp {
       r.note = "time limit reached before CBC ran: greedy answer";
       return r;
     }
-    Cbc_setMaximumSeconds(model.get(), std::max(left, 0.01));
+    std::vector<double> initial;
     if (have_start && p.fits(start) && p.objective(start) < infinite_cost) {
-      std::vector<double> initial(static_cast<std::size_t>(columns), 0.0);
+      initial.assign(static_cast<std::size_t>(columns), 0.0);
       for (int v = 0; v < n; ++v) initial[s_first[v] + start[v]] = 1;
       for (std::size_t k = 0; k < live_edges.size(); ++k) {
         const auto& x = p.edges[live_edges[k]];
         initial[e_first[k] + start[x.u] * p.choices(x.v) + start[x.v]] = 1;
       }
-      std::vector<int> all(static_cast<std::size_t>(columns));
-      std::iota(all.begin(), all.end(), 0);
-      Cbc_setMIPStartI(model.get(), columns, all.data(), initial.data());
     }
-    Cbc_solve(model.get());
-    if (Cbc_isProvenInfeasible(model.get()))
+    // The s columns are binaries; the e columns are continuous (integral on integer s).
+    const meshcast::detail::mip::answer answer =
+        program.solve({.seconds = left, .integer_from = 0, .integer_to = binaries, .absolute_gap = 1e-6, .relative_gap = 1e-9,
+                       .start = initial.empty() ? nullptr : &initial});
+    if (answer.proven_infeasible)
       throw error("no assignment satisfies the fixed specs and the memory limit of " +
                   std::to_string(p.memory_limit) + " bytes per device (proven by the integer program)");
     r.choice = start;
     bool have = have_start;
-    if (Cbc_numberSavedSolutions(model.get()) > 0 || Cbc_isProvenOptimal(model.get())) {
-      const double* sol = Cbc_getColSolution(model.get());
+    if (!answer.values.empty()) {
+      const double* sol = answer.values.data();
       std::vector<int> found(static_cast<std::size_t>(n), -1);
       for (int v = 0; v < n; ++v) {
         double best = -1;
@@ -201,8 +170,8 @@ struct ilp {
     }
     if (!have)
       throw time_limit_reached("the integer program found no assignment within the memory limit in time");
-    r.proven_optimal = Cbc_isProvenOptimal(model.get()) != 0;
-    if (r.proven_optimal) r.bound = std::max(0.0, Cbc_getBestPossibleObjValue(model.get()) / scale);
+    r.proven_optimal = answer.proven_optimal;
+    if (r.proven_optimal) r.bound = std::max(0.0, answer.best_bound / scale);
     if (!r.proven_optimal) r.note = "CBC stopped at the time limit";
     return r;
   }

@@ -2,6 +2,7 @@
 // these, so a value that does not fit is a `meshcast::error` naming it, never a wrapped number.
 #pragma once
 
+#include <cmath>
 #include <concepts>
 #include <limits>
 #include <string>
@@ -38,6 +39,29 @@ constexpr To checked_cast(From v, std::string_view what) {
     throw error(std::string(what) + " (" + std::to_string(v) + ") is out of range [" +
                 std::to_string(std::numeric_limits<To>::min()) + ", " + std::to_string(std::numeric_limits<To>::max()) + "]");
   return static_cast<To>(v);
+}
+
+/// a * b for sizes that must be non-negative (element counts, bytes): throws naming `what` and
+/// both operands when one is negative or the product does not fit in index_t.
+inline index_t checked_size_mul(index_t a, index_t b, const std::string& what) {
+  index_t r = 0;
+  if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r))
+    throw error(what + ": size " + std::to_string(a) + " x " + std::to_string(b) + " overflows 64-bit integers");
+  return r;
+}
+/// a + b for sizes that must be non-negative; throws naming `what` and both operands otherwise.
+inline index_t checked_size_add(index_t a, index_t b, const std::string& what) {
+  index_t r = 0;
+  if (a < 0 || b < 0 || __builtin_add_overflow(a, b, &r))
+    throw error(what + ": size " + std::to_string(a) + " + " + std::to_string(b) + " overflows 64-bit integers");
+  return r;
+}
+/// A real that must be finite and at least `lo` (strictly above it when `strict`).
+inline double checked_real(double v, double lo, bool strict, const std::string& what) {
+  if (!std::isfinite(v) || v < lo || (strict && v == lo))
+    throw error(what + " must be a finite number " + (strict ? "above " : "of at least ") + std::to_string(lo) +
+                ", got " + std::to_string(v));
+  return v;
 }
 
 }  // namespace meshcast::detail

@@ -13,11 +13,7 @@
 // Needs CBC (Debian: coinor-libcbc-dev; link with `pkg-config --libs cbc`).
 #pragma once
 
-#if !__has_include(<coin/Cbc_C_Interface.h>)
-#error "meshcast/solver/ilp.hpp needs COIN-OR CBC's C interface (Debian package coinor-libcbc-dev)."
-#endif
 
-#include <coin/Cbc_C_Interface.h>
 
 #include <algorithm>
 #include <cmath>
@@ -26,6 +22,7 @@
 #include <vector>
 
 #include "../../core/detail/deadline.hpp"
+#include "../../core/detail/mip.hpp"
 #include "../../model/ordered_engine.hpp"
 #include "../solver.hpp"
 #include "../solvers.hpp"
@@ -118,11 +115,8 @@ struct ilp {
     };
     std::vector<std::vector<int>> y(in.units.size());
     std::vector<std::vector<std::vector<column_set>>> x(in.units.size());
-    std::vector<double> lb, ub, obj;
-    auto add_column = [&](double lo, double hi, double cost) {
-      lb.push_back(lo), ub.push_back(hi), obj.push_back(cost);
-      return static_cast<int>(lb.size()) - 1;
-    };
+    detail::mip program;
+    auto add_column = [&](double lo, double hi, double cost) { return program.add_column(lo, hi, cost); };
     const int c = add_column(0, horizon, 1);
     for (std::size_t u = 0; u < in.units.size(); ++u) {
       const unit& un = in.units[u];
@@ -131,20 +125,15 @@ struct ilp {
         y[u].push_back(add_column(un.options.size() == 1 ? 1 : 0, 1, 0));
         for (const op& o : un.options[k].ops) {
           int n = horizon - slots(o.duration) + 1;
-          column_set cs{static_cast<int>(lb.size()), std::max(n, 0)};
+          column_set cs{program.columns(), std::max(n, 0)};
           for (int t = 0; t < cs.count; ++t) add_column(0, 1, 0);
           x[u][k].push_back(cs);
         }
       }
     }
-    const int columns = static_cast<int>(lb.size());
-    // Rows, built as lists then turned into compressed columns.
-    std::vector<std::vector<std::pair<int, double>>> rows;
-    std::vector<double> row_lo, row_hi;
-    auto add_row = [&](std::vector<std::pair<int, double>> r, double lo, double hi) {
-      rows.push_back(std::move(r)), row_lo.push_back(lo), row_hi.push_back(hi);
-    };
-    const double inf = 1e30;
+    const int columns = program.columns();
+    auto add_row = [&](detail::mip::row r, double lo, double hi) { program.add_row(std::move(r), lo, hi); };
+    const double inf = detail::mip::infinity;
     // Per resource (dense over the resources any op uses) and slot: the starts that occupy it.
     std::vector<int> dense(static_cast<std::size_t>(in.resources.size()), -1);
     int used_resources = 0;
@@ -208,27 +197,7 @@ struct ilp {
       for (auto& r : per_slot)
         if (r.size() > 1) add_row(std::move(r), -inf, 1);
 
-    std::vector<std::vector<std::pair<int, double>>> by_column(static_cast<std::size_t>(columns));
-    for (std::size_t i = 0; i < rows.size(); ++i)
-      for (auto [col, v] : rows[i]) by_column[col].push_back({static_cast<int>(i), v});
-    std::vector<CoinBigIndex> start{0};
-    std::vector<int> index;
-    std::vector<double> value;
-    for (const auto& col : by_column) {
-      for (auto [row, v] : col) index.push_back(row), value.push_back(v);
-      start.push_back(static_cast<CoinBigIndex>(index.size()));
-    }
-
-    std::unique_ptr<Cbc_Model, void (*)(Cbc_Model*)> model(Cbc_newModel(), Cbc_deleteModel);
-    Cbc_loadProblem(model.get(), columns, static_cast<int>(rows.size()), start.data(), index.data(), value.data(),
-                    lb.data(), ub.data(), obj.data(), row_lo.data(), row_hi.data());
-    for (int col = 1; col < columns; ++col) Cbc_setInteger(model.get(), col);
-    Cbc_setLogLevel(model.get(), 0);
-    // CBC 2.10's preprocessing can crash in its post-processing on these models; the rows are
-    // already tight, so it is switched off.
-    Cbc_setParameter(model.get(), "preprocess", "off");
     if (stop.expired()) return fallback();
-    Cbc_setMaximumSeconds(model.get(), std::max(stop.remaining_s(), 0.01));
 
     // MIP start: the list schedule.
     std::vector<int> start_slot_of;  // flattened per (u, k, j) of the chosen option
@@ -243,13 +212,11 @@ struct ilp {
         for (std::size_t j = 0; j < starts[u].size(); ++j) initial[x[u][k][j].first + starts[u][j]] = 1;
       }
     }
-    std::vector<int> all(static_cast<std::size_t>(columns));
-    std::iota(all.begin(), all.end(), 0);
-    Cbc_setMIPStartI(model.get(), columns, all.data(), initial.data());
-    Cbc_solve(model.get());
-
-    const double* sol = Cbc_getColSolution(model.get());
-    if (!sol || Cbc_numberSavedSolutions(model.get()) < 1) return fallback();
+    // Column 0 is C, continuous; every other column is a binary.
+    const detail::mip::answer answer =
+        program.solve({.seconds = stop.remaining_s(), .integer_from = 1, .start = &initial});
+    if (answer.values.empty() || answer.saved_solutions < 1) return fallback();
+    const double* sol = answer.values.data();
     struct placed {
       int t;
       std::size_t u, k, j;
@@ -279,8 +246,8 @@ struct ilp {
     });
     solver_result r;
     for (const placed& p : chosen) r.ops.push_back(in.units[p.u].options[p.k].ops[p.j]);
-    r.proven_optimal = exact && Cbc_isProvenOptimal(model.get());
-    if (exact) r.bound_s = std::max(0.0, Cbc_getBestPossibleObjValue(model.get())) * delta;
+    r.proven_optimal = exact && answer.proven_optimal;
+    if (exact) r.bound_s = std::max(0.0, answer.best_bound) * delta;
     return r;
   }
 
