@@ -2310,8 +2310,6 @@ struct greedy {
 // Needs CBC (Debian: coinor-libcbc-dev; link with `pkg-config --libs cbc`).
 
 #include <algorithm>
-#include <memory>
-#include <numeric>
 
 #include <meshcast/detail/mip.hpp>
 

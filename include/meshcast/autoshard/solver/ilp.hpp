@@ -17,8 +17,6 @@
 #pragma once
 
 #include <algorithm>
-#include <memory>
-#include <numeric>
 
 #include "../../core/detail/mip.hpp"
 #include "../solver.hpp"

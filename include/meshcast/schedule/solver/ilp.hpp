@@ -17,8 +17,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <memory>
-#include <numeric>
 #include <vector>
 
 #include "../../core/detail/deadline.hpp"
@@ -200,7 +198,6 @@ struct ilp {
     if (stop.expired()) return fallback();
 
     // MIP start: the list schedule.
-    std::vector<int> start_slot_of;  // flattened per (u, k, j) of the chosen option
     std::vector<double> initial(static_cast<std::size_t>(columns), 0.0);
     {
       std::vector<std::vector<int>> starts;
