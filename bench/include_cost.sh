@@ -3,7 +3,9 @@
 # instantiate, no code generation) and of a full -O2 compile, for
 #   a) a file that includes <meshcast/meshcast.hpp> and does nothing,
 #   b) a program that reshards over MPI: the one call of <meshcast/mpi.hpp> where the include dir has
-#      it, else the hand-written plan/solve/share/executor sequence of that version's README.
+#      it, else the hand-written plan/solve/share/executor sequence of that version's README;
+#   c) where the include dir has the compiled mode (core/compiled.hpp), the same program built as
+#      against meshcast::compiled (-DMESHCAST_COMPILED: the headers declare, libmeshcast defines).
 # Usage: bench/include_cost.sh [INCLUDE_DIR] [REPEATS]   (default: include/ of this checkout, 3)
 # Best of REPEATS runs each. Compare two versions side by side, e.g. before = a git worktree of an
 # older commit: bench/include_cost.sh /tmp/before/include; bench/include_cost.sh include
@@ -76,3 +78,7 @@ echo "  <meshcast/meshcast.hpp>, syntax only: $(measure -fsyntax-only "$work/umb
 echo "  <meshcast/meshcast.hpp>, compile:     $(measure -c -o "$work/u.o" "$work/umbrella.cpp")"
 echo "  reshard program [$what], syntax only: $(measure -fsyntax-only "$work/reshard.cpp")"
 echo "  reshard program [$what], compile:     $(measure -c -o "$work/r.o" "$work/reshard.cpp")"
+if [ -f "$inc/meshcast/core/compiled.hpp" ]; then
+  echo "  reshard program, compiled mode, syntax only: $(measure -DMESHCAST_COMPILED -fsyntax-only "$work/reshard.cpp")"
+  echo "  reshard program, compiled mode, compile:     $(measure -DMESHCAST_COMPILED -c -o "$work/c.o" "$work/reshard.cpp")"
+fi

@@ -39,4 +39,7 @@
 #include "exec/pack.hpp"
 #include "exec/wire.hpp"
 #include "exec/executor.hpp"
+// How the front ends (<meshcast/mpi.hpp>, <meshcast/nccl.hpp>) solve under any policies: what a
+// compiled-mode program that names policies of its own or other built-in ones needs.
+#include "api/policies_impl.hpp"
 #include "core/version.hpp"

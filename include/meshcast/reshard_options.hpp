@@ -1,5 +1,6 @@
 // Forwarding header: this header moved to <meshcast/api/reshard_options.hpp> (the layered tree,
-// docs/layering.md). It stays for one release; include the new path.
+// docs/layering.md); network_from, which it held too, is in <meshcast/api/network_from.hpp>,
+// which includes it. It stays for one release; include the new paths.
 #pragma once
 
-#include "api/reshard_options.hpp"
+#include "api/network_from.hpp"

@@ -904,6 +904,25 @@ concept layout_like = requires(const L& l) {
   { l.value() } -> std::convertible_to<layout_value>;
 };
 
+namespace detail {
+// Whether two layout types' shapes can be equal: ranks and every extent known at compile time on
+// both sides must agree (what only the run time knows is checked then).
+template <class Src, class Dst>
+constexpr bool static_shapes_agree() {
+  if constexpr (requires { typename Src::shape_type; typename Dst::shape_type; }) {
+    using A = typename Src::shape_type;
+    using B = typename Dst::shape_type;
+    if constexpr (has_static_rank<A> && has_static_rank<B>) {
+      if (A::rank() != B::rank()) return false;
+      for (int i = 0; i < A::rank(); ++i)
+        if (A::static_extent(i) != dyn && B::static_extent(i) != dyn && A::static_extent(i) != B::static_extent(i))
+          return false;
+    }
+  }
+  return true;
+}
+}  // namespace detail
+
 }  // namespace meshcast
 // ---- end meshcast/layout/layout.hpp ----
 // ---- begin meshcast/layout/placement.hpp ----
@@ -1229,25 +1248,6 @@ constexpr plan make_plan(const layout_value& src, const layout_value& dst, const
   return p;
 }
 
-namespace detail {
-// Whether two layout types' shapes can be equal: ranks and every extent known at compile time on
-// both sides must agree (what only the run time knows is checked then).
-template <class Src, class Dst>
-constexpr bool static_shapes_agree() {
-  if constexpr (requires { typename Src::shape_type; typename Dst::shape_type; }) {
-    using A = typename Src::shape_type;
-    using B = typename Dst::shape_type;
-    if constexpr (has_static_rank<A> && has_static_rank<B>) {
-      if (A::rank() != B::rank()) return false;
-      for (int i = 0; i < A::rank(); ++i)
-        if (A::static_extent(i) != dyn && B::static_extent(i) != dyn && A::static_extent(i) != B::static_extent(i))
-          return false;
-    }
-  }
-  return true;
-}
-}  // namespace detail
-
 /// Computes the send tasks between two layouts (static, mixed or dynamic).
 template <layout_like Src, layout_like Dst>
 constexpr plan make_plan(const Src& src, const Dst& dst, const plan_options& options = {}) {
@@ -1269,11 +1269,21 @@ constexpr plan make_plan(const Src& src, const Dst& dst, const plan_options& opt
 #include <string>
 #include <vector>
 
+// ---- begin meshcast/plan/staging_cap.hpp ----
+// The default staging cap, apart from the code that keeps it (staging.hpp), so that the options
+// of the one call can name it without pulling in the planner.
+
+#include <cstddef>
 
 namespace meshcast {
 
 /// The cap the one call, the resharders and the command-line tools use unless told otherwise.
 inline constexpr std::size_t default_max_staging_bytes = std::size_t{256} << 20;
+
+}  // namespace meshcast
+// ---- end meshcast/plan/staging_cap.hpp ----
+
+namespace meshcast {
 
 /// The most pieces a cap may cut the tasks of one batch into: past that the schedule would cost
 /// more to make than the cap saves, and the cap is too small for the model.
@@ -5332,6 +5342,7 @@ inline schedule with_buckets(schedule s, const network& net, std::size_t max_byt
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -5384,7 +5395,7 @@ schedule solve_batch(std::vector<std::shared_ptr<const plan>> plans, std::shared
 
 /// The same, sharing copies of the plans and the network.
 template <solver Solver, strategy Strategy>
-schedule solve_batch(const std::vector<plan>& plans, const network& net, const Strategy& st, const Solver& sv,
+schedule solve_batch(std::span<const plan> plans, const network& net, const Strategy& st, const Solver& sv,
                      instance_options io = {}, solver_options so = {}) {
   std::vector<std::shared_ptr<const plan>> shared;
   shared.reserve(plans.size());
@@ -5427,8 +5438,15 @@ inline std::map<std::string, index_t> tasks_by_strategy(const schedule& s, const
 }  // namespace meshcast
 // ---- end meshcast/schedule/solve_batch.hpp ----
 // ---- begin meshcast/plan/tensor_layouts.hpp ----
+// The plans of a batch of tensors (layout/tensor_layouts.hpp), all over the same devices.
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+// ---- begin meshcast/layout/tensor_layouts.hpp ----
 // One tensor of a batch: its two layouts, element size and, where they are not the batch's
-// defaults, the devices that hold it before and after; and the plans of a batch.
+// defaults, the devices that hold it before and after.
 
 #include <cstddef>
 #include <string>
@@ -5447,6 +5465,11 @@ struct tensor_layouts {
   /// A name for messages (a model's parameter name); may be empty.
   std::string name{};
 };
+
+}  // namespace meshcast
+// ---- end meshcast/layout/tensor_layouts.hpp ----
+
+namespace meshcast {
 
 /// The plan of every tensor of a batch, all over the same `device_count` devices (0: each its own).
 inline std::vector<plan> make_plans(const std::vector<tensor_layouts>& tensors, const device_map& devices = {},
@@ -5568,11 +5591,9 @@ concept backend = requires(B& b, const B& cb, std::byte* out, const std::byte* i
   b.flush();  ///< everything issued so far is complete when it returns
 };
 
-// Optional members the executor uses where a backend has them: `static constexpr bool port_tokens`
-// (exec/executor.hpp) and `bool send_completes_early(std::size_t bytes) const`, whether a
-// completed send of that size may not have reached its receiver yet (an eager protocol): the
-// ordered executor then waits for the receiver's acknowledgement. A tag-matched backend without
-// it gets an acknowledgement for every send.
+// Besides these members, a backend declares its protocol (`static constexpr backend_protocol
+// protocol`, exec/backend_traits.hpp): whether ordered mode passes NIC tokens, and whether a
+// completed send may not have reached its receiver yet.
 
 }  // namespace meshcast
 // ---- end meshcast/exec/backend.hpp ----
@@ -6022,6 +6043,83 @@ inline std::uint64_t fingerprint(const plan& p, const schedule& s) { return fing
 #include <utility>
 #include <vector>
 
+// ---- begin meshcast/exec/backend_traits.hpp ----
+// What the executor must know of a transport's protocol, said once by each backend in one
+// declared value instead of detected from optional members (where a misspelt member silently
+// changed the protocol):
+//
+//   static constexpr meshcast::backend_protocol protocol{.port_tokens = true,
+//                                                        .sends = meshcast::send_completion::early_by_size};
+//
+// A misspelt field is a compile error (designated initializers), and a backend that says nothing
+// is a compile error with a sentence (backend_traits below).
+
+#include <concepts>
+#include <cstddef>
+
+namespace meshcast {
+
+/// When a backend's completed send has reached its receiver.
+enum class send_completion {
+  on_delivery,    ///< always (a send completes only once matched: NCCL, MPI_Ssend)
+  early_by_size,  ///< maybe not, for the sizes `bool send_completes_early(std::size_t) const` says (MPI's eager protocol)
+  early_always,   ///< maybe not, whatever the size (an unknown tag-matched transport)
+};
+
+struct backend_protocol {
+  /// Whether ordered mode passes tokens between the devices that share a NIC (tag-matched
+  /// transports). A transport whose sends block its stream until matched (NCCL) says false: a
+  /// token would hold back the sender's next transfer, so each device keeps its transfers in
+  /// order instead.
+  bool port_tokens = true;
+  /// Where sends may complete early, the ordered executor waits for the receiver's acknowledgement.
+  send_completion sends = send_completion::early_always;
+};
+
+/// The protocol of backend `B`, checked: what the executor reads, never `B`'s members directly.
+template <class B>
+struct backend_traits {
+  static_assert(requires { { B::protocol } -> std::convertible_to<backend_protocol>; },
+                "A backend must say how its messages behave: give it `static constexpr meshcast::backend_protocol "
+                "protocol{...}` (exec/backend_traits.hpp).");
+  static constexpr backend_protocol protocol = B::protocol;
+  static_assert(protocol.sends != send_completion::early_by_size ||
+                    requires(const B& b) { { b.send_completes_early(std::size_t{}) } -> std::convertible_to<bool>; },
+                "A backend whose protocol says sends complete early by size must have `bool "
+                "send_completes_early(std::size_t bytes) const`.");
+  static constexpr bool port_tokens = protocol.port_tokens;
+  static constexpr send_completion sends = protocol.sends;
+};
+
+}  // namespace meshcast
+// ---- end meshcast/exec/backend_traits.hpp ----
+// ---- begin meshcast/exec/message_tags.hpp ----
+// The tags of the executor's messages. Each kind of message has its own band of tags, so that
+// messages of different kinds never match each other; within a band, transfer i's messages use
+// `i % transfer_tags` (messages of one tag between one pair match in posting order, so tags may
+// repeat beyond `transfer_tags` transfers: the executor posts them in the same order at both ends).
+
+#include <cstddef>
+
+namespace meshcast {
+
+/// Tags per kind of message (MPI guarantees tags up to 32767; four bands stay below 2^17).
+inline constexpr int transfer_tags = 32768;
+
+enum class message_kind : int {
+  data = 0,             ///< a transfer's bytes (and its group's tag)
+  token = 1,            ///< ordered mode: a NIC direction passed on to its next holder
+  acknowledgement = 2,  ///< ordered mode: a receiver confirms an eager message arrived
+  clearance = 3,        ///< ordered mode: a receiver is ready for a long acknowledged message
+};
+
+/// The tag of the `kind` message of transfer `transfer`.
+constexpr int message_tag(message_kind kind, std::size_t transfer) noexcept {
+  return static_cast<int>(kind) * transfer_tags + static_cast<int>(transfer % transfer_tags);
+}
+
+}  // namespace meshcast
+// ---- end meshcast/exec/message_tags.hpp ----
 // ---- begin meshcast/exec/schedule_fits.hpp ----
 // What an executor checks before it trusts a schedule: that it fits the plans of its batch
 // (devices, regions, byte counts, kinds, dependencies), and whether a backend passes ordered-mode
@@ -6035,14 +6133,11 @@ inline std::uint64_t fingerprint(const plan& p, const schedule& s) { return fing
 
 namespace meshcast {
 
-/// Whether a backend passes ordered-mode NIC tokens between devices (the default). A backend whose
-/// sends block its stream until matched (NCCL) declares `static constexpr bool port_tokens =
-/// false`: there, a token would hold back the sender's next transfer, so ordered mode keeps each
-/// device's transfers in order and lets devices that share a NIC share it.
+/// Whether a backend passes ordered-mode NIC tokens between devices (its protocol says:
+/// backend_traits.hpp).
 template <class B>
 constexpr bool passes_port_tokens() {
-  if constexpr (requires { B::port_tokens; }) return B::port_tokens;
-  else return true;
+  return backend_traits<B>::port_tokens;
 }
 
 /// Devices the plans of a batch use together.
@@ -6159,14 +6254,13 @@ class staging_arena {
 
 namespace meshcast {
 
-/// Data messages of transfer i use tag `i % transfer_tags`; ordered-mode tokens use
-/// `transfer_tags + i % transfer_tags`, ordered-mode acknowledgements `2 * transfer_tags + i %
-/// transfer_tags` and clearances `3 * transfer_tags + i % transfer_tags` (messages of one tag
-/// between one pair match in posting order).
-inline constexpr int transfer_tags = 32768;
-
-template <backend Backend>
+template <class Backend>
 class executor {
+  static_assert(backend<Backend>,
+                "The executor's transport must model meshcast::backend (exec/backend.hpp): memory_type, request, group, "
+                "send, recv, make_group, broadcast, chain, wait, test, rounds, flush, device, size and timeout_s.");
+  static_assert(sizeof(backend_traits<Backend>) > 0);  // instantiates the protocol's checks
+
  public:
   /// `s` is the schedule, the same on every rank. The executor keeps its own copy of the backend
   /// (a handle: communicator, stream), so it never refers to a temporary. Throws
@@ -6307,11 +6401,9 @@ class executor {
   bool acknowledged() const noexcept { return mode_ == execution::ordered && passes_port_tokens<Backend>(); }
   bool acknowledged(const step& x) const noexcept {
     if (!acknowledged()) return false;
-    if constexpr (requires(const Backend& b) {
-                    { b.send_completes_early(std::size_t{}) } -> std::convertible_to<bool>;
-                  })
+    if constexpr (backend_traits<Backend>::sends == send_completion::early_by_size)
       return b_.send_completes_early(smallest_message(x));
-    else return true;
+    else return backend_traits<Backend>::sends == send_completion::early_always;
   }
   // The smallest message a step sends (a bundle in place sends one per piece).
   static std::size_t smallest_message(const step& x) noexcept {
@@ -6320,8 +6412,8 @@ class executor {
     return least;
   }
   void plan_acknowledgements();
-  static int ack_tag(const step& x) noexcept { return 2 * transfer_tags + x.tag; }
-  static int clear_tag(const step& x) noexcept { return 3 * transfer_tags + x.tag; }
+  static int ack_tag(const step& x) noexcept { return message_tag(message_kind::acknowledgement, static_cast<std::size_t>(x.tag)); }
+  static int clear_tag(const step& x) noexcept { return message_tag(message_kind::clearance, static_cast<std::size_t>(x.tag)); }
   // An acknowledged message longer than this waits for its receiver's clearance (shorter ones
   // would hardly share a NIC, and would pay a round trip each).
   static constexpr std::size_t cleared_above = std::size_t{64} << 10;
@@ -6471,7 +6563,7 @@ class executor {
 
 namespace meshcast {
 
-template <backend Backend>
+template <class Backend>
 executor<Backend>::executor(Backend b, std::span<const plan> plans, const schedule& s, std::size_t max_staging_bytes)
     : b_(std::move(b)), mode_(s.mode) {
   me_ = b_.device();
@@ -6502,7 +6594,7 @@ executor<Backend>::executor(Backend b, std::span<const plan> plans, const schedu
   if (acknowledged()) plan_acknowledgements();
 }
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::make_groups(const schedule& s) {
   std::map<std::vector<index_t>, std::size_t> index;
   for (std::size_t i = 0; i < s.transfers.size(); ++i) {
@@ -6515,14 +6607,14 @@ void executor<Backend>::make_groups(const schedule& s) {
     if (fresh) {
       const bool mine = std::find(members.begin(), members.end(), me_) != members.end();
       groups_.push_back(mine ? std::optional<typename Backend::group>(
-                                   b_.make_group(members, static_cast<int>(it->second % transfer_tags)))
+                                   b_.make_group(members, message_tag(message_kind::data, it->second)))
                              : std::nullopt);
     }
     group_of_[i] = it->second;
   }
 }
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::plan_steps(const schedule& s, std::span<const plan> plans) {
   std::map<std::size_t, std::size_t> my_receive;  // transfer -> my receive step
   for (std::size_t i = 0; i < s.transfers.size(); ++i) {
@@ -6538,7 +6630,7 @@ void executor<Backend>::plan_steps(const schedule& s, std::span<const plan> plan
     x.tensor = static_cast<std::size_t>(t.tensor);
     const tensor_state& ts = tensors_[x.tensor];
     x.bytes = tile_bytes(t.region, ts.eb);
-    x.tag = static_cast<int>(i % transfer_tags);
+    x.tag = message_tag(message_kind::data, i);
     x.piece = static_cast<std::size_t>(t.piece_bytes);
     const std::string who = "device " + std::to_string(me_);
     if (!t.parts.empty()) {  // a bundle: packed and unpacked piece by piece, through a buffer
@@ -6628,7 +6720,7 @@ void executor<Backend>::plan_steps(const schedule& s, std::span<const plan> plan
   tokens_sent_.reserve(steps_.size());
 }
 
-template <backend Backend>
+template <class Backend>
 bool executor<Backend>::in_place(std::span<const plan> plans, const transfer& t) {
   if (t.parts.empty() || (t.kind != transfer_kind::point_to_point && t.kind != transfer_kind::forward)) return false;
   auto fits = [&](const transfer_part& q) {
@@ -6646,7 +6738,7 @@ bool executor<Backend>::in_place(std::span<const plan> plans, const transfer& t)
   return true;
 }
 
-template <backend Backend>
+template <class Backend>
 std::vector<std::size_t> executor<Backend>::offsets_in(const std::vector<transfer_part>& parts, bool source) const {
   std::vector<std::size_t> at;
   for (const transfer_part& q : parts) {
@@ -6664,7 +6756,7 @@ std::vector<std::size_t> executor<Backend>::offsets_in(const std::vector<transfe
 
 namespace meshcast {
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::run(std::span<const std::span<const std::byte>> sources,
                           std::span<const std::span<std::byte>> destinations) {
   if (sources.size() != tensors_.size() || destinations.size() != tensors_.size())
@@ -6706,7 +6798,7 @@ void executor<Backend>::run(std::span<const std::span<const std::byte>> sources,
 
 namespace meshcast {
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::plan_staging(std::size_t cap) {
   std::size_t total = 0;
   for (const step& x : steps_)
@@ -6756,7 +6848,7 @@ void executor<Backend>::plan_staging(std::size_t cap) {
   if (arena_.capacity() > 0) block_ = b_.memory().allocate(arena_.capacity());
 }
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::take_buffers() {
   for (; next_to_take_ < steps_.size(); ++next_to_take_) {
     step& x = steps_[next_to_take_];
@@ -6767,7 +6859,7 @@ void executor<Backend>::take_buffers() {
   }
 }
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::reset_staging() {
   if (!shared_staging_) return;
   arena_.clear();
@@ -6783,7 +6875,7 @@ void executor<Backend>::reset_staging() {
 
 namespace meshcast {
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::plan_lanes(const schedule& s) {
   std::size_t last_send = none, last_receive = none;
   for (std::size_t k = 0; k < steps_.size(); ++k) {
@@ -6811,7 +6903,7 @@ void executor<Backend>::plan_lanes(const schedule& s) {
   }
 }
 
-template <backend Backend>
+template <class Backend>
 bool executor<Backend>::times_follow_order(const schedule& s) {
   std::map<int, double> free;  // resource -> end of its last transfer
   for (std::size_t i = 0; i < s.transfers.size(); ++i) {
@@ -6828,7 +6920,7 @@ bool executor<Backend>::times_follow_order(const schedule& s) {
   return true;
 }
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::plan_exchanges(const schedule& s) {
   // The connection rule (connections.hpp): a transfer that the model does not start with the
   // last one the other way between the same two devices starts once that one is complete
@@ -6879,7 +6971,7 @@ void executor<Backend>::plan_exchanges(const schedule& s) {
   }
 }
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::plan_tokens(const schedule& s) {
   std::map<int, std::pair<std::size_t, index_t>> last;  // resource -> (transfer, holder)
   for (std::size_t i = 0; i < s.transfers.size(); ++i) {
@@ -6890,7 +6982,7 @@ void executor<Backend>::plan_tokens(const schedule& s) {
       auto it = last.find(r);
       if (it != last.end() && it->second.second != holder) {
         const auto [before, from] = it->second;
-        const int tag = transfer_tags + static_cast<int>(before % transfer_tags);
+        const int tag = message_tag(message_kind::token, before);
         if (holder == me_) {
           step& x = steps_[step_of_.at(i)];
           add_token(x.tokens_in, from, tag);
@@ -6906,7 +6998,7 @@ void executor<Backend>::plan_tokens(const schedule& s) {
   scratch_ = b_.memory().allocate(1 + slots);  // one byte to send from, one per token received
 }
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::plan_acknowledgements() {
   std::size_t slots = 0;
   for (step& x : steps_)
@@ -6923,7 +7015,7 @@ void executor<Backend>::plan_acknowledgements() {
 
 namespace meshcast {
 
-template <backend Backend>
+template <class Backend>
 bool executor<Backend>::completed(step& x) {
   switch (x.how) {
     case step::copy: return true;
@@ -6951,7 +7043,7 @@ bool executor<Backend>::completed(step& x) {
   return true;
 }
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::finish(step& x) {
   x.done = true;
   mark(x, &step_time::end);
@@ -6975,7 +7067,7 @@ void executor<Backend>::finish(step& x) {
   b_.end_round();
 }
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::progress() {
   for (std::size_t k : in_flight_) {
     step& x = steps_[k];
@@ -6984,7 +7076,7 @@ void executor<Backend>::progress() {
   std::erase_if(in_flight_, [&](std::size_t k) { return steps_[k].done; });
 }
 
-template <backend Backend>
+template <class Backend>
 template <class Ready>
 void executor<Backend>::await(Ready&& ready) {
   const double limit = b_.timeout_s();
@@ -7003,7 +7095,7 @@ void executor<Backend>::await(Ready&& ready) {
   }
 }
 
-template <backend Backend>
+template <class Backend>
 bool executor<Backend>::may_start(step& x) {
   if (x.prev_send != none && !steps_[x.prev_send].done) return false;
   if (x.prev_receive != none && !steps_[x.prev_receive].done) return false;
@@ -7015,7 +7107,7 @@ bool executor<Backend>::may_start(step& x) {
   return true;
 }
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::post_step(step& x) {
   auto& mem = b_.memory();
   const tensor_state& t = tensors_[x.tensor];
@@ -7061,7 +7153,7 @@ void executor<Backend>::post_step(step& x) {
   }
 }
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::pack_parts(step& x) {
   std::byte* out = buffer(x.buffer);
   for (const transfer_part& q : x.parts) {
@@ -7072,7 +7164,7 @@ void executor<Backend>::pack_parts(step& x) {
   }
 }
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::send_data(step& x) {
   if (x.data_sent) return;
   x.data_sent = true;
@@ -7101,7 +7193,7 @@ void executor<Backend>::send_data(step& x) {
 
 namespace meshcast {
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::run_ordered_in_rounds() {
   for (step& x : steps_) x.done = x.posted = false;
   std::vector<std::size_t> order(steps_.size());
@@ -7142,7 +7234,7 @@ void executor<Backend>::run_ordered_in_rounds() {
   }
 }
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::run_ordered() {
   for (step& x : steps_) x.done = x.posted = false;
   in_flight_.clear();
@@ -7214,7 +7306,7 @@ void executor<Backend>::run_ordered() {
 
 namespace meshcast {
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::run_concurrent() {
   for (step& x : steps_) x.done = x.posted = false;
   in_flight_.clear();
@@ -7222,7 +7314,7 @@ void executor<Backend>::run_concurrent() {
   else run_concurrent_in_list_order();
 }
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::post_concurrent(step& x, std::size_t k) {
   mark(x, &step_time::wait);
   mark(x, &step_time::start);
@@ -7233,14 +7325,14 @@ void executor<Backend>::post_concurrent(step& x, std::size_t k) {
   else in_flight_.push_back(k);
 }
 
-template <backend Backend>
+template <class Backend>
 bool executor<Backend>::inputs_arrived(const step& x) const {
   for (std::size_t n : x.needs)
     if (!steps_[n].done) return false;
   return true;
 }
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::run_concurrent_eager() {
   std::vector<std::size_t> waiting(steps_.size());  // not yet posted, in list order
   for (std::size_t k = 0; k < waiting.size(); ++k) waiting[k] = k;
@@ -7271,7 +7363,7 @@ void executor<Backend>::run_concurrent_eager() {
   });
 }
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::run_concurrent_in_list_order() {
   b_.begin_round();
   for (std::size_t k = 0; k < steps_.size(); ++k) {
@@ -7296,6 +7388,167 @@ void executor<Backend>::run_concurrent_in_list_order() {
 }  // namespace meshcast
 // ---- end meshcast/exec/executor/concurrent.hpp ----
 // ---- end meshcast/exec/executor.hpp ----
+// How the front ends (<meshcast/mpi.hpp>, <meshcast/nccl.hpp>) solve under any policies: what a
+// compiled-mode program that names policies of its own or other built-in ones needs.
+// ---- begin meshcast/api/policies_impl.hpp ----
+// The definitions behind policies.hpp: solving a batch under the solver and strategy the caller
+// chose, as the one call's options say. Header-only mode includes this from the front ends; in
+// compiled mode libmeshcast instantiates it for the default pair, and a program that names other
+// policies includes it (or <meshcast/meshcast.hpp>, which does).
+
+#include <optional>
+#include <span>
+#include <string_view>
+#include <type_traits>
+
+// ---- begin meshcast/api/policies.hpp ----
+// A batch's solver and strategy with their types erased. The front ends' code (planning,
+// agreement, sharing the schedule, executing) does not depend on them, so it is written and, in
+// compiled mode, compiled once; only the call into the solver is a template. The default pair
+// (greedy under auto) is compiled into libmeshcast, so the one call needs no solver's code.
+
+#include <span>
+#include <string_view>
+#include <type_traits>
+
+// ---- begin meshcast/core/compiled.hpp ----
+// How meshcast's type-independent code is linked. Header-only (the default): it is defined in
+// the headers, inline. Compiled (MESHCAST_COMPILED, which the meshcast::compiled target sets):
+// the front ends' headers only declare it and libmeshcast defines it once, so a program that
+// includes <meshcast/mpi.hpp> parses and compiles only what depends on its own types.
+
+#if defined(MESHCAST_COMPILED)
+#define MESHCAST_INLINE
+#else
+#define MESHCAST_INLINE inline
+#endif
+// ---- end meshcast/core/compiled.hpp ----
+// ---- begin meshcast/api/reshard_options.hpp ----
+// What the one-call reshard needs to know besides the layouts and buffers, for every transport.
+
+#include <cstdint>
+#include <vector>
+
+
+namespace meshcast {
+
+struct reshard_options {
+  /// Where the destination devices are: beside the source devices (the default), the same
+  /// devices (`device_map::same()`, resharding in place) or listed.
+  device_map devices = device_map::disjoint();
+  /// Devices per host for the network model; 0 (the default) takes each rank's host from the
+  /// communicator (the ranks that share memory, MPI_COMM_TYPE_SHARED).
+  index_t devices_per_host = 0;
+  /// The host of every device, given outright (a manifest's d / devices_per_host); overrides
+  /// `devices_per_host` when not empty.
+  std::vector<index_t> host_of{};
+  /// How the schedule runs (see execution.hpp); the solver optimises that mode's model.
+  execution mode = execution::ordered;
+  /// Let several replicas of a region send slices of it.
+  bool split_replicas = true;
+  /// The network model: NIC line rate and the payload fraction the transport gets of it,
+  /// intra-host link, per-transfer latency, NICs per host.
+  double nic_gbps = 100, nic_efficiency = 1, intra_gbps = 800, latency_us = 10;
+  int nics_per_host = 1;
+  /// Solver time limit and seed (the schedule is made once, on rank 0, and shared).
+  double time_limit_s = 1.0;
+  std::uint64_t seed = 1;
+  /// Longest wait on other ranks without progress before every rank fails with an error.
+  double timeout_s = 60;
+  /// No rank holds more than this many bytes of message buffers (packing, receiving, forwarding)
+  /// at once beyond its shards; tasks are cut to half of it before they are scheduled
+  /// (staging.hpp). 0: no cap.
+  std::size_t max_staging_bytes = default_max_staging_bytes;
+  /// Let a batch's messages between two devices travel together, in buckets sized to the network
+  /// (bucket.hpp), where that shortens the prediction.
+  bool buckets = true;
+};
+
+
+}  // namespace meshcast
+// ---- end meshcast/api/reshard_options.hpp ----
+
+namespace meshcast {
+
+struct plan;
+struct schedule;
+class network;
+struct greedy;
+struct auto_strategy;
+
+namespace detail {
+
+struct erased_policies {
+  const void* solver = nullptr;    ///< the Solver object; null: a default-constructed one
+  const void* strategy = nullptr;  ///< the Strategy object; null: likewise
+  /// Solves the batch `plans` on `net` under the options into `out` (policies_impl.hpp).
+  void (*solve)(const erased_policies&, std::span<const plan> plans, const network& net, const reshard_options& o,
+                schedule& out) = nullptr;
+  /// The strategy's name if `strategy`, else the solver's (part of what every rank must agree on).
+  std::string_view (*name)(bool strategy) = nullptr;
+};
+
+template <class Solver, class Strategy>
+void solve_erased(const erased_policies& p, std::span<const plan> plans, const network& net, const reshard_options& o,
+                  schedule& out);
+template <class Solver, class Strategy>
+std::string_view policy_name(bool strategy);
+
+template <class Solver, class Strategy>
+erased_policies erase_policies(const Solver* solver = nullptr, const Strategy* strategy = nullptr) {
+  return {solver, strategy, &solve_erased<Solver, Strategy>, &policy_name<Solver, Strategy>};
+}
+
+/// The front ends build the policies they are not given: those must be default-constructible.
+/// (The default pair is; in compiled mode its types are only declared here.)
+template <class Solver, class Strategy>
+constexpr void check_default_policies() {
+  if constexpr (!(std::is_same_v<Solver, greedy> && std::is_same_v<Strategy, auto_strategy>))
+    static_assert(std::is_default_constructible_v<Solver> && std::is_default_constructible_v<Strategy>,
+                  "A reshard given no Solver or Strategy object builds one: pass the objects of policies that have no "
+                  "default constructor.");
+}
+
+#if defined(MESHCAST_COMPILED)
+extern template void solve_erased<greedy, auto_strategy>(const erased_policies&, std::span<const plan>, const network&,
+                                                         const reshard_options&, schedule&);
+extern template std::string_view policy_name<greedy, auto_strategy>(bool);
+#endif
+
+}  // namespace detail
+}  // namespace meshcast
+// ---- end meshcast/api/policies.hpp ----
+
+namespace meshcast::detail {
+
+template <class Solver, class Strategy>
+void solve_erased(const erased_policies& p, std::span<const plan> plans, const network& net, const reshard_options& o,
+                  schedule& out) {
+  static_assert(solver<Solver>, "The Solver of a reshard must model meshcast::solver (schedule/solver.hpp).");
+  static_assert(strategy<Strategy>, "The Strategy of a reshard must model meshcast::strategy (schedule/strategy.hpp).");
+  // A front end passes no object only for policies that can be default-constructed (it checks).
+  std::optional<Solver> own_solver;
+  std::optional<Strategy> own_strategy;
+  if constexpr (std::is_default_constructible_v<Solver>)
+    if (!p.solver) own_solver.emplace();
+  if constexpr (std::is_default_constructible_v<Strategy>)
+    if (!p.strategy) own_strategy.emplace();
+  const Solver& sv = p.solver ? *static_cast<const Solver*>(p.solver) : *own_solver;
+  const Strategy& st = p.strategy ? *static_cast<const Strategy*>(p.strategy) : *own_strategy;
+  out = solve_batch(plans, net, st, sv,
+                    {.split_replicas = o.split_replicas, .mode = o.mode,
+                     .bucket_bytes = o.buckets ? instance_options::auto_bucket_bytes : 0,
+                     .max_staging_bytes = o.max_staging_bytes},
+                    {.time_limit_s = o.time_limit_s, .seed = o.seed});
+}
+
+template <class Solver, class Strategy>
+std::string_view policy_name(bool strategy) {
+  return strategy ? std::string_view(Strategy::name) : std::string_view(Solver::name);
+}
+
+}  // namespace meshcast::detail
+// ---- end meshcast/api/policies_impl.hpp ----
 // ---- begin meshcast/core/version.hpp ----
 // Library version, kept in step with the CMake and Meson project versions.
 

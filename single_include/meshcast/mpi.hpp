@@ -2,15 +2,14 @@
 // Do not edit: change the headers under include/ and run the script again.
 #pragma once
 // ---- begin meshcast/mpi.hpp ----
-// <meshcast/mpi.hpp>: a public entry point. It gives the umbrella header and the front end of
-// <meshcast/api/mpi.hpp>, where the code lives (layered tree: docs/layering.md).
+// <meshcast/mpi.hpp>: a public entry point, the one call and the resharders over MPI
+// (<meshcast/api/mpi.hpp>). It brings what they run and no more: the default policies (greedy
+// under auto), the planner and the executor, or, in compiled mode, declarations only. Programs
+// that plan, solve or name other policies include <meshcast/meshcast.hpp> too.
 
-#include <meshcast/meshcast.hpp>
 // ---- begin meshcast/api/mpi.hpp ----
 // meshcast over MPI: one call reshards a tensor across the ranks of a communicator (rank r is
-// device r), and a `resharder` keeps plan, schedule and buffers for repeated calls. This header
-// sits on top: it brings the executor (exec/), the MPI transport (backend/mpi.hpp) and the
-// planning layers together.
+// device r), and a `resharder` keeps plan, schedule and buffers for repeated calls.
 //
 //   meshcast::reshard(comm, src_layout, dst_layout, in, out);   // in, out: this rank's shards
 //   meshcast::reshard(comm, src, dst, in, out, meshcast::reshard_options{.devices = meshcast::device_map::same()});
@@ -18,91 +17,94 @@
 // A shard is the rank's tile of the tensor, dense and row-major (empty where the rank has none).
 // Every misuse (communicator size, shard sizes, element size, ranks that disagree) is a
 // meshcast::error on every rank, never an MPI abort or a hang.
+//
+// What this header defines depends only on the caller's types (layouts, element types,
+// policies); the rest is mpi/batch_core.hpp's, defined by mpi/batch_core_impl.hpp, which is
+// included here in header-only mode and compiled into libmeshcast in compiled mode.
 
 #include <mpi.h>
 
-#include <algorithm>
-#include <climits>
-#include <cstdint>
-#include <limits>
-#include <optional>
-#include <ranges>
+#include <cstddef>
 #include <span>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
-#include <meshcast/backend/mpi.hpp>
-#include <meshcast/backend/mpi_bounded.hpp>
-#include <meshcast/batch_checks.hpp>
+#include <meshcast/meshcast.hpp>
+// ---- begin meshcast/api/mpi/batch_core.hpp ----
+// The type-independent part of the MPI front end: the collectives every rank runs together
+// (sharing a schedule, agreeing on errors, finding hosts) and `batch_core`, which plans, solves,
+// shares and runs a batch over a communicator. Declarations only: batch_core_impl.hpp defines
+// them, inline in header-only mode and once in libmeshcast in compiled mode (core/compiled.hpp).
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <vector>
+
 #include <meshcast/reshard_options.hpp>
 
 namespace meshcast {
 
+struct plan;
+struct schedule;
+class network;
+
 /// Hands `root`'s schedule to every rank of `comm` (so that ranks never run solvers that may
 /// differ, e.g. time-limited searches), then checks that all ranks agree on plan and schedule.
 /// Every step gives up with `timeout_error` after `timeout_s` seconds.
-inline void share_schedule(MPI_Comm comm, std::span<const plan> plans, schedule& s, int root = 0, double timeout_s = 60) {
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
-  std::vector<std::int64_t> wire = rank == root ? to_wire(s) : std::vector<std::int64_t>{};
-  long long n = static_cast<long long>(wire.size());
-  bounded_broadcast(comm, &n, sizeof n, root, timeout_s, "receiving the schedule's size");
-  if (n < 0 || static_cast<unsigned long long>(n) > (std::numeric_limits<int>::max() / sizeof(std::int64_t)))
-    throw error("the schedule is too large to share (" + std::to_string(n) + " words)");
-  wire.resize(static_cast<std::size_t>(n));
-  bounded_broadcast(comm, wire.data(), static_cast<int>(n * static_cast<long long>(sizeof(std::int64_t))), root, timeout_s,
-                    "receiving the schedule");
-  if (rank != root) s = from_wire(wire);
-  const std::uint64_t mine = fingerprint(plans, s);
-  std::uint64_t theirs = mine;
-  bounded_broadcast(comm, &theirs, sizeof theirs, root, timeout_s, "comparing schedules");
-  if (!all_ok(comm, mine == theirs, timeout_s, "comparing schedules"))
-    throw error("ranks disagree on the plan: were they given the same layouts and sizes?");
-}
-inline void share_schedule(MPI_Comm comm, const plan& p, schedule& s, int root = 0, double timeout_s = 60) {
-  share_schedule(comm, std::span<const plan>(&p, 1), s, root, timeout_s);
-}
+MESHCAST_INLINE void share_schedule(MPI_Comm comm, std::span<const plan> plans, schedule& s, int root = 0,
+                                    double timeout_s = 60);
+MESHCAST_INLINE void share_schedule(MPI_Comm comm, const plan& p, schedule& s, int root = 0, double timeout_s = 60);
 
 /// Throws on every rank of `comm` when any rank has a non-empty `problem`: each rank throws the
 /// first failing rank's message (naming that rank). Bounded in time like every collective here.
-inline void agree_or_throw(MPI_Comm comm, const std::string& problem, double timeout_s) {
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
-  const auto first = static_cast<int>(bounded_allreduce(
-      comm, problem.empty() ? static_cast<std::uint64_t>(INT_MAX) : static_cast<std::uint64_t>(rank), MPI_MIN, timeout_s,
-      "checking that every rank is ready"));
-  if (first == INT_MAX) return;
-  std::string text = rank == first ? problem : std::string();
-  long long n = static_cast<long long>(text.size());
-  bounded_broadcast(comm, &n, sizeof n, first, timeout_s, "receiving another rank's error");
-  text.resize(static_cast<std::size_t>(std::clamp(n, 0LL, 4096LL)));
-  bounded_broadcast(comm, text.data(), static_cast<int>(text.size()), first, timeout_s, "receiving another rank's error");
-  throw error(rank == first ? text : "rank " + std::to_string(first) + " reports: " + text);
-}
+MESHCAST_INLINE void agree_or_throw(MPI_Comm comm, const std::string& problem, double timeout_s);
 
 /// The host of every rank of `comm`: ranks that share memory (MPI_COMM_TYPE_SHARED) are on one
 /// host; hosts are numbered in the order of their lowest rank.
-inline std::vector<index_t> discover_hosts(MPI_Comm comm) {
-  int rank = 0, size = 0;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  MPI_Comm node = MPI_COMM_NULL;
-  detail::mpi_check(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
-  int leader = rank;
-  detail::mpi_check(MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, node), "MPI_Allreduce");
-  MPI_Comm_free(&node);
-  std::vector<int> leaders(static_cast<std::size_t>(size));
-  detail::mpi_check(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, comm), "MPI_Allgather");
-  std::vector<int> distinct = leaders;
-  std::sort(distinct.begin(), distinct.end());
-  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-  std::vector<index_t> host_of(static_cast<std::size_t>(size));
-  for (int r = 0; r < size; ++r)
-    host_of[static_cast<std::size_t>(r)] =
-        std::lower_bound(distinct.begin(), distinct.end(), leaders[static_cast<std::size_t>(r)]) - distinct.begin();
-  return host_of;
-}
+MESHCAST_INLINE std::vector<index_t> discover_hosts(MPI_Comm comm);
+
+namespace detail {
+
+/// A batch resharder's state over a communicator, whatever its policies: built collectively, it
+/// plans, has rank 0 solve (through `policies`), shares the schedule and keeps the executor and
+/// its buffers. Every misuse is a meshcast::error on every rank.
+class batch_core {
+ public:
+  MESHCAST_INLINE batch_core(MPI_Comm comm, std::vector<tensor_layouts> tensors, const reshard_options& options,
+                             const erased_policies& policies);
+  MESHCAST_INLINE ~batch_core();
+  MESHCAST_INLINE batch_core(batch_core&& other) noexcept;
+  MESHCAST_INLINE batch_core& operator=(batch_core&& other) noexcept;
+  batch_core(const batch_core&) = delete;
+  batch_core& operator=(const batch_core&) = delete;
+
+  MESHCAST_INLINE std::size_t size() const noexcept;
+  MESHCAST_INLINE std::size_t source_elements(std::size_t k) const noexcept;
+  MESHCAST_INLINE std::size_t destination_elements(std::size_t k) const noexcept;
+  MESHCAST_INLINE const std::vector<plan>& plans() const noexcept;
+  MESHCAST_INLINE const meshcast::schedule& schedule() const noexcept;
+  MESHCAST_INLINE const meshcast::network& network() const noexcept;
+  MESHCAST_INLINE std::size_t staging_bytes() const noexcept;
+
+  /// Reshards once; `problem` is one this rank found on its own (every rank then fails with it).
+  MESHCAST_INLINE void run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out,
+                           std::string problem);
+
+ private:
+  struct state;  // batch_core_impl.hpp: kept out of view so that includers parse none of it
+  state* state_ = nullptr;
+};
+
+}  // namespace detail
+}  // namespace meshcast
+// ---- end meshcast/api/mpi/batch_core.hpp ----
+
+namespace meshcast {
 
 /// Reshards a batch of tensors again and again over an MPI communicator, rank r being device r:
 /// their transfers are planned and solved as one schedule, so the NICs are balanced across all of
@@ -111,101 +113,55 @@ inline std::vector<index_t> discover_hosts(MPI_Comm comm) {
 /// `Strategy`, optimising the model of `options.mode`), shares it, and keeps the executor and
 /// its buffers. Then each call moves this rank's shards. Every misuse is a meshcast::error on
 /// every rank.
-template <solver Solver = greedy, strategy Strategy = auto_strategy>
+template <class Solver = greedy, class Strategy = auto_strategy>
 class batch_resharder {
  public:
-  batch_resharder(MPI_Comm comm, std::vector<tensor_layouts> tensors, reshard_options options = {}, Solver solver = {},
-                  Strategy strategy = {})
-      : comm_(comm), options_(options), tensors_(std::move(tensors)) {
-    int rank = 0, size = 0;
-    MPI_Comm_rank(comm_, &rank);
-    MPI_Comm_size(comm_, &size);
-    rank_ = rank;
-    std::string problem;
-    try {
-      detail::checked_seconds(options_.timeout_s, "reshard_options::timeout_s");
-      plans_ = detail::batch_plans(tensors_, options_, size);
-    } catch (const std::exception& e) {
-      problem = e.what();
-    }
-    agree_or_throw(comm_, problem, options_.timeout_s);
-    // Every rank must have been given the same layouts, element sizes and options.
-    const std::uint64_t key = detail::batch_key(tensors_, options_, Solver::name, Strategy::name);
-    const auto low = bounded_allreduce(comm_, key, MPI_MIN, options_.timeout_s, "comparing the ranks' arguments");
-    const auto high = bounded_allreduce(comm_, key, MPI_MAX, options_.timeout_s, "comparing the ranks' arguments");
-    if (low != high)
-      throw error("the ranks of the communicator were given different layouts, element sizes or options for one "
-                  "reshard; every rank must pass the same ones");
-    try {
-      const std::vector<index_t> hosts =
-          !options_.host_of.empty()       ? options_.host_of
-          : options_.devices_per_host > 0 ? default_hosts(plans_[0].device_count, static_cast<index_t>(plans_[0].src_devices.size()),
-                                                          options_.devices_per_host)
-                                          : discover_hosts(comm_);
-      // The MPI backend's eager messages are acknowledged in ordered mode (connections.hpp).
-      net_ = network_from(options_, hosts).with_eager_bytes(static_cast<index_t>(eager_limit_bytes));
-      if (rank == 0)
-        schedule_ = solve_batch(plans_, net_, strategy, solver,
-                                {.split_replicas = options_.split_replicas, .mode = options_.mode,
-                                 .bucket_bytes = options_.buckets ? instance_options::auto_bucket_bytes : 0,
-                                 .max_staging_bytes = options_.max_staging_bytes},
-                                {.time_limit_s = options_.time_limit_s, .seed = options_.seed});
-    } catch (const std::exception& e) {
-      problem = e.what();
-    }
-    agree_or_throw(comm_, problem, options_.timeout_s);
-    share_schedule(comm_, plans_, schedule_, 0, options_.timeout_s);
-    try {
-      executor_.emplace(mpi_backend(comm_, options_.timeout_s), plans_, schedule_, options_.max_staging_bytes);
-    } catch (const std::exception& e) {
-      problem = e.what();
-    }
-    agree_or_throw(comm_, problem, options_.timeout_s);
+  /// With default-constructed policies.
+  batch_resharder(MPI_Comm comm, std::vector<tensor_layouts> tensors, reshard_options options = {})
+      : core_(comm, std::move(tensors), options, detail::erase_policies<Solver, Strategy>()) {
+    detail::check_default_policies<Solver, Strategy>();
   }
+  batch_resharder(MPI_Comm comm, std::vector<tensor_layouts> tensors, reshard_options options, const Solver& solver,
+                  const Strategy& strategy = {})
+      : core_(comm, std::move(tensors), options, detail::erase_policies<Solver, Strategy>(&solver, &strategy)) {}
 
-  std::size_t size() const noexcept { return tensors_.size(); }
+  std::size_t size() const noexcept { return core_.size(); }
   /// Elements this rank's source and destination shards of tensor `k` hold (0 where it has none).
-  std::size_t source_elements(std::size_t k = 0) const noexcept { return executor_->source_bytes(k) / tensors_[k].element_bytes; }
-  std::size_t destination_elements(std::size_t k = 0) const noexcept {
-    return executor_->destination_bytes(k) / tensors_[k].element_bytes;
-  }
-  const std::vector<meshcast::plan>& plans() const noexcept { return plans_; }
-  const meshcast::schedule& schedule() const noexcept { return schedule_; }
-  const meshcast::network& network() const noexcept { return net_; }
+  std::size_t source_elements(std::size_t k = 0) const noexcept { return core_.source_elements(k); }
+  std::size_t destination_elements(std::size_t k = 0) const noexcept { return core_.destination_elements(k); }
+  const std::vector<meshcast::plan>& plans() const noexcept { return core_.plans(); }
+  const meshcast::schedule& schedule() const noexcept { return core_.schedule(); }
+  const meshcast::network& network() const noexcept { return core_.network(); }
   /// Bytes of message buffers this rank holds beyond its shards (never above the staging cap).
-  std::size_t staging_bytes() const noexcept { return executor_->staging_bytes(); }
+  std::size_t staging_bytes() const noexcept { return core_.staging_bytes(); }
 
   /// Reshards once: `in[k]` and `out[k]` are this rank's shards of tensor k, as bytes. Collective.
   void operator()(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out) {
-    run(in, out, {});
+    core_.run(in, out, {});
   }
   /// The same, with a problem this rank found on its own (every rank then fails with it).
   void run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out, std::string problem) {
-    problem = detail::shard_problem(rank_, std::move(problem), in, out, tensors_,
-                                    [&](std::size_t k) { return executor_->source_bytes(k); },
-                                    [&](std::size_t k) { return executor_->destination_bytes(k); });
-    agree_or_throw(comm_, problem, options_.timeout_s);
-    executor_->run(in, out);
+    core_.run(in, out, std::move(problem));
   }
 
  private:
-  MPI_Comm comm_;
-  reshard_options options_;
-  std::vector<tensor_layouts> tensors_;
-  index_t rank_ = 0;
-  std::vector<meshcast::plan> plans_;
-  meshcast::network net_;
-  meshcast::schedule schedule_;
-  std::optional<executor<mpi_backend>> executor_;
+  detail::batch_core core_;
 };
 
 /// Reshards one tensor again and again between two layouts (a batch of one, with typed shards).
-template <solver Solver = greedy, strategy Strategy = auto_strategy>
+template <class Solver = greedy, class Strategy = auto_strategy>
 class resharder {
  public:
+  /// With default-constructed policies.
   template <layout_like Src, layout_like Dst>
-  resharder(MPI_Comm comm, const Src& src, const Dst& dst, std::size_t element_bytes, reshard_options options = {},
-            Solver solver = {}, Strategy strategy = {})
+  resharder(MPI_Comm comm, const Src& src, const Dst& dst, std::size_t element_bytes, reshard_options options = {})
+      : batch_(comm, {tensor_layouts{src.value(), dst.value(), element_bytes}}, options), element_bytes_(element_bytes) {
+    static_assert(detail::static_shapes_agree<Src, Dst>(),
+                  "The source and destination layouts have different static shapes: resharding keeps the tensor's shape.");
+  }
+  template <layout_like Src, layout_like Dst>
+  resharder(MPI_Comm comm, const Src& src, const Dst& dst, std::size_t element_bytes, reshard_options options,
+            const Solver& solver, const Strategy& strategy = {})
       : batch_(comm, {tensor_layouts{src.value(), dst.value(), element_bytes}}, options, solver, strategy),
         element_bytes_(element_bytes) {
     static_assert(detail::static_shapes_agree<Src, Dst>(),
@@ -245,7 +201,7 @@ class resharder {
 /// being device r: one collective call. For repeated reshards of the same layouts, build a
 /// `resharder` once instead. `Solver` and `Strategy` choose the schedule (greedy senders and
 /// order, a local all-gather on each receiving host by default).
-template <solver Solver = greedy, strategy Strategy = auto_strategy, layout_like Src, layout_like Dst,
+template <class Solver = greedy, class Strategy = auto_strategy, layout_like Src, layout_like Dst,
           std::ranges::contiguous_range In, std::ranges::contiguous_range Out>
 void reshard(MPI_Comm comm, const Src& src, const Dst& dst, In&& in, Out&& out, reshard_options options = {}) {
   using T = std::remove_cvref_t<std::ranges::range_value_t<In>>;
@@ -281,12 +237,213 @@ class batch {
 };
 
 /// Reshards every tensor of `b` in one schedule over `comm`: one collective call.
-template <solver Solver = greedy, strategy Strategy = auto_strategy>
+template <class Solver = greedy, class Strategy = auto_strategy>
 void reshard(MPI_Comm comm, const batch& b, reshard_options options = {}) {
   batch_resharder<Solver, Strategy> r(comm, b.layouts(), options);
   r(b.in(), b.out());
 }
 
 }  // namespace meshcast
+
+#if !defined(MESHCAST_COMPILED)
+// ---- begin meshcast/api/mpi/batch_core_impl.hpp ----
+// The definitions behind batch_core.hpp. Header-only mode includes this from <meshcast/mpi.hpp>;
+// libmeshcast compiles it once in compiled mode (src/mpi.cpp).
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <meshcast/backend/mpi.hpp>
+#include <meshcast/backend/mpi_bounded.hpp>
+#include <meshcast/batch_checks.hpp>
+// ---- begin meshcast/api/network_from.hpp ----
+// The network model a reshard's options describe (NIC and intra-host rates, latency, NICs per
+// host), for devices on given hosts.
+
+#include <vector>
+
+
+namespace meshcast {
+
+/// The network model the options describe, for devices on hosts `host_of`.
+inline network network_from(const reshard_options& o, std::vector<index_t> host_of) {
+  return network::uniform(std::move(host_of), network::gbit_per_s(o.nic_gbps), network::gbit_per_s(o.intra_gbps),
+                          o.latency_us * 1e-6, o.nics_per_host)
+      .with_payload_fraction(o.nic_efficiency);
+}
+
+}  // namespace meshcast
+// ---- end meshcast/api/network_from.hpp ----
+
+namespace meshcast {
+
+MESHCAST_INLINE void share_schedule(MPI_Comm comm, std::span<const plan> plans, schedule& s, int root, double timeout_s) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::vector<std::int64_t> wire = rank == root ? to_wire(s) : std::vector<std::int64_t>{};
+  long long n = static_cast<long long>(wire.size());
+  bounded_broadcast(comm, &n, sizeof n, root, timeout_s, "receiving the schedule's size");
+  if (n < 0 || static_cast<unsigned long long>(n) > (std::numeric_limits<int>::max() / sizeof(std::int64_t)))
+    throw error("the schedule is too large to share (" + std::to_string(n) + " words)");
+  wire.resize(static_cast<std::size_t>(n));
+  bounded_broadcast(comm, wire.data(), static_cast<int>(n * static_cast<long long>(sizeof(std::int64_t))), root, timeout_s,
+                    "receiving the schedule");
+  if (rank != root) s = from_wire(wire);
+  const std::uint64_t mine = fingerprint(plans, s);
+  std::uint64_t theirs = mine;
+  bounded_broadcast(comm, &theirs, sizeof theirs, root, timeout_s, "comparing schedules");
+  if (!all_ok(comm, mine == theirs, timeout_s, "comparing schedules"))
+    throw error("ranks disagree on the plan: were they given the same layouts and sizes?");
+}
+
+MESHCAST_INLINE void share_schedule(MPI_Comm comm, const plan& p, schedule& s, int root, double timeout_s) {
+  share_schedule(comm, std::span<const plan>(&p, 1), s, root, timeout_s);
+}
+
+MESHCAST_INLINE void agree_or_throw(MPI_Comm comm, const std::string& problem, double timeout_s) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  const auto first = static_cast<int>(bounded_allreduce(
+      comm, problem.empty() ? static_cast<std::uint64_t>(INT_MAX) : static_cast<std::uint64_t>(rank), MPI_MIN, timeout_s,
+      "checking that every rank is ready"));
+  if (first == INT_MAX) return;
+  std::string text = rank == first ? problem : std::string();
+  long long n = static_cast<long long>(text.size());
+  bounded_broadcast(comm, &n, sizeof n, first, timeout_s, "receiving another rank's error");
+  text.resize(static_cast<std::size_t>(std::clamp(n, 0LL, 4096LL)));
+  bounded_broadcast(comm, text.data(), static_cast<int>(text.size()), first, timeout_s, "receiving another rank's error");
+  throw error(rank == first ? text : "rank " + std::to_string(first) + " reports: " + text);
+}
+
+MESHCAST_INLINE std::vector<index_t> discover_hosts(MPI_Comm comm) {
+  int rank = 0, size = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  MPI_Comm node = MPI_COMM_NULL;
+  detail::mpi_check(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+  int leader = rank;
+  detail::mpi_check(MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, node), "MPI_Allreduce");
+  MPI_Comm_free(&node);
+  std::vector<int> leaders(static_cast<std::size_t>(size));
+  detail::mpi_check(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, comm), "MPI_Allgather");
+  std::vector<int> distinct = leaders;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  std::vector<index_t> host_of(static_cast<std::size_t>(size));
+  for (int r = 0; r < size; ++r)
+    host_of[static_cast<std::size_t>(r)] =
+        std::lower_bound(distinct.begin(), distinct.end(), leaders[static_cast<std::size_t>(r)]) - distinct.begin();
+  return host_of;
+}
+
+namespace detail {
+
+struct batch_core::state {
+  MPI_Comm comm;
+  reshard_options options;
+  std::vector<tensor_layouts> tensors;
+  index_t rank = 0;
+  std::vector<plan> plans;
+  meshcast::network net;
+  meshcast::schedule schedule;
+  std::optional<executor<mpi_backend>> run;
+};
+
+MESHCAST_INLINE batch_core::batch_core(MPI_Comm comm, std::vector<tensor_layouts> tensors, const reshard_options& options,
+                                       const erased_policies& policies)
+    : state_(new state{comm, options, std::move(tensors), 0, {}, {}, {}, {}}) {
+  state& s = *state_;
+  try {
+    int rank = 0, size = 0;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    s.rank = rank;
+    std::string problem;
+    try {
+      checked_seconds(s.options.timeout_s, "reshard_options::timeout_s");
+      s.plans = batch_plans(s.tensors, s.options, size);
+    } catch (const std::exception& e) {
+      problem = e.what();
+    }
+    agree_or_throw(comm, problem, s.options.timeout_s);
+    // Every rank must have been given the same layouts, element sizes and options.
+    const std::uint64_t key = batch_key(s.tensors, s.options, policies.name(false), policies.name(true));
+    const auto low = bounded_allreduce(comm, key, MPI_MIN, s.options.timeout_s, "comparing the ranks' arguments");
+    const auto high = bounded_allreduce(comm, key, MPI_MAX, s.options.timeout_s, "comparing the ranks' arguments");
+    if (low != high)
+      throw error("the ranks of the communicator were given different layouts, element sizes or options for one "
+                  "reshard; every rank must pass the same ones");
+    try {
+      const reshard_options& o = s.options;
+      const std::vector<index_t> hosts =
+          !o.host_of.empty()       ? o.host_of
+          : o.devices_per_host > 0 ? default_hosts(s.plans[0].device_count, static_cast<index_t>(s.plans[0].src_devices.size()),
+                                                   o.devices_per_host)
+                                   : discover_hosts(comm);
+      // The MPI backend's eager messages are acknowledged in ordered mode (connections.hpp).
+      s.net = network_from(o, hosts).with_eager_bytes(static_cast<index_t>(eager_limit_bytes));
+      if (rank == 0) policies.solve(policies, s.plans, s.net, o, s.schedule);
+    } catch (const std::exception& e) {
+      problem = e.what();
+    }
+    agree_or_throw(comm, problem, s.options.timeout_s);
+    share_schedule(comm, s.plans, s.schedule, 0, s.options.timeout_s);
+    try {
+      s.run.emplace(mpi_backend(comm, s.options.timeout_s), s.plans, s.schedule, s.options.max_staging_bytes);
+    } catch (const std::exception& e) {
+      problem = e.what();
+    }
+    agree_or_throw(comm, problem, s.options.timeout_s);
+  } catch (...) {
+    delete state_;
+    throw;
+  }
+}
+
+MESHCAST_INLINE batch_core::~batch_core() { delete state_; }
+MESHCAST_INLINE batch_core::batch_core(batch_core&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
+MESHCAST_INLINE batch_core& batch_core::operator=(batch_core&& other) noexcept {
+  if (this != &other) {
+    delete state_;
+    state_ = std::exchange(other.state_, nullptr);
+  }
+  return *this;
+}
+
+MESHCAST_INLINE std::size_t batch_core::size() const noexcept { return state_->tensors.size(); }
+MESHCAST_INLINE std::size_t batch_core::source_elements(std::size_t k) const noexcept {
+  return state_->run->source_bytes(k) / state_->tensors[k].element_bytes;
+}
+MESHCAST_INLINE std::size_t batch_core::destination_elements(std::size_t k) const noexcept {
+  return state_->run->destination_bytes(k) / state_->tensors[k].element_bytes;
+}
+MESHCAST_INLINE const std::vector<plan>& batch_core::plans() const noexcept { return state_->plans; }
+MESHCAST_INLINE const meshcast::schedule& batch_core::schedule() const noexcept { return state_->schedule; }
+MESHCAST_INLINE const meshcast::network& batch_core::network() const noexcept { return state_->net; }
+MESHCAST_INLINE std::size_t batch_core::staging_bytes() const noexcept { return state_->run->staging_bytes(); }
+
+MESHCAST_INLINE void batch_core::run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out,
+                                     std::string problem) {
+  state& s = *state_;
+  problem = shard_problem(static_cast<index_t>(s.rank), std::move(problem), in, out, s.tensors,
+                          [&](std::size_t k) { return s.run->source_bytes(k); },
+                          [&](std::size_t k) { return s.run->destination_bytes(k); });
+  agree_or_throw(s.comm, problem, s.options.timeout_s);
+  s.run->run(in, out);
+}
+
+}  // namespace detail
+}  // namespace meshcast
+// ---- end meshcast/api/mpi/batch_core_impl.hpp ----
+#endif
 // ---- end meshcast/api/mpi.hpp ----
 // ---- end meshcast/mpi.hpp ----

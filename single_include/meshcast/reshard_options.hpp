@@ -5,7 +5,6 @@
 // What the one-call reshard needs to know besides the layouts and buffers, for every transport.
 
 #include <cstdint>
-#include <string>
 #include <vector>
 
 #include <meshcast/meshcast.hpp>
@@ -44,41 +43,6 @@ struct reshard_options {
   bool buckets = true;
 };
 
-/// The network model the options describe, for devices on hosts `host_of`.
-inline network network_from(const reshard_options& o, std::vector<index_t> host_of) {
-  return network::uniform(std::move(host_of), network::gbit_per_s(o.nic_gbps), network::gbit_per_s(o.intra_gbps),
-                          o.latency_us * 1e-6, o.nics_per_host)
-      .with_payload_fraction(o.nic_efficiency);
-}
-
-namespace detail {
-/// FNV-1a of everything every rank must agree on before a collective reshard.
-inline std::uint64_t agreement_key(const layout_value& src, const layout_value& dst, std::size_t element_bytes,
-                                   const reshard_options& o, const std::string& policies) {
-  std::uint64_t h = 1469598103934665603ULL;
-  auto mix = [&](std::int64_t v) {
-    for (int i = 0; i < 8; ++i) h = (h ^ static_cast<std::uint8_t>(v >> (8 * i))) * 1099511628211ULL;
-  };
-  for (const layout_value* l : {&src, &dst}) {
-    mix(l->mesh.rank), mix(l->shape.rank), mix(l->spec.rank);
-    for (int d = 0; d < l->mesh.rank; ++d) mix(l->mesh[d]);
-    for (int d = 0; d < l->shape.rank; ++d) mix(l->shape[d]);
-    for (int d = 0; d < l->spec.rank; ++d) {
-      mix(-1 - l->spec.dims[d].axis_count);
-      for (int a = 0; a < l->spec.dims[d].axis_count; ++a) mix(l->spec.dims[d].axes[a]);
-    }
-  }
-  mix(static_cast<std::int64_t>(element_bytes));
-  mix(static_cast<std::int64_t>(o.devices.how));
-  for (index_t d : o.devices.dst_ids) mix(d);
-  mix(o.devices_per_host), mix(static_cast<std::int64_t>(o.mode)), mix(o.split_replicas), mix(o.nics_per_host);
-  mix(static_cast<std::int64_t>(o.max_staging_bytes)), mix(o.buckets);
-  for (index_t h : o.host_of) mix(h);
-  mix(static_cast<std::int64_t>(o.seed));
-  for (char c : policies) mix(c);
-  return h;
-}
-}  // namespace detail
 
 }  // namespace meshcast
 // ---- end meshcast/api/reshard_options.hpp ----

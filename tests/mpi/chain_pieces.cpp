@@ -28,6 +28,9 @@ class recording_backend {
   using memory_type = mpi_backend::memory_type;
   using request = mpi_backend::request;
   using group = mpi_backend::group;
+  /// The wrapped transport's protocol, and what it needs to apply it (exec/backend_traits.hpp).
+  static constexpr backend_protocol protocol = mpi_backend::protocol;
+  bool send_completes_early(std::size_t n) const noexcept { return inner_.send_completes_early(n); }
   recording_backend(MPI_Comm comm, std::shared_ptr<chain_record> record) : inner_(comm, 60), record_(std::move(record)) {}
   memory_type& memory() noexcept { return inner_.memory(); }
   index_t device() const noexcept { return inner_.device(); }

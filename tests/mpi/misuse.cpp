@@ -5,7 +5,9 @@
 #include <cstdio>
 #include <string>
 
+#include <meshcast/meshcast.hpp>
 #include <meshcast/mpi.hpp>
+#include <meshcast/exec/backend/mpi.hpp>
 
 using namespace meshcast;
 

@@ -1,5 +1,5 @@
 // expect: One mesh axis is used by two tensor dims (or twice in one S<...>)
-#include <meshcast/meshcast.hpp>
+#include <meshcast/core/spec.hpp>
 using namespace meshcast;
 #ifdef MESHCAST_MISUSE
 spec<S<1, 1>, R> bad;

@@ -1,5 +1,5 @@
 // expect: One mesh axis is used by two tensor dims
-#include <meshcast/meshcast.hpp>
+#include <meshcast/core/spec.hpp>
 using namespace meshcast;
 #ifdef MESHCAST_MISUSE
 spec<S<0>, S<0>> bad;

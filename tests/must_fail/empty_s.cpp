@@ -1,5 +1,5 @@
 // expect: S<...> needs at least one mesh axis: write R for a replicated dim.
-#include <meshcast/meshcast.hpp>
+#include <meshcast/core/spec.hpp>
 using namespace meshcast;
 #ifdef MESHCAST_MISUSE
 spec<S<>, R> bad;

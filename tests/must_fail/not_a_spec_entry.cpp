@@ -1,5 +1,5 @@
 // expect: Each entry of a spec must be meshcast::R or meshcast::S<axes...>.
-#include <meshcast/meshcast.hpp>
+#include <meshcast/core/spec.hpp>
 using namespace meshcast;
 #ifdef MESHCAST_MISUSE
 spec<int, R> bad;

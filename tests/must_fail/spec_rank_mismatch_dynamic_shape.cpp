@@ -1,5 +1,5 @@
 // expect: The spec's number of entries differs from the tensor's rank
-#include <meshcast/meshcast.hpp>
+#include <meshcast/layout/layout.hpp>
 using namespace meshcast;
 #ifdef MESHCAST_MISUSE
 using bad = layout<dynamic_mesh, spec<S<0>>, shape<dyn, dyn>>;  // rank is static even if sizes are not

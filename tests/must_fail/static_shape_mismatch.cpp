@@ -1,5 +1,5 @@
 // expect: The source and destination layouts have different static shapes
-#include <meshcast/meshcast.hpp>
+#include <meshcast/plan/plan.hpp>
 using namespace meshcast;
 constexpr layout<mesh<2>, spec<S<0>, R>, shape<8, 6>> src;
 #ifdef MESHCAST_MISUSE

@@ -1,5 +1,5 @@
 // expect: The source and destination layouts have different static shapes
-#include <meshcast/meshcast.hpp>
+#include <meshcast/plan/plan.hpp>
 using namespace meshcast;
 #ifdef MESHCAST_MISUSE
 using dst_shape = shape<dyn, 7>;  // the static extent disagrees; the dynamic one is not checked here

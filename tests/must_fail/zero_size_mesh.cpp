@@ -1,5 +1,5 @@
 // expect: Every mesh axis must hold at least one device.
-#include <meshcast/meshcast.hpp>
+#include <meshcast/core/mesh.hpp>
 using namespace meshcast;
 #ifdef MESHCAST_MISUSE
 mesh<2, 0> bad;

@@ -10,10 +10,39 @@
 #include <string>
 #include <vector>
 
+#include "../layout/layout.hpp"
 #include "reshard_options.hpp"
+#include "../plan/staging.hpp"
 #include "../plan/tensor_layouts.hpp"
 
 namespace meshcast::detail {
+
+/// FNV-1a of everything every rank must agree on before a collective reshard.
+inline std::uint64_t agreement_key(const layout_value& src, const layout_value& dst, std::size_t element_bytes,
+                                   const reshard_options& o, const std::string& policies) {
+  std::uint64_t h = 1469598103934665603ULL;
+  auto mix = [&](std::int64_t v) {
+    for (int i = 0; i < 8; ++i) h = (h ^ static_cast<std::uint8_t>(v >> (8 * i))) * 1099511628211ULL;
+  };
+  for (const layout_value* l : {&src, &dst}) {
+    mix(l->mesh.rank), mix(l->shape.rank), mix(l->spec.rank);
+    for (int d = 0; d < l->mesh.rank; ++d) mix(l->mesh[d]);
+    for (int d = 0; d < l->shape.rank; ++d) mix(l->shape[d]);
+    for (int d = 0; d < l->spec.rank; ++d) {
+      mix(-1 - l->spec.dims[d].axis_count);
+      for (int a = 0; a < l->spec.dims[d].axis_count; ++a) mix(l->spec.dims[d].axes[a]);
+    }
+  }
+  mix(static_cast<std::int64_t>(element_bytes));
+  mix(static_cast<std::int64_t>(o.devices.how));
+  for (index_t d : o.devices.dst_ids) mix(d);
+  mix(o.devices_per_host), mix(static_cast<std::int64_t>(o.mode)), mix(o.split_replicas), mix(o.nics_per_host);
+  mix(static_cast<std::int64_t>(o.max_staging_bytes)), mix(o.buckets);
+  for (index_t h : o.host_of) mix(h);
+  mix(static_cast<std::int64_t>(o.seed));
+  for (char c : policies) mix(c);
+  return h;
+}
 
 /// The plans of a batch over `ranks` ranks (rank r is device r); throws naming the tensor that
 /// does not fit them.

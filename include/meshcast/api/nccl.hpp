@@ -39,6 +39,7 @@
 #include "../schedule/solver/greedy.hpp"
 #include "../schedule/strategy/auto.hpp"
 #include "batch_checks.hpp"
+#include "network_from.hpp"
 #include "reshard_options.hpp"
 #include "../schedule/solve_batch.hpp"
 #include "../plan/tensor_layouts.hpp"

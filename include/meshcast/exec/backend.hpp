@@ -42,10 +42,8 @@ concept backend = requires(B& b, const B& cb, std::byte* out, const std::byte* i
   b.flush();  ///< everything issued so far is complete when it returns
 };
 
-// Optional members the executor uses where a backend has them: `static constexpr bool port_tokens`
-// (exec/executor.hpp) and `bool send_completes_early(std::size_t bytes) const`, whether a
-// completed send of that size may not have reached its receiver yet (an eager protocol): the
-// ordered executor then waits for the receiver's acknowledgement. A tag-matched backend without
-// it gets an acknowledgement for every send.
+// Besides these members, a backend declares its protocol (`static constexpr backend_protocol
+// protocol`, exec/backend_traits.hpp): whether ordered mode passes NIC tokens, and whether a
+// completed send may not have reached its receiver yet.
 
 }  // namespace meshcast

@@ -47,6 +47,8 @@
 #include <vector>
 
 #include "backend.hpp"
+#include "backend_traits.hpp"
+#include "message_tags.hpp"
 #include "../plan/plan.hpp"
 #include "../model/schedule.hpp"
 #include "../core/error.hpp"
@@ -56,14 +58,13 @@
 
 namespace meshcast {
 
-/// Data messages of transfer i use tag `i % transfer_tags`; ordered-mode tokens use
-/// `transfer_tags + i % transfer_tags`, ordered-mode acknowledgements `2 * transfer_tags + i %
-/// transfer_tags` and clearances `3 * transfer_tags + i % transfer_tags` (messages of one tag
-/// between one pair match in posting order).
-inline constexpr int transfer_tags = 32768;
-
-template <backend Backend>
+template <class Backend>
 class executor {
+  static_assert(backend<Backend>,
+                "The executor's transport must model meshcast::backend (exec/backend.hpp): memory_type, request, group, "
+                "send, recv, make_group, broadcast, chain, wait, test, rounds, flush, device, size and timeout_s.");
+  static_assert(sizeof(backend_traits<Backend>) > 0);  // instantiates the protocol's checks
+
  public:
   /// `s` is the schedule, the same on every rank. The executor keeps its own copy of the backend
   /// (a handle: communicator, stream), so it never refers to a temporary. Throws
@@ -204,11 +205,9 @@ class executor {
   bool acknowledged() const noexcept { return mode_ == execution::ordered && passes_port_tokens<Backend>(); }
   bool acknowledged(const step& x) const noexcept {
     if (!acknowledged()) return false;
-    if constexpr (requires(const Backend& b) {
-                    { b.send_completes_early(std::size_t{}) } -> std::convertible_to<bool>;
-                  })
+    if constexpr (backend_traits<Backend>::sends == send_completion::early_by_size)
       return b_.send_completes_early(smallest_message(x));
-    else return true;
+    else return backend_traits<Backend>::sends == send_completion::early_always;
   }
   // The smallest message a step sends (a bundle in place sends one per piece).
   static std::size_t smallest_message(const step& x) noexcept {
@@ -217,8 +216,8 @@ class executor {
     return least;
   }
   void plan_acknowledgements();
-  static int ack_tag(const step& x) noexcept { return 2 * transfer_tags + x.tag; }
-  static int clear_tag(const step& x) noexcept { return 3 * transfer_tags + x.tag; }
+  static int ack_tag(const step& x) noexcept { return message_tag(message_kind::acknowledgement, static_cast<std::size_t>(x.tag)); }
+  static int clear_tag(const step& x) noexcept { return message_tag(message_kind::clearance, static_cast<std::size_t>(x.tag)); }
   // An acknowledged message longer than this waits for its receiver's clearance (shorter ones
   // would hardly share a NIC, and would pay a round trip each).
   static constexpr std::size_t cleared_above = std::size_t{64} << 10;

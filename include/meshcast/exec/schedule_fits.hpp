@@ -9,19 +9,17 @@
 #include <string>
 
 #include "../core/error.hpp"
+#include "backend_traits.hpp"
 #include "../model/schedule.hpp"
 #include "../plan/plan.hpp"
 
 namespace meshcast {
 
-/// Whether a backend passes ordered-mode NIC tokens between devices (the default). A backend whose
-/// sends block its stream until matched (NCCL) declares `static constexpr bool port_tokens =
-/// false`: there, a token would hold back the sender's next transfer, so ordered mode keeps each
-/// device's transfers in order and lets devices that share a NIC share it.
+/// Whether a backend passes ordered-mode NIC tokens between devices (its protocol says:
+/// backend_traits.hpp).
 template <class B>
 constexpr bool passes_port_tokens() {
-  if constexpr (requires { B::port_tokens; }) return B::port_tokens;
-  else return true;
+  return backend_traits<B>::port_tokens;
 }
 
 /// Devices the plans of a batch use together.

@@ -135,4 +135,23 @@ concept layout_like = requires(const L& l) {
   { l.value() } -> std::convertible_to<layout_value>;
 };
 
+namespace detail {
+// Whether two layout types' shapes can be equal: ranks and every extent known at compile time on
+// both sides must agree (what only the run time knows is checked then).
+template <class Src, class Dst>
+constexpr bool static_shapes_agree() {
+  if constexpr (requires { typename Src::shape_type; typename Dst::shape_type; }) {
+    using A = typename Src::shape_type;
+    using B = typename Dst::shape_type;
+    if constexpr (has_static_rank<A> && has_static_rank<B>) {
+      if (A::rank() != B::rank()) return false;
+      for (int i = 0; i < A::rank(); ++i)
+        if (A::static_extent(i) != dyn && B::static_extent(i) != dyn && A::static_extent(i) != B::static_extent(i))
+          return false;
+    }
+  }
+  return true;
+}
+}  // namespace detail
+
 }  // namespace meshcast

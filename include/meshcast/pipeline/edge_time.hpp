@@ -15,6 +15,7 @@
 #include "../model/network.hpp"
 #include "../layout/placement.hpp"
 #include "../plan/plan.hpp"
+#include "../api/network_from.hpp"
 #include "../api/reshard_options.hpp"
 #include "../schedule/solve.hpp"
 #include "../schedule/solve_batch.hpp"

@@ -11,11 +11,9 @@
 
 #include "../core/error.hpp"
 #include "plan.hpp"
+#include "staging_cap.hpp"
 
 namespace meshcast {
-
-/// The cap the one call, the resharders and the command-line tools use unless told otherwise.
-inline constexpr std::size_t default_max_staging_bytes = std::size_t{256} << 20;
 
 /// The most pieces a cap may cut the tasks of one batch into: past that the schedule would cost
 /// more to make than the cap saves, and the cap is too small for the model.

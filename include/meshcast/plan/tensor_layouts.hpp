@@ -1,5 +1,4 @@
-// One tensor of a batch: its two layouts, element size and, where they are not the batch's
-// defaults, the devices that hold it before and after; and the plans of a batch.
+// The plans of a batch of tensors (layout/tensor_layouts.hpp), all over the same devices.
 #pragma once
 
 #include <cstddef>
@@ -8,20 +7,10 @@
 
 #include "../core/detail/checked.hpp"
 #include "../layout/layout.hpp"
+#include "../layout/tensor_layouts.hpp"
 #include "plan.hpp"
 
 namespace meshcast {
-
-struct tensor_layouts {
-  layout_value src, dst;
-  std::size_t element_bytes = 4;
-  /// Global id of each source mesh position; empty: 0..N-1.
-  std::vector<index_t> src_devices{};
-  /// Global id of each destination mesh position; empty: the batch's `device_map`.
-  std::vector<index_t> dst_devices{};
-  /// A name for messages (a model's parameter name); may be empty.
-  std::string name{};
-};
 
 /// The plan of every tensor of a batch, all over the same `device_count` devices (0: each its own).
 inline std::vector<plan> make_plans(const std::vector<tensor_layouts>& tensors, const device_map& devices = {},

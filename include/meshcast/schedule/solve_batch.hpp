@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -68,7 +69,7 @@ schedule solve_batch(std::vector<std::shared_ptr<const plan>> plans, std::shared
 
 /// The same, sharing copies of the plans and the network.
 template <solver Solver, strategy Strategy>
-schedule solve_batch(const std::vector<plan>& plans, const network& net, const Strategy& st, const Solver& sv,
+schedule solve_batch(std::span<const plan> plans, const network& net, const Strategy& st, const Solver& sv,
                      instance_options io = {}, solver_options so = {}) {
   std::vector<std::shared_ptr<const plan>> shared;
   shared.reserve(plans.size());

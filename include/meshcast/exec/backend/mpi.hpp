@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../backend.hpp"
+#include "../backend_traits.hpp"
 #include "../../core/error.hpp"
 #include "../memory/host.hpp"
 #include "../../model/op.hpp"
@@ -88,6 +89,8 @@ class mpi_backend {
   /// the launcher sets; every rank must use the same). The ordered executor then waits for the
   /// receiver's acknowledgement.
   bool send_completes_early(std::size_t n) const noexcept { return n <= eager_limit_; }
+  /// Tag-matched: ordered mode passes NIC tokens; sends up to the eager threshold complete early.
+  static constexpr backend_protocol protocol{.port_tokens = true, .sends = send_completion::early_by_size};
   request recv(std::byte* data, std::size_t n, index_t peer, int tag) {
     request r;
     r.peer = static_cast<int>(peer);

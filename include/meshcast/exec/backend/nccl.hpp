@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "../backend.hpp"
+#include "../backend_traits.hpp"
 #include "../../core/error.hpp"
 #include "../memory/cuda.hpp"
 
@@ -45,8 +46,8 @@ template <nccl_bootstrap Bootstrap>
 class nccl_backend {
  public:
   using memory_type = cuda_memory;
-  /// A send blocks the stream until matched: no ordered-mode tokens (see exec/executor.hpp).
-  static constexpr bool port_tokens = false;
+  /// A send blocks the stream until matched: no ordered-mode tokens, nothing completes early.
+  static constexpr backend_protocol protocol{.port_tokens = false, .sends = send_completion::on_delivery};
   struct request {};  // completion is stream order: later work on the stream sees the data
   /// A communicator over the group's members, in member order.
   struct group {

@@ -5,7 +5,7 @@
 
 namespace meshcast {
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::run_concurrent() {
   for (step& x : steps_) x.done = x.posted = false;
   in_flight_.clear();
@@ -13,7 +13,7 @@ void executor<Backend>::run_concurrent() {
   else run_concurrent_in_list_order();
 }
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::post_concurrent(step& x, std::size_t k) {
   mark(x, &step_time::wait);
   mark(x, &step_time::start);
@@ -24,14 +24,14 @@ void executor<Backend>::post_concurrent(step& x, std::size_t k) {
   else in_flight_.push_back(k);
 }
 
-template <backend Backend>
+template <class Backend>
 bool executor<Backend>::inputs_arrived(const step& x) const {
   for (std::size_t n : x.needs)
     if (!steps_[n].done) return false;
   return true;
 }
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::run_concurrent_eager() {
   std::vector<std::size_t> waiting(steps_.size());  // not yet posted, in list order
   for (std::size_t k = 0; k < waiting.size(); ++k) waiting[k] = k;
@@ -62,7 +62,7 @@ void executor<Backend>::run_concurrent_eager() {
   });
 }
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::run_concurrent_in_list_order() {
   b_.begin_round();
   for (std::size_t k = 0; k < steps_.size(); ++k) {

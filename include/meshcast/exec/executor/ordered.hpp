@@ -5,7 +5,7 @@
 
 namespace meshcast {
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::run_ordered_in_rounds() {
   for (step& x : steps_) x.done = x.posted = false;
   std::vector<std::size_t> order(steps_.size());
@@ -46,7 +46,7 @@ void executor<Backend>::run_ordered_in_rounds() {
   }
 }
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::run_ordered() {
   for (step& x : steps_) x.done = x.posted = false;
   in_flight_.clear();

@@ -5,7 +5,7 @@
 
 namespace meshcast {
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::plan_lanes(const schedule& s) {
   std::size_t last_send = none, last_receive = none;
   for (std::size_t k = 0; k < steps_.size(); ++k) {
@@ -33,7 +33,7 @@ void executor<Backend>::plan_lanes(const schedule& s) {
   }
 }
 
-template <backend Backend>
+template <class Backend>
 bool executor<Backend>::times_follow_order(const schedule& s) {
   std::map<int, double> free;  // resource -> end of its last transfer
   for (std::size_t i = 0; i < s.transfers.size(); ++i) {
@@ -50,7 +50,7 @@ bool executor<Backend>::times_follow_order(const schedule& s) {
   return true;
 }
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::plan_exchanges(const schedule& s) {
   // The connection rule (connections.hpp): a transfer that the model does not start with the
   // last one the other way between the same two devices starts once that one is complete
@@ -101,7 +101,7 @@ void executor<Backend>::plan_exchanges(const schedule& s) {
   }
 }
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::plan_tokens(const schedule& s) {
   std::map<int, std::pair<std::size_t, index_t>> last;  // resource -> (transfer, holder)
   for (std::size_t i = 0; i < s.transfers.size(); ++i) {
@@ -112,7 +112,7 @@ void executor<Backend>::plan_tokens(const schedule& s) {
       auto it = last.find(r);
       if (it != last.end() && it->second.second != holder) {
         const auto [before, from] = it->second;
-        const int tag = transfer_tags + static_cast<int>(before % transfer_tags);
+        const int tag = message_tag(message_kind::token, before);
         if (holder == me_) {
           step& x = steps_[step_of_.at(i)];
           add_token(x.tokens_in, from, tag);
@@ -128,7 +128,7 @@ void executor<Backend>::plan_tokens(const schedule& s) {
   scratch_ = b_.memory().allocate(1 + slots);  // one byte to send from, one per token received
 }
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::plan_acknowledgements() {
   std::size_t slots = 0;
   for (step& x : steps_)

@@ -5,7 +5,7 @@
 
 namespace meshcast {
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::run(std::span<const std::span<const std::byte>> sources,
                           std::span<const std::span<std::byte>> destinations) {
   if (sources.size() != tensors_.size() || destinations.size() != tensors_.size())

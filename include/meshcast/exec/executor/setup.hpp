@@ -5,7 +5,7 @@
 
 namespace meshcast {
 
-template <backend Backend>
+template <class Backend>
 executor<Backend>::executor(Backend b, std::span<const plan> plans, const schedule& s, std::size_t max_staging_bytes)
     : b_(std::move(b)), mode_(s.mode) {
   me_ = b_.device();
@@ -36,7 +36,7 @@ executor<Backend>::executor(Backend b, std::span<const plan> plans, const schedu
   if (acknowledged()) plan_acknowledgements();
 }
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::make_groups(const schedule& s) {
   std::map<std::vector<index_t>, std::size_t> index;
   for (std::size_t i = 0; i < s.transfers.size(); ++i) {
@@ -49,14 +49,14 @@ void executor<Backend>::make_groups(const schedule& s) {
     if (fresh) {
       const bool mine = std::find(members.begin(), members.end(), me_) != members.end();
       groups_.push_back(mine ? std::optional<typename Backend::group>(
-                                   b_.make_group(members, static_cast<int>(it->second % transfer_tags)))
+                                   b_.make_group(members, message_tag(message_kind::data, it->second)))
                              : std::nullopt);
     }
     group_of_[i] = it->second;
   }
 }
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::plan_steps(const schedule& s, std::span<const plan> plans) {
   std::map<std::size_t, std::size_t> my_receive;  // transfer -> my receive step
   for (std::size_t i = 0; i < s.transfers.size(); ++i) {
@@ -72,7 +72,7 @@ void executor<Backend>::plan_steps(const schedule& s, std::span<const plan> plan
     x.tensor = static_cast<std::size_t>(t.tensor);
     const tensor_state& ts = tensors_[x.tensor];
     x.bytes = tile_bytes(t.region, ts.eb);
-    x.tag = static_cast<int>(i % transfer_tags);
+    x.tag = message_tag(message_kind::data, i);
     x.piece = static_cast<std::size_t>(t.piece_bytes);
     const std::string who = "device " + std::to_string(me_);
     if (!t.parts.empty()) {  // a bundle: packed and unpacked piece by piece, through a buffer
@@ -162,7 +162,7 @@ void executor<Backend>::plan_steps(const schedule& s, std::span<const plan> plan
   tokens_sent_.reserve(steps_.size());
 }
 
-template <backend Backend>
+template <class Backend>
 bool executor<Backend>::in_place(std::span<const plan> plans, const transfer& t) {
   if (t.parts.empty() || (t.kind != transfer_kind::point_to_point && t.kind != transfer_kind::forward)) return false;
   auto fits = [&](const transfer_part& q) {
@@ -180,7 +180,7 @@ bool executor<Backend>::in_place(std::span<const plan> plans, const transfer& t)
   return true;
 }
 
-template <backend Backend>
+template <class Backend>
 std::vector<std::size_t> executor<Backend>::offsets_in(const std::vector<transfer_part>& parts, bool source) const {
   std::vector<std::size_t> at;
   for (const transfer_part& q : parts) {

@@ -5,7 +5,7 @@
 
 namespace meshcast {
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::plan_staging(std::size_t cap) {
   std::size_t total = 0;
   for (const step& x : steps_)
@@ -55,7 +55,7 @@ void executor<Backend>::plan_staging(std::size_t cap) {
   if (arena_.capacity() > 0) block_ = b_.memory().allocate(arena_.capacity());
 }
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::take_buffers() {
   for (; next_to_take_ < steps_.size(); ++next_to_take_) {
     step& x = steps_[next_to_take_];
@@ -66,7 +66,7 @@ void executor<Backend>::take_buffers() {
   }
 }
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::reset_staging() {
   if (!shared_staging_) return;
   arena_.clear();

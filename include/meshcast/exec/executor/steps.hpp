@@ -5,7 +5,7 @@
 
 namespace meshcast {
 
-template <backend Backend>
+template <class Backend>
 bool executor<Backend>::completed(step& x) {
   switch (x.how) {
     case step::copy: return true;
@@ -33,7 +33,7 @@ bool executor<Backend>::completed(step& x) {
   return true;
 }
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::finish(step& x) {
   x.done = true;
   mark(x, &step_time::end);
@@ -57,7 +57,7 @@ void executor<Backend>::finish(step& x) {
   b_.end_round();
 }
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::progress() {
   for (std::size_t k : in_flight_) {
     step& x = steps_[k];
@@ -66,7 +66,7 @@ void executor<Backend>::progress() {
   std::erase_if(in_flight_, [&](std::size_t k) { return steps_[k].done; });
 }
 
-template <backend Backend>
+template <class Backend>
 template <class Ready>
 void executor<Backend>::await(Ready&& ready) {
   const double limit = b_.timeout_s();
@@ -85,7 +85,7 @@ void executor<Backend>::await(Ready&& ready) {
   }
 }
 
-template <backend Backend>
+template <class Backend>
 bool executor<Backend>::may_start(step& x) {
   if (x.prev_send != none && !steps_[x.prev_send].done) return false;
   if (x.prev_receive != none && !steps_[x.prev_receive].done) return false;
@@ -97,7 +97,7 @@ bool executor<Backend>::may_start(step& x) {
   return true;
 }
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::post_step(step& x) {
   auto& mem = b_.memory();
   const tensor_state& t = tensors_[x.tensor];
@@ -143,7 +143,7 @@ void executor<Backend>::post_step(step& x) {
   }
 }
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::pack_parts(step& x) {
   std::byte* out = buffer(x.buffer);
   for (const transfer_part& q : x.parts) {
@@ -154,7 +154,7 @@ void executor<Backend>::pack_parts(step& x) {
   }
 }
 
-template <backend Backend>
+template <class Backend>
 void executor<Backend>::send_data(step& x) {
   if (x.data_sent) return;
   x.data_sent = true;
