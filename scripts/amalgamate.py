@@ -88,7 +88,10 @@ def render():
         links.update({src: public for public, src in OPTIONAL.items() if public != name})
         links.update({src: public for src, public in FRONT_ENDS.items() if public != name})
         out = [BANNER.format(source=source)]
-        expand(INCLUDE / source, set(), out, links)
+        if source in in_umbrella:  # pasted into the umbrella already: the public path stands for it
+            out.append(f"#include <{UMBRELLA}>\n")
+        else:
+            expand(INCLUDE / source, set(), out, links)
         files[name] = "".join(out)
     return files
 

@@ -42,4 +42,7 @@
 // How the front ends (<meshcast/mpi.hpp>, <meshcast/nccl.hpp>) solve under any policies: what a
 // compiled-mode program that names policies of its own or other built-in ones needs.
 #include "api/policies_impl.hpp"
+// What the front ends share whatever the transport: batches, the typed resharder, the options' network.
+#include "api/batch.hpp"
+#include "api/network_from.hpp"
 #include "core/version.hpp"

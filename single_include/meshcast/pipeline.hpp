@@ -1926,25 +1926,7 @@ timeline order(const description& d, const P& p, const policy_options& options =
 #include <string>
 #include <vector>
 
-// ---- begin meshcast/api/network_from.hpp ----
-// The network model a reshard's options describe (NIC and intra-host rates, latency, NICs per
-// host), for devices on given hosts.
-
-#include <vector>
-
 #include <meshcast/reshard_options.hpp>
-
-namespace meshcast {
-
-/// The network model the options describe, for devices on hosts `host_of`.
-inline network network_from(const reshard_options& o, std::vector<index_t> host_of) {
-  return network::uniform(std::move(host_of), network::gbit_per_s(o.nic_gbps), network::gbit_per_s(o.intra_gbps),
-                          o.latency_us * 1e-6, o.nics_per_host)
-      .with_payload_fraction(o.nic_efficiency);
-}
-
-}  // namespace meshcast
-// ---- end meshcast/api/network_from.hpp ----
 
 namespace meshcast::pipeline {
 

@@ -25,6 +25,7 @@
 #include "../core/compiled.hpp"
 #include "../layout/layout.hpp"
 #include "../layout/tensor_layouts.hpp"
+#include "batch.hpp"
 #include "mpi/batch_core.hpp"
 #include "policies.hpp"
 #include "reshard_options.hpp"
@@ -73,53 +74,26 @@ class batch_resharder {
   detail::batch_core core_;
 };
 
-/// Reshards one tensor again and again between two layouts (a batch of one, with typed shards).
+/// Reshards one tensor again and again between two layouts (a batch of one, with typed shards:
+/// batch.hpp's typed_resharder).
 template <class Solver = greedy, class Strategy = auto_strategy>
-class resharder {
+class resharder : public detail::typed_resharder<batch_resharder<Solver, Strategy>> {
+  using typed = detail::typed_resharder<batch_resharder<Solver, Strategy>>;
+
  public:
   /// With default-constructed policies.
   template <layout_like Src, layout_like Dst>
   resharder(MPI_Comm comm, const Src& src, const Dst& dst, std::size_t element_bytes, reshard_options options = {})
-      : batch_(comm, {tensor_layouts{src.value(), dst.value(), element_bytes}}, options), element_bytes_(element_bytes) {
-    static_assert(detail::static_shapes_agree<Src, Dst>(),
-                  "The source and destination layouts have different static shapes: resharding keeps the tensor's shape.");
+      : typed(element_bytes, comm, std::vector<tensor_layouts>{{src.value(), dst.value(), element_bytes}}, options) {
+    detail::check_static_shapes<Src, Dst>();
   }
   template <layout_like Src, layout_like Dst>
   resharder(MPI_Comm comm, const Src& src, const Dst& dst, std::size_t element_bytes, reshard_options options,
             const Solver& solver, const Strategy& strategy = {})
-      : batch_(comm, {tensor_layouts{src.value(), dst.value(), element_bytes}}, options, solver, strategy),
-        element_bytes_(element_bytes) {
-    static_assert(detail::static_shapes_agree<Src, Dst>(),
-                  "The source and destination layouts have different static shapes: resharding keeps the tensor's shape.");
+      : typed(element_bytes, comm, std::vector<tensor_layouts>{{src.value(), dst.value(), element_bytes}}, options, solver,
+              strategy) {
+    detail::check_static_shapes<Src, Dst>();
   }
-
-  /// Elements this rank's source and destination shards hold (0 where it has none).
-  std::size_t source_elements() const noexcept { return batch_.source_elements(0); }
-  std::size_t destination_elements() const noexcept { return batch_.destination_elements(0); }
-  const meshcast::plan& plan() const noexcept { return batch_.plans()[0]; }
-  const meshcast::schedule& schedule() const noexcept { return batch_.schedule(); }
-  const meshcast::network& network() const noexcept { return batch_.network(); }
-
-  /// Reshards once: `in` is this rank's source shard (read only), `out` its destination shard;
-  /// both contiguous ranges of elements of the size given at construction. Collective.
-  template <std::ranges::contiguous_range In, std::ranges::contiguous_range Out>
-  void operator()(In&& in, Out&& out) {
-    using T = std::remove_cvref_t<std::ranges::range_value_t<In>>;
-    using U = std::remove_cvref_t<std::ranges::range_value_t<Out>>;
-    static_assert(std::is_same_v<T, U>, "The source and destination shards must hold the same element type.");
-    static_assert(std::is_trivially_copyable_v<T>, "Shards are moved as bytes: their element type must be trivially copyable.");
-    std::string problem;  // every rank learns of it, as of any misuse
-    if (sizeof(T) != element_bytes_)
-      problem = "the shards hold " + std::to_string(sizeof(T)) + "-byte elements but the reshard was set up for " +
-                std::to_string(element_bytes_) + "-byte ones";
-    const std::span<const std::byte> from(reinterpret_cast<const std::byte*>(std::ranges::data(in)), std::ranges::size(in) * sizeof(T));
-    const std::span<std::byte> to(reinterpret_cast<std::byte*>(std::ranges::data(out)), std::ranges::size(out) * sizeof(T));
-    batch_.run(std::span<const std::span<const std::byte>>(&from, 1), std::span<const std::span<std::byte>>(&to, 1), problem);
-  }
-
- private:
-  batch_resharder<Solver, Strategy> batch_;
-  std::size_t element_bytes_;
 };
 
 /// Reshards `in` (this rank's shard of `src`) into `out` (its shard of `dst`) over `comm`, rank r
@@ -133,33 +107,6 @@ void reshard(MPI_Comm comm, const Src& src, const Dst& dst, In&& in, Out&& out, 
   resharder<Solver, Strategy> r(comm, src, dst, sizeof(T), options);
   r(std::forward<In>(in), std::forward<Out>(out));
 }
-
-/// The tensors of a batch for the one call: layouts and this rank's shards (typed ranges, kept
-/// as bytes; they must outlive the call).
-class batch {
- public:
-  template <layout_like Src, layout_like Dst, std::ranges::contiguous_range In, std::ranges::contiguous_range Out>
-  batch& add(const Src& src, const Dst& dst, In&& in, Out&& out) {
-    static_assert(detail::static_shapes_agree<Src, Dst>(),
-                  "The source and destination layouts have different static shapes: resharding keeps the tensor's shape.");
-    using T = std::remove_cvref_t<std::ranges::range_value_t<In>>;
-    static_assert(std::is_same_v<T, std::remove_cvref_t<std::ranges::range_value_t<Out>>>,
-                  "The source and destination shards must hold the same element type.");
-    static_assert(std::is_trivially_copyable_v<T>, "Shards are moved as bytes: their element type must be trivially copyable.");
-    layouts_.push_back({src.value(), dst.value(), sizeof(T)});
-    in_.emplace_back(reinterpret_cast<const std::byte*>(std::ranges::data(in)), std::ranges::size(in) * sizeof(T));
-    out_.emplace_back(reinterpret_cast<std::byte*>(std::ranges::data(out)), std::ranges::size(out) * sizeof(T));
-    return *this;
-  }
-  const std::vector<tensor_layouts>& layouts() const noexcept { return layouts_; }
-  std::span<const std::span<const std::byte>> in() const noexcept { return in_; }
-  std::span<const std::span<std::byte>> out() const noexcept { return out_; }
-
- private:
-  std::vector<tensor_layouts> layouts_;
-  std::vector<std::span<const std::byte>> in_;
-  std::vector<std::span<std::byte>> out_;
-};
 
 /// Reshards every tensor of `b` in one schedule over `comm`: one collective call.
 template <class Solver = greedy, class Strategy = auto_strategy>

@@ -38,10 +38,12 @@
 #include "../plan/plan.hpp"
 #include "../schedule/solver/greedy.hpp"
 #include "../schedule/strategy/auto.hpp"
+#include "batch.hpp"
 #include "batch_checks.hpp"
 #include "network_from.hpp"
 #include "reshard_options.hpp"
-#include "../schedule/solve_batch.hpp"
+#include "policies.hpp"
+#include "policies_impl.hpp"
 #include "../plan/tensor_layouts.hpp"
 
 namespace meshcast {
@@ -161,7 +163,8 @@ class nccl_batch_resharder {
       problem = e.what();
     }
     channel_.agree_or_throw(problem);
-    const std::uint64_t key = detail::batch_key(tensors_, options_, Solver::name, Strategy::name);
+    const detail::erased_policies policies = detail::erase_policies<Solver, Strategy>(&solver, &strategy);
+    const std::uint64_t key = detail::batch_key(tensors_, options_, policies.name(false), policies.name(true));
     for (std::uint64_t k : channel_.all_gather(key))
       if (k != key)
         throw error("the ranks of the communicator were given different layouts, element sizes or options for one "
@@ -182,12 +185,7 @@ class nccl_batch_resharder {
         for (std::uint64_t h : all) hosts.push_back(std::find(distinct.begin(), distinct.end(), h) - distinct.begin());
       }
       net_ = network_from(options_, hosts);
-      if (channel_.rank() == 0)
-        schedule_ = solve_batch(plans_, net_, strategy, solver,
-                                {.split_replicas = options_.split_replicas, .mode = options_.mode,
-                                 .bucket_bytes = options_.buckets ? instance_options::auto_bucket_bytes : 0,
-                                 .max_staging_bytes = options_.max_staging_bytes},
-                                {.time_limit_s = options_.time_limit_s, .seed = options_.seed});
+      if (channel_.rank() == 0) policies.solve(policies, plans_, net_, options_, schedule_);  // as over MPI
     } catch (const std::exception& e) {
       problem = e.what();
     }
@@ -244,42 +242,20 @@ class nccl_batch_resharder {
   std::optional<executor<nccl_backend<nccl_comm_bootstrap>>> executor_;
 };
 
-/// The NCCL form of `resharder` (<meshcast/mpi.hpp>): one tensor (a batch of one, typed shards).
+/// The NCCL form of `resharder` (<meshcast/mpi.hpp>): one tensor (a batch of one, typed shards in
+/// device memory; batch.hpp's typed_resharder, shared with MPI).
 template <solver Solver = greedy, strategy Strategy = auto_strategy>
-class nccl_resharder {
+class nccl_resharder : public detail::typed_resharder<nccl_batch_resharder<Solver, Strategy>> {
+  using typed = detail::typed_resharder<nccl_batch_resharder<Solver, Strategy>>;
+
  public:
   template <layout_like Src, layout_like Dst>
   nccl_resharder(ncclComm_t comm, cudaStream_t stream, const Src& src, const Dst& dst, std::size_t element_bytes,
                  reshard_options options = {}, Solver solver = {}, Strategy strategy = {})
-      : batch_(comm, stream, {tensor_layouts{src.value(), dst.value(), element_bytes}}, std::move(options), solver, strategy),
-        element_bytes_(element_bytes) {
-    static_assert(detail::static_shapes_agree<Src, Dst>(),
-                  "The source and destination layouts have different static shapes: resharding keeps the tensor's shape.");
+      : typed(element_bytes, comm, stream, std::vector<tensor_layouts>{{src.value(), dst.value(), element_bytes}},
+              std::move(options), solver, strategy) {
+    detail::check_static_shapes<Src, Dst>();
   }
-
-  std::size_t source_elements() const noexcept { return batch_.source_elements(0); }
-  std::size_t destination_elements() const noexcept { return batch_.destination_elements(0); }
-  const meshcast::plan& plan() const noexcept { return batch_.plans()[0]; }
-  const meshcast::schedule& schedule() const noexcept { return batch_.schedule(); }
-
-  /// Reshards once: `in` and `out` are this rank's shards in device memory. Collective.
-  template <std::ranges::contiguous_range In, std::ranges::contiguous_range Out>
-  void operator()(In&& in, Out&& out) {
-    using T = std::remove_cvref_t<std::ranges::range_value_t<In>>;
-    static_assert(std::is_same_v<T, std::remove_cvref_t<std::ranges::range_value_t<Out>>>,
-                  "The source and destination shards must hold the same element type.");
-    std::string problem;
-    if (sizeof(T) != element_bytes_)
-      problem = "the shards hold " + std::to_string(sizeof(T)) + "-byte elements but the reshard was set up for " +
-                std::to_string(element_bytes_) + "-byte ones";
-    const std::span<const std::byte> from(reinterpret_cast<const std::byte*>(std::ranges::data(in)), std::ranges::size(in) * sizeof(T));
-    const std::span<std::byte> to(reinterpret_cast<std::byte*>(std::ranges::data(out)), std::ranges::size(out) * sizeof(T));
-    batch_.run(std::span<const std::span<const std::byte>>(&from, 1), std::span<const std::span<std::byte>>(&to, 1), problem);
-  }
-
- private:
-  nccl_batch_resharder<Solver, Strategy> batch_;
-  std::size_t element_bytes_;
 };
 
 /// Reshards this rank's device shard `in` of `src` into `out` of `dst` over `comm` on `stream`:
@@ -291,6 +267,14 @@ void reshard(ncclComm_t comm, cudaStream_t stream, const Src& src, const Dst& ds
   using T = std::remove_cvref_t<std::ranges::range_value_t<In>>;
   nccl_resharder<Solver, Strategy> r(comm, stream, src, dst, sizeof(T), options);
   r(std::forward<In>(in), std::forward<Out>(out));
+}
+
+/// Reshards every tensor of `b` (device shards) in one schedule over `comm` on `stream`: one
+/// collective call, as over MPI.
+template <solver Solver = greedy, strategy Strategy = auto_strategy>
+void reshard(ncclComm_t comm, cudaStream_t stream, const batch& b, reshard_options options = {}) {
+  nccl_batch_resharder<Solver, Strategy> r(comm, stream, b.layouts(), options);
+  r(b.in(), b.out());
 }
 
 }  // namespace meshcast
