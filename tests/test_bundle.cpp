@@ -19,19 +19,19 @@ using meshcast::testing::for_each_element;
 using meshcast::testing::linear;
 
 namespace {
-struct batch {
+struct test_batch {
   std::vector<plan> plans;
   network net;
 };
 
 // A random batch: `tensors` 2-D tensors from a 2x2 mesh on devices 0-3 to a random mesh on 4-7
 // (or, one time in three, on the same devices), 8 devices on 4 hosts of 2.
-batch random_batch(std::mt19937_64& rng, int tensors) {
+test_batch random_batch(std::mt19937_64& rng, int tensors) {
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   const char* src_specs[] = {"S0,S1", "S1,R", "R,S0", "S01,R", "R,R", "S0,R"};
   const char* dst_specs[] = {"S0,R", "R,S0", "R,R", "S0,S1", "S1,S0", "R,S1"};
   const bool same = pick(0, 2) == 0;
-  batch b{{}, network::uniform(default_hosts(8, 4, 2), network::gbit_per_s(100), network::gbit_per_s(800), 20e-6, 1)};
+  test_batch b{{}, network::uniform(default_hosts(8, 4, 2), network::gbit_per_s(100), network::gbit_per_s(800), 20e-6, 1)};
   for (int k = 0; k < tensors; ++k) {
     const dynamic_shape shape{pick(1, 12), pick(1, 9)};
     const dynamic_layout src(dynamic_mesh{2, 2}, dynamic_spec(src_specs[pick(0, 5)]), shape);
@@ -96,7 +96,7 @@ std::string check_deliveries(const std::vector<plan>& plans, const schedule& s) 
 TEST_CASE("make_bundles: every piece once, within the bundle's size, one set of senders and receivers") {
   std::mt19937_64 rng(7);
   for (int round = 0; round < 40; ++round) {
-    const batch b = random_batch(rng, 2 + round % 9);
+    const test_batch b = random_batch(rng, 2 + round % 9);
     std::vector<std::shared_ptr<const plan>> shared;
     for (const plan& p : b.plans) shared.push_back(std::make_shared<const plan>(p));
     for (std::size_t max_bytes : {std::size_t{1}, std::size_t{64}, std::size_t{1} << 20})
@@ -142,7 +142,7 @@ TEST_CASE("bundled instances: every element once under every strategy and mode, 
     f(auto_strategy{});
   };
   for (int round = 0; round < 24; ++round) {
-    const batch b = random_batch(rng, 3 + round % 10);
+    const test_batch b = random_batch(rng, 3 + round % 10);
     for (execution mode : {execution::ordered, execution::concurrent})
       for (bool split : {false, true})
         each_strategy([&](auto st) {
