@@ -6133,13 +6133,6 @@ constexpr int message_tag(message_kind kind, std::size_t transfer) noexcept {
 
 namespace meshcast {
 
-/// Whether a backend passes ordered-mode NIC tokens between devices (its protocol says:
-/// backend_traits.hpp).
-template <class B>
-constexpr bool passes_port_tokens() {
-  return backend_traits<B>::port_tokens;
-}
-
 /// Devices the plans of a batch use together.
 inline index_t device_count(std::span<const plan> plans) noexcept {
   index_t n = 0;
@@ -6398,7 +6391,7 @@ class executor {
   void plan_tokens(const schedule& s);
   // Ordered mode over tag-matched transports: a send that the backend may complete before
   // delivery waits for its receivers' acknowledgements (both ends decide alike: same size).
-  bool acknowledged() const noexcept { return mode_ == execution::ordered && passes_port_tokens<Backend>(); }
+  bool acknowledged() const noexcept { return mode_ == execution::ordered && backend_traits<Backend>::port_tokens; }
   bool acknowledged(const step& x) const noexcept {
     if (!acknowledged()) return false;
     if constexpr (backend_traits<Backend>::sends == send_completion::early_by_size)
@@ -6589,7 +6582,7 @@ executor<Backend>::executor(Backend b, std::span<const plan> plans, const schedu
   plan_steps(s, plans);
   if (mode_ == execution::ordered) plan_lanes(s);
   plan_staging(max_staging_bytes);
-  if (mode_ == execution::ordered && !s.model.empty() && passes_port_tokens<Backend>()) plan_tokens(s);
+  if (mode_ == execution::ordered && !s.model.empty() && backend_traits<Backend>::port_tokens) plan_tokens(s);
   if (mode_ == execution::ordered && !s.model.empty()) plan_exchanges(s);
   if (acknowledged()) plan_acknowledgements();
 }
@@ -6779,7 +6772,7 @@ void executor<Backend>::run(std::span<const std::span<const std::byte>> sources,
   tokens_sent_.clear();
   reset_staging();
   if (mode_ == execution::ordered) {
-    if constexpr (passes_port_tokens<Backend>()) run_ordered();
+    if constexpr (backend_traits<Backend>::port_tokens) run_ordered();
     else run_ordered_in_rounds();
   }
   else run_concurrent();
@@ -6832,7 +6825,7 @@ void executor<Backend>::plan_staging(std::size_t cap) {
                                                : "its largest message") +
                   ") but the staging cap is " + std::to_string(cap) +
                   " bytes: cut the plans to the cap first (cut_for_staging)");
-    if (mode_ == execution::ordered && passes_port_tokens<Backend>()) {
+    if (mode_ == execution::ordered && backend_traits<Backend>::port_tokens) {
       for (step& x : steps_)
         if (x.staged) x.buffer = x.send_lane ? 0 : largest[0];
       arena_ = detail::staging_arena(need);
@@ -7310,7 +7303,7 @@ template <class Backend>
 void executor<Backend>::run_concurrent() {
   for (step& x : steps_) x.done = x.posted = false;
   in_flight_.clear();
-  if constexpr (passes_port_tokens<Backend>()) run_concurrent_eager();
+  if constexpr (backend_traits<Backend>::port_tokens) run_concurrent_eager();
   else run_concurrent_in_list_order();
 }
 

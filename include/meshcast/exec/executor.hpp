@@ -202,7 +202,7 @@ class executor {
   void plan_tokens(const schedule& s);
   // Ordered mode over tag-matched transports: a send that the backend may complete before
   // delivery waits for its receivers' acknowledgements (both ends decide alike: same size).
-  bool acknowledged() const noexcept { return mode_ == execution::ordered && passes_port_tokens<Backend>(); }
+  bool acknowledged() const noexcept { return mode_ == execution::ordered && backend_traits<Backend>::port_tokens; }
   bool acknowledged(const step& x) const noexcept {
     if (!acknowledged()) return false;
     if constexpr (backend_traits<Backend>::sends == send_completion::early_by_size)

@@ -9,18 +9,10 @@
 #include <string>
 
 #include "../core/error.hpp"
-#include "backend_traits.hpp"
 #include "../model/schedule.hpp"
 #include "../plan/plan.hpp"
 
 namespace meshcast {
-
-/// Whether a backend passes ordered-mode NIC tokens between devices (its protocol says:
-/// backend_traits.hpp).
-template <class B>
-constexpr bool passes_port_tokens() {
-  return backend_traits<B>::port_tokens;
-}
 
 /// Devices the plans of a batch use together.
 inline index_t device_count(std::span<const plan> plans) noexcept {

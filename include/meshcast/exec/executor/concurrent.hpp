@@ -9,7 +9,7 @@ template <class Backend>
 void executor<Backend>::run_concurrent() {
   for (step& x : steps_) x.done = x.posted = false;
   in_flight_.clear();
-  if constexpr (passes_port_tokens<Backend>()) run_concurrent_eager();
+  if constexpr (backend_traits<Backend>::port_tokens) run_concurrent_eager();
   else run_concurrent_in_list_order();
 }
 

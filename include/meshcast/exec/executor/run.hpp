@@ -28,7 +28,7 @@ void executor<Backend>::run(std::span<const std::span<const std::byte>> sources,
   tokens_sent_.clear();
   reset_staging();
   if (mode_ == execution::ordered) {
-    if constexpr (passes_port_tokens<Backend>()) run_ordered();
+    if constexpr (backend_traits<Backend>::port_tokens) run_ordered();
     else run_ordered_in_rounds();
   }
   else run_concurrent();

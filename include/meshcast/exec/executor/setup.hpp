@@ -31,7 +31,7 @@ executor<Backend>::executor(Backend b, std::span<const plan> plans, const schedu
   plan_steps(s, plans);
   if (mode_ == execution::ordered) plan_lanes(s);
   plan_staging(max_staging_bytes);
-  if (mode_ == execution::ordered && !s.model.empty() && passes_port_tokens<Backend>()) plan_tokens(s);
+  if (mode_ == execution::ordered && !s.model.empty() && backend_traits<Backend>::port_tokens) plan_tokens(s);
   if (mode_ == execution::ordered && !s.model.empty()) plan_exchanges(s);
   if (acknowledged()) plan_acknowledgements();
 }

@@ -39,7 +39,7 @@ void executor<Backend>::plan_staging(std::size_t cap) {
                                                : "its largest message") +
                   ") but the staging cap is " + std::to_string(cap) +
                   " bytes: cut the plans to the cap first (cut_for_staging)");
-    if (mode_ == execution::ordered && passes_port_tokens<Backend>()) {
+    if (mode_ == execution::ordered && backend_traits<Backend>::port_tokens) {
       for (step& x : steps_)
         if (x.staged) x.buffer = x.send_lane ? 0 : largest[0];
       arena_ = detail::staging_arena(need);
