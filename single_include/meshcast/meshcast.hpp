@@ -6093,6 +6093,85 @@ struct backend_traits {
 
 }  // namespace meshcast
 // ---- end meshcast/exec/backend_traits.hpp ----
+// ---- begin meshcast/exec/executor/step.hpp ----
+// One step of a rank's part of the schedule (../executor.hpp), in three parts that change at
+// different times: what the schedule fixes (set up once by the constructor), how ordered mode
+// links it to other steps (set up once, read by the ordered driver), and what one run does with
+// it (reset at the start of every run). Keeping them apart makes plain which fields a run may
+// write: only `step_state`'s.
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+
+namespace meshcast::detail {
+
+inline constexpr std::size_t no_step = static_cast<std::size_t>(-1);
+
+/// What the schedule fixes for one of this rank's steps.
+struct step_fixed {
+  enum kind_t { copy, send, receive, collective } how = copy;
+  std::size_t transfer = 0;
+  std::size_t tensor = 0;
+  transfer_kind what = transfer_kind::point_to_point;
+  box region;
+  std::size_t bytes = 0;
+  bool from_source = true;               // send / collective root: the region is in my source tile
+  std::size_t from_buffer = no_step;     // send: pass on the buffer of this receive step as it is
+  std::vector<std::size_t> needs;        // send: my receive steps that must be complete first
+  std::vector<index_t> peers;            // send: receivers; receive: the sender
+  bool root = false;                     // collective: I hold the data
+  int tag = 0;
+  std::size_t group = no_step;
+  std::size_t staged = 0;                // bytes of message buffer it needs (0: none)
+  std::size_t slot = no_step;            // its buffer's offset in the staging block, where the block is not shared
+  std::vector<transfer_part> parts;      // a bundle: every piece, the first included, in message order
+  std::size_t piece = 0;                 // a chain: the size of its pieces (0: the backend's rule)
+  std::vector<std::size_t> part_at;      // a bundle sent or received in place: each piece's offset in its shard
+  std::size_t direct = no_step;          // byte offset of a contiguous region in the shard it is sent from or received into
+  double model_start = 0;                // when the model starts it (its index where the schedule has no model)
+};
+
+/// Ordered mode: the steps it follows and the messages that order it.
+struct step_links {
+  std::vector<std::pair<index_t, int>> tokens_in, tokens_out;  // NIC tokens: (device, tag)
+  bool send_lane = false, receive_lane = false;                // the lanes it holds
+  std::size_t prev_send = no_step, prev_receive = no_step;     // the steps before it on those lanes
+  std::size_t next_send = no_step, next_receive = no_step;     // the steps after it on those lanes
+  std::size_t partner = no_step;       // the other direction of an exchange, posted with it
+  std::size_t after_other = no_step;   // the step the other way on its connection it follows
+  double latest_dependency = -1;       // the latest model start of what it waits on (-1: none)
+  std::size_t token_slot = 0;          // its first token byte
+  std::size_t ack_slot = 0;            // send: its first acknowledgement byte
+};
+
+/// What one run does with a step. `reset` keeps the vectors' room, so a repeated run allocates
+/// nothing.
+template <class Request>
+struct step_state {
+  std::size_t buffer = no_step;        // offset of its buffer in the staging block, once it has one
+  std::vector<Request> clear_reqs;     // acknowledged send: its receivers' clearances (data waits for them)
+  std::vector<Request> token_reqs;     // ordered mode: the NIC tokens it waits for
+  std::vector<Request> reqs;           // send: its messages (and, ordered, their acknowledgements)
+  Request req{};                       // receive or collective: its one operation
+  bool data_sent = false, posted = false, done = false;
+
+  void reset(std::size_t buffer_at) {
+    buffer = buffer_at;
+    clear_reqs.clear();
+    token_reqs.clear();
+    reqs.clear();
+    data_sent = posted = done = false;
+  }
+};
+
+template <class Request>
+struct step : step_fixed, step_links, step_state<Request> {};
+
+}  // namespace meshcast::detail
+// ---- end meshcast/exec/executor/step.hpp ----
 // ---- begin meshcast/exec/message_tags.hpp ----
 // The tags of the executor's messages. Each kind of message has its own band of tags, so that
 // messages of different kinds never match each other; within a band, transfer i's messages use
@@ -6301,43 +6380,7 @@ class executor {
  private:
   static constexpr std::size_t none = static_cast<std::size_t>(-1);
   using request = typename Backend::request;
-  struct step {
-    enum kind_t { copy, send, receive, collective } how;
-    std::size_t transfer = 0;
-    std::size_t tensor = 0;
-    transfer_kind what = transfer_kind::point_to_point;
-    box region;
-    std::size_t bytes = 0;
-    bool from_source = true;            // send / collective root: the region is in my source tile
-    std::size_t from_buffer = none;     // send: pass on the buffer of this receive step as it is
-    std::vector<std::size_t> needs;     // send: my receive steps that must be complete first
-    std::vector<index_t> peers;         // send: receivers; receive: the sender
-    bool root = false;                  // collective: I hold the data
-    int tag = 0;
-    std::size_t group = none;
-    std::size_t staged = 0;     // bytes of message buffer it needs (0: none)
-    std::vector<transfer_part> parts;  // a bundle: every piece, the first included, in message order
-    std::size_t piece = 0;             // a chain: the size of its pieces (0: the backend's rule)
-    std::vector<std::size_t> part_at;  // a bundle sent or received in place: each piece's offset in its shard
-    std::size_t buffer = none;  // offset of its buffer in the staging block, once it has one
-    std::size_t direct = none;  // byte offset of a contiguous region in the shard it is sent from or received into
-    std::vector<std::pair<index_t, int>> tokens_in, tokens_out;  // ordered mode
-    bool send_lane = false, receive_lane = false;  // ordered mode: the lanes it holds
-    std::size_t prev_send = none, prev_receive = none;  // the steps before it on those lanes
-    std::size_t next_send = none, next_receive = none;  // the steps after it on those lanes
-    std::size_t partner = none;  // ordered mode: the other direction of an exchange, posted with it
-    std::size_t after_other = none;  // ordered mode: the step the other way on its connection it follows
-    double latest_dependency = -1;  // ordered mode: the latest model start of what it waits on (-1: none)
-    std::size_t token_slot = 0;                          // its first token byte
-    std::size_t ack_slot = 0;                            // send: its first acknowledgement byte
-    std::vector<request> clear_reqs;  // acknowledged send: its receivers' clearances (data waits for them)
-    bool data_sent = false;
-    std::vector<request> token_reqs;
-    double model_start = 0;  // when the ordered model starts it (rounds for stream backends)
-    request req{};
-    std::vector<request> reqs;         // send: its messages (and, ordered, their acknowledgements)
-    bool posted = false, done = false;
-  };
+  using step = detail::step<request>;  // what the schedule fixes, ordered links, per-run state
 
   void make_groups(const schedule& s);
 
@@ -6370,7 +6413,8 @@ class executor {
   void release(step& x) {
     if (shared_staging_ && x.staged && x.buffer != none) arena_.give(x.buffer), x.buffer = none;
   }
-  void reset_staging();
+  // Before a run: every step's per-run state afresh, the shared block empty.
+  void reset_steps();
 
   // Ordered mode: each step's lanes and the step before it on each.
   void plan_lanes(const schedule& s);
@@ -6532,7 +6576,7 @@ class executor {
   };
   std::vector<tensor_state> tensors_;
   std::vector<step> steps_;
-  std::map<std::size_t, std::size_t> step_of_;  // transfer -> my step
+  std::vector<std::size_t> step_of_;  // transfer -> my step (none: not mine)
   std::optional<typename Backend::memory_type::buffer> block_;  // the message buffers (staging)
   detail::staging_arena arena_;    // where each step's buffer lies in block_
   bool shared_staging_ = false;    // concurrent mode under a binding cap: taken and given back as steps run
@@ -6544,7 +6588,7 @@ class executor {
   std::size_t first_send_ = none, first_receive_ = none;  // ordered mode: each lane's first step
   std::vector<request> tokens_sent_;
   std::vector<std::optional<typename Backend::group>> groups_;
-  std::map<std::size_t, std::size_t> group_of_;
+  std::vector<std::size_t> group_of_;  // transfer -> its group (none: not a collective)
 };
 
 }  // namespace meshcast
@@ -6590,6 +6634,7 @@ executor<Backend>::executor(Backend b, std::span<const plan> plans, const schedu
 template <class Backend>
 void executor<Backend>::make_groups(const schedule& s) {
   std::map<std::vector<index_t>, std::size_t> index;
+  group_of_.assign(s.transfers.size(), none);
   for (std::size_t i = 0; i < s.transfers.size(); ++i) {
     const transfer& t = s.transfers[i];
     if (t.kind != transfer_kind::group_broadcast && t.kind != transfer_kind::chain) continue;
@@ -6609,7 +6654,8 @@ void executor<Backend>::make_groups(const schedule& s) {
 
 template <class Backend>
 void executor<Backend>::plan_steps(const schedule& s, std::span<const plan> plans) {
-  std::map<std::size_t, std::size_t> my_receive;  // transfer -> my receive step
+  std::vector<std::size_t> my_receive(s.transfers.size(), none);  // transfer -> my receive step
+  step_of_.assign(s.transfers.size(), none);
   for (std::size_t i = 0; i < s.transfers.size(); ++i) {
     const transfer& t = s.transfers[i];
     const bool sending = t.sender == me_;
@@ -6641,7 +6687,7 @@ void executor<Backend>::plan_steps(const schedule& s, std::span<const plan> plan
         x.how = step::copy;
       } else if (t.kind == transfer_kind::chain || t.kind == transfer_kind::group_broadcast) {
         x.how = step::collective;
-        x.group = group_of_.at(i);
+        x.group = group_of_[i];
         x.root = sending;
         x.staged = x.bytes;
       } else if (sending) {
@@ -6649,9 +6695,9 @@ void executor<Backend>::plan_steps(const schedule& s, std::span<const plan> plan
         x.peers = t.receivers;
         x.staged = x.bytes;
         for (std::int32_t w : t.waits_for) {  // a forward: the receives it passes on
-          auto it = my_receive.find(static_cast<std::size_t>(w));
-          if (it == my_receive.end()) throw error(who + " forwards transfer " + std::to_string(w) + ", which it does not receive");
-          x.needs.push_back(it->second);
+          const std::size_t r = static_cast<std::size_t>(w) < my_receive.size() ? my_receive[static_cast<std::size_t>(w)] : none;
+          if (r == none) throw error(who + " forwards transfer " + std::to_string(w) + ", which it does not receive");
+          x.needs.push_back(r);
         }
         if (in_place(plans, t)) x.part_at = offsets_in(x.parts, x.from_source), x.staged = 0;
         else if (x.needs.size() == 1 && steps_[x.needs[0]].parts == x.parts && steps_[x.needs[0]].staged)
@@ -6672,7 +6718,7 @@ void executor<Backend>::plan_steps(const schedule& s, std::span<const plan> plan
       x.how = step::copy;
     } else if (t.kind == transfer_kind::group_broadcast || t.kind == transfer_kind::chain) {
       x.how = step::collective;
-      x.group = group_of_.at(i);
+      x.group = group_of_[i];
       x.root = sending;
       if (sending && !ts.src_tile.contains(t.region)) throw error(who + " broadcasts a region it does not hold");
       x.direct = sending ? detail::contiguous_offset(ts.src_tile, t.region, ts.eb)
@@ -6686,9 +6732,9 @@ void executor<Backend>::plan_steps(const schedule& s, std::span<const plan> plan
       } else {  // forward: what arrived by the transfers it waits for
         x.from_source = false;
         for (std::int32_t w : t.waits_for) {
-          auto it = my_receive.find(static_cast<std::size_t>(w));
-          if (it == my_receive.end()) throw error(who + " forwards transfer " + std::to_string(w) + ", which it does not receive");
-          x.needs.push_back(it->second);
+          const std::size_t r = static_cast<std::size_t>(w) < my_receive.size() ? my_receive[static_cast<std::size_t>(w)] : none;
+          if (r == none) throw error(who + " forwards transfer " + std::to_string(w) + ", which it does not receive");
+          x.needs.push_back(r);
         }
         if (x.needs.size() == 1 && steps_[x.needs[0]].region == t.region && steps_[x.needs[0]].parts.empty()) {
           if (steps_[x.needs[0]].staged) x.from_buffer = x.needs[0];
@@ -6770,7 +6816,7 @@ void executor<Backend>::run(std::span<const std::span<const std::byte>> sources,
   times_.clear();
   if (record_) times_.resize(steps_.size());
   tokens_sent_.clear();
-  reset_staging();
+  reset_steps();
   if (mode_ == execution::ordered) {
     if constexpr (backend_traits<Backend>::port_tokens) run_ordered();
     else run_ordered_in_rounds();
@@ -6799,7 +6845,7 @@ void executor<Backend>::plan_staging(std::size_t cap) {
   if (cap == 0 || total <= cap) {
     std::size_t at = 0;
     for (step& x : steps_)
-      if (x.staged) x.buffer = at, at += x.staged;
+      if (x.staged) x.slot = at, at += x.staged;
     arena_ = detail::staging_arena(total);
   } else {
     const std::string who = "device " + std::to_string(me_);
@@ -6827,7 +6873,7 @@ void executor<Backend>::plan_staging(std::size_t cap) {
                   " bytes: cut the plans to the cap first (cut_for_staging)");
     if (mode_ == execution::ordered && backend_traits<Backend>::port_tokens) {
       for (step& x : steps_)
-        if (x.staged) x.buffer = x.send_lane ? 0 : largest[0];
+        if (x.staged) x.slot = x.send_lane ? 0 : largest[0];
       arena_ = detail::staging_arena(need);
     } else if (mode_ == execution::ordered) {  // in rounds: a round takes its buffers when it starts
       arena_ = detail::staging_arena(need);
@@ -6853,11 +6899,11 @@ void executor<Backend>::take_buffers() {
 }
 
 template <class Backend>
-void executor<Backend>::reset_staging() {
+void executor<Backend>::reset_steps() {
+  for (step& x : steps_) x.reset(shared_staging_ ? none : x.slot);
   if (!shared_staging_) return;
   arena_.clear();
   next_to_take_ = 0;
-  for (step& x : steps_) x.buffer = none;
 }
 
 }  // namespace meshcast
@@ -6967,6 +7013,12 @@ void executor<Backend>::plan_exchanges(const schedule& s) {
 template <class Backend>
 void executor<Backend>::plan_tokens(const schedule& s) {
   std::map<int, std::pair<std::size_t, index_t>> last;  // resource -> (transfer, holder)
+  auto mine = [&](std::size_t transfer) -> step& {  // the model says this rank holds a resource of it
+    if (step_of_[transfer] == none)
+      throw error("device " + std::to_string(me_) + ": the schedule's model has it hold a resource of transfer " +
+                  std::to_string(transfer) + ", which it neither sends nor receives");
+    return steps_[step_of_[transfer]];
+  };
   for (std::size_t i = 0; i < s.transfers.size(); ++i) {
     const transfer_model& m = s.model[i];
     for (std::size_t k = 0; k < m.resources.size(); ++k) {
@@ -6977,11 +7029,11 @@ void executor<Backend>::plan_tokens(const schedule& s) {
         const auto [before, from] = it->second;
         const int tag = message_tag(message_kind::token, before);
         if (holder == me_) {
-          step& x = steps_[step_of_.at(i)];
+          step& x = mine(i);
           add_token(x.tokens_in, from, tag);
           x.latest_dependency = std::max(x.latest_dependency, s.model[before].start);
         }
-        if (from == me_) add_token(steps_[step_of_.at(before)].tokens_out, holder, tag);
+        if (from == me_) add_token(mine(before).tokens_out, holder, tag);
       }
       last[r] = {i, holder};
     }
@@ -7188,7 +7240,6 @@ namespace meshcast {
 
 template <class Backend>
 void executor<Backend>::run_ordered_in_rounds() {
-  for (step& x : steps_) x.done = x.posted = false;
   std::vector<std::size_t> order(steps_.size());
   for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
   std::stable_sort(order.begin(), order.end(),
@@ -7213,7 +7264,6 @@ void executor<Backend>::run_ordered_in_rounds() {
         b_.end_round(), b_.begin_round();  // a bounded group (both ends of a transfer agree on it)
       mark(x, &step_time::wait);
       mark(x, &step_time::start);
-      x.reqs.clear();
       post_step(x);
       x.posted = true;
     }
@@ -7229,14 +7279,11 @@ void executor<Backend>::run_ordered_in_rounds() {
 
 template <class Backend>
 void executor<Backend>::run_ordered() {
-  for (step& x : steps_) x.done = x.posted = false;
   in_flight_.clear();
   b_.begin_round();
   for (step& x : steps_) {
-    x.token_reqs.clear();
     for (std::size_t t = 0; t < x.tokens_in.size(); ++t)
       x.token_reqs.push_back(b_.recv(token_in(x.token_slot + t), 1, x.tokens_in[t].first, x.tokens_in[t].second));
-    x.clear_reqs.clear();
     if (x.how == step::send && cleared(x))
       for (std::size_t j = 0; j < x.peers.size(); ++j)
         x.clear_reqs.push_back(b_.recv(clears_->data() + 1 + x.ack_slot + j, 1, x.peers[j], clear_tag(x)));
@@ -7247,7 +7294,6 @@ void executor<Backend>::run_ordered() {
     step& x = steps_[k];
     mark(x, &step_time::wait);
     mark(x, &step_time::start);
-    x.reqs.clear();
     b_.begin_round();
     post_step(x);
     b_.end_round();
@@ -7301,7 +7347,6 @@ namespace meshcast {
 
 template <class Backend>
 void executor<Backend>::run_concurrent() {
-  for (step& x : steps_) x.done = x.posted = false;
   in_flight_.clear();
   if constexpr (backend_traits<Backend>::port_tokens) run_concurrent_eager();
   else run_concurrent_in_list_order();
@@ -7311,7 +7356,6 @@ template <class Backend>
 void executor<Backend>::post_concurrent(step& x, std::size_t k) {
   mark(x, &step_time::wait);
   mark(x, &step_time::start);
-  x.reqs.clear();
   post_step(x);
   x.posted = true;
   if (x.how == step::copy) finish(x);

@@ -70,9 +70,11 @@ MESHCAST_INLINE std::vector<index_t> discover_hosts(MPI_Comm comm);
 
 namespace detail {
 
-/// A batch resharder's state over a communicator, whatever its policies: built collectively, it
-/// plans, has rank 0 solve (through `policies`), shares the schedule and keeps the executor and
-/// its buffers. Every misuse is a meshcast::error on every rank.
+/// A batch resharder's state over a communicator, whatever its policies: the front end written
+/// once for every transport (../front_end.hpp) over MPI's channel (channel.hpp), behind a pointer
+/// so that includers see none of it. Built collectively, it plans, has rank 0 solve (through
+/// `policies`), shares the schedule and keeps the executor and its buffers. Every misuse is a
+/// meshcast::error on every rank.
 class batch_core {
  public:
   MESHCAST_INLINE batch_core(MPI_Comm comm, std::vector<tensor_layouts> tensors, const reshard_options& options,
@@ -198,19 +200,210 @@ void reshard(MPI_Comm comm, const batch& b, reshard_options options = {}) {
 
 #include <mpi.h>
 
-#include <algorithm>
-#include <climits>
-#include <cstdint>
-#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+// ---- begin meshcast/api/front_end.hpp ----
+// The front end of a batch reshard, written once over any transport's collective_channel
+// (channel.hpp): built collectively, it plans the batch, checks that every rank was given the
+// same arguments, finds the hosts, has rank 0 solve (through erased_policies), shares the
+// schedule and builds the executor; each run checks this rank's shards and moves them. Every
+// misuse is a meshcast::error on every rank: a rank that fails says so to all before any
+// collective they would otherwise wait in.
+
+#include <cstddef>
 #include <optional>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include <meshcast/batch_checks.hpp>
+// ---- begin meshcast/api/channel.hpp ----
+// What the front end (front_end.hpp: plan, agree, solve on rank 0, share, run) needs of a
+// transport beyond the executor's backend: the few collectives every rank runs together. MPI's
+// channel (mpi/channel.hpp) uses MPI's collectives with deadlines; NCCL's (nccl/channel.hpp)
+// builds them from ncclSend/ncclRecv/ncclBroadcast, so that it needs no other runtime. Each
+// names the executor backend it runs on, so the executor stays a template over the transport:
+// no virtual call anywhere.
+
+#include <concepts>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+
+namespace meshcast {
+
+/// A transport's collectives for the front end. Every member is collective (all ranks call it
+/// together) but `rank`, `size`, `fitted` and `make_backend`.
+/// - `agree_or_throw(problem)`: throws the first failing rank's message on every rank when any
+///   rank has a non-empty problem.
+/// - `all_equal(key)`: whether every rank passed the same key (the same answer on every rank).
+/// - `hosts()`: each rank's host, numbered from 0 in order of the hosts' lowest ranks.
+/// - `share(plans, s)`: rank 0's schedule to every rank, then checks that all hold the same plans
+///   and schedule; a failure is a meshcast::error on every rank.
+/// - `fitted(net)`: the network as this transport runs it (MPI: its eager limit).
+/// - `make_backend()`: the executor's backend over the same ranks.
+template <class C>
+concept collective_channel =
+    requires(C& c, const C& cc, const std::string& problem, std::uint64_t key, std::span<const plan> plans, schedule& s,
+             network net) {
+      typename C::backend_type;
+      { cc.rank() } -> std::convertible_to<int>;
+      { cc.size() } -> std::convertible_to<int>;
+      c.agree_or_throw(problem);
+      { c.all_equal(key) } -> std::same_as<bool>;
+      { c.hosts() } -> std::same_as<std::vector<index_t>>;
+      c.share(plans, s);
+      { cc.fitted(net) } -> std::same_as<network>;
+      { cc.make_backend() } -> std::same_as<typename C::backend_type>;
+    } && backend<typename C::backend_type>;
+
+}  // namespace meshcast
+// ---- end meshcast/api/channel.hpp ----
+
+namespace meshcast::detail {
+
+template <class Channel>
+class front_end {
+  static_assert(collective_channel<Channel>,
+                "A front end's transport must model meshcast::collective_channel (api/channel.hpp): rank, size, "
+                "agree_or_throw, all_equal, hosts, share, fitted, make_backend and a backend_type the executor runs on.");
+
+ public:
+  front_end(Channel channel, std::vector<tensor_layouts> tensors, reshard_options options, const erased_policies& policies)
+      : channel_(std::move(channel)), options_(std::move(options)), tensors_(std::move(tensors)) {
+    std::string problem;
+    try {
+      checked_seconds(options_.timeout_s, "reshard_options::timeout_s");
+      plans_ = batch_plans(tensors_, options_, channel_.size());
+    } catch (const std::exception& e) {
+      problem = e.what();
+    }
+    channel_.agree_or_throw(problem);
+    if (!channel_.all_equal(batch_key(tensors_, options_, policies.name(false), policies.name(true))))
+      throw error("the ranks of the communicator were given different layouts, element sizes or options for one "
+                  "reshard; every rank must pass the same ones");
+    try {
+      const reshard_options& o = options_;
+      const std::vector<index_t> hosts =
+          !o.host_of.empty()       ? o.host_of
+          : o.devices_per_host > 0 ? default_hosts(plans_[0].device_count, static_cast<index_t>(plans_[0].src_devices.size()),
+                                                   o.devices_per_host)
+                                   : channel_.hosts();
+      net_ = channel_.fitted(network_from(o, hosts));
+      if (channel_.rank() == 0) policies.solve(policies, plans_, net_, o, schedule_);
+    } catch (const std::exception& e) {
+      problem = e.what();
+    }
+    channel_.agree_or_throw(problem);
+    channel_.share(plans_, schedule_);
+    try {
+      run_.emplace(channel_.make_backend(), std::span<const plan>(plans_), schedule_, options_.max_staging_bytes);
+    } catch (const std::exception& e) {
+      problem = e.what();
+    }
+    channel_.agree_or_throw(problem);
+  }
+
+  std::size_t size() const noexcept { return tensors_.size(); }
+  std::size_t source_elements(std::size_t k) const noexcept { return run_->source_bytes(k) / tensors_[k].element_bytes; }
+  std::size_t destination_elements(std::size_t k) const noexcept {
+    return run_->destination_bytes(k) / tensors_[k].element_bytes;
+  }
+  const std::vector<plan>& plans() const noexcept { return plans_; }
+  const meshcast::schedule& schedule() const noexcept { return schedule_; }
+  const meshcast::network& network() const noexcept { return net_; }
+  std::size_t staging_bytes() const noexcept { return run_->staging_bytes(); }
+
+  /// Reshards once; `problem` is one this rank found on its own (every rank then fails with it).
+  void run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out, std::string problem) {
+    problem = shard_problem(static_cast<index_t>(channel_.rank()), std::move(problem), in, out, tensors_,
+                            [&](std::size_t k) { return run_->source_bytes(k); },
+                            [&](std::size_t k) { return run_->destination_bytes(k); });
+    channel_.agree_or_throw(problem);
+    run_->run(in, out);
+  }
+
+ private:
+  Channel channel_;
+  reshard_options options_;
+  std::vector<tensor_layouts> tensors_;
+  std::vector<plan> plans_;
+  meshcast::network net_;
+  meshcast::schedule schedule_;
+  std::optional<executor<typename Channel::backend_type>> run_;
+};
+
+}  // namespace meshcast::detail
+// ---- end meshcast/api/front_end.hpp ----
+// ---- begin meshcast/api/mpi/channel.hpp ----
+// MPI's collective_channel (../channel.hpp): the front end's collectives over a communicator,
+// each bounded by `timeout_s` (a rank that stops is a timeout_error on the others, never a
+// hang). The functions it calls are batch_core.hpp's, usable on their own.
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
 #include <meshcast/backend/mpi.hpp>
 #include <meshcast/backend/mpi_bounded.hpp>
-#include <meshcast/batch_checks.hpp>
+
+namespace meshcast::detail {
+
+struct mpi_channel {
+  using backend_type = mpi_backend;
+  MPI_Comm comm;
+  double timeout_s;
+
+  int rank() const {
+    int r = 0;
+    MPI_Comm_rank(comm, &r);
+    return r;
+  }
+  int size() const {
+    int n = 0;
+    MPI_Comm_size(comm, &n);
+    return n;
+  }
+  void agree_or_throw(const std::string& problem) { meshcast::agree_or_throw(comm, problem, timeout_s); }
+  bool all_equal(std::uint64_t key) {
+    const auto low = bounded_allreduce(comm, key, MPI_MIN, timeout_s, "comparing the ranks' arguments");
+    const auto high = bounded_allreduce(comm, key, MPI_MAX, timeout_s, "comparing the ranks' arguments");
+    return low == high;
+  }
+  std::vector<index_t> hosts() { return discover_hosts(comm); }
+  void share(std::span<const plan> plans, schedule& s) { share_schedule(comm, plans, s, 0, timeout_s); }
+  // The MPI backend's eager messages are acknowledged in ordered mode (connections.hpp).
+  network fitted(network net) const { return net.with_eager_bytes(static_cast<index_t>(eager_limit_bytes)); }
+  mpi_backend make_backend() const { return mpi_backend(comm, timeout_s); }
+};
+static_assert(collective_channel<mpi_channel>);
+
+}  // namespace meshcast::detail
+
+#if !defined(MESHCAST_COMPILED)
+// ---- begin meshcast/api/mpi/collectives_impl.hpp ----
+// The definitions of the MPI collectives batch_core.hpp declares (sharing a schedule, agreeing on
+// errors, finding hosts). Header-only mode includes this wherever they are used; libmeshcast
+// compiles it once in compiled mode (src/mpi.cpp, through batch_core_impl.hpp).
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <string>
+#include <vector>
+
 
 namespace meshcast {
 
@@ -273,69 +466,21 @@ MESHCAST_INLINE std::vector<index_t> discover_hosts(MPI_Comm comm) {
   return host_of;
 }
 
-namespace detail {
+}  // namespace meshcast
+// ---- end meshcast/api/mpi/collectives_impl.hpp ----
+#endif
+// ---- end meshcast/api/mpi/channel.hpp ----
 
-struct batch_core::state {
-  MPI_Comm comm;
-  reshard_options options;
-  std::vector<tensor_layouts> tensors;
-  index_t rank = 0;
-  std::vector<plan> plans;
-  meshcast::network net;
-  meshcast::schedule schedule;
-  std::optional<executor<mpi_backend>> run;
+namespace meshcast::detail {
+
+// The state is the front end written once for every transport, here over MPI.
+struct batch_core::state : front_end<mpi_channel> {
+  using front_end<mpi_channel>::front_end;
 };
 
 MESHCAST_INLINE batch_core::batch_core(MPI_Comm comm, std::vector<tensor_layouts> tensors, const reshard_options& options,
                                        const erased_policies& policies)
-    : state_(new state{comm, options, std::move(tensors), 0, {}, {}, {}, {}}) {
-  state& s = *state_;
-  try {
-    int rank = 0, size = 0;
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &size);
-    s.rank = rank;
-    std::string problem;
-    try {
-      checked_seconds(s.options.timeout_s, "reshard_options::timeout_s");
-      s.plans = batch_plans(s.tensors, s.options, size);
-    } catch (const std::exception& e) {
-      problem = e.what();
-    }
-    agree_or_throw(comm, problem, s.options.timeout_s);
-    // Every rank must have been given the same layouts, element sizes and options.
-    const std::uint64_t key = batch_key(s.tensors, s.options, policies.name(false), policies.name(true));
-    const auto low = bounded_allreduce(comm, key, MPI_MIN, s.options.timeout_s, "comparing the ranks' arguments");
-    const auto high = bounded_allreduce(comm, key, MPI_MAX, s.options.timeout_s, "comparing the ranks' arguments");
-    if (low != high)
-      throw error("the ranks of the communicator were given different layouts, element sizes or options for one "
-                  "reshard; every rank must pass the same ones");
-    try {
-      const reshard_options& o = s.options;
-      const std::vector<index_t> hosts =
-          !o.host_of.empty()       ? o.host_of
-          : o.devices_per_host > 0 ? default_hosts(s.plans[0].device_count, static_cast<index_t>(s.plans[0].src_devices.size()),
-                                                   o.devices_per_host)
-                                   : discover_hosts(comm);
-      // The MPI backend's eager messages are acknowledged in ordered mode (connections.hpp).
-      s.net = network_from(o, hosts).with_eager_bytes(static_cast<index_t>(eager_limit_bytes));
-      if (rank == 0) policies.solve(policies, s.plans, s.net, o, s.schedule);
-    } catch (const std::exception& e) {
-      problem = e.what();
-    }
-    agree_or_throw(comm, problem, s.options.timeout_s);
-    share_schedule(comm, s.plans, s.schedule, 0, s.options.timeout_s);
-    try {
-      s.run.emplace(mpi_backend(comm, s.options.timeout_s), s.plans, s.schedule, s.options.max_staging_bytes);
-    } catch (const std::exception& e) {
-      problem = e.what();
-    }
-    agree_or_throw(comm, problem, s.options.timeout_s);
-  } catch (...) {
-    delete state_;
-    throw;
-  }
-}
+    : state_(new state(mpi_channel{comm, options.timeout_s}, std::move(tensors), options, policies)) {}
 
 MESHCAST_INLINE batch_core::~batch_core() { delete state_; }
 MESHCAST_INLINE batch_core::batch_core(batch_core&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
@@ -347,30 +492,22 @@ MESHCAST_INLINE batch_core& batch_core::operator=(batch_core&& other) noexcept {
   return *this;
 }
 
-MESHCAST_INLINE std::size_t batch_core::size() const noexcept { return state_->tensors.size(); }
-MESHCAST_INLINE std::size_t batch_core::source_elements(std::size_t k) const noexcept {
-  return state_->run->source_bytes(k) / state_->tensors[k].element_bytes;
-}
+MESHCAST_INLINE std::size_t batch_core::size() const noexcept { return state_->size(); }
+MESHCAST_INLINE std::size_t batch_core::source_elements(std::size_t k) const noexcept { return state_->source_elements(k); }
 MESHCAST_INLINE std::size_t batch_core::destination_elements(std::size_t k) const noexcept {
-  return state_->run->destination_bytes(k) / state_->tensors[k].element_bytes;
+  return state_->destination_elements(k);
 }
-MESHCAST_INLINE const std::vector<plan>& batch_core::plans() const noexcept { return state_->plans; }
-MESHCAST_INLINE const meshcast::schedule& batch_core::schedule() const noexcept { return state_->schedule; }
-MESHCAST_INLINE const meshcast::network& batch_core::network() const noexcept { return state_->net; }
-MESHCAST_INLINE std::size_t batch_core::staging_bytes() const noexcept { return state_->run->staging_bytes(); }
+MESHCAST_INLINE const std::vector<plan>& batch_core::plans() const noexcept { return state_->plans(); }
+MESHCAST_INLINE const meshcast::schedule& batch_core::schedule() const noexcept { return state_->schedule(); }
+MESHCAST_INLINE const meshcast::network& batch_core::network() const noexcept { return state_->network(); }
+MESHCAST_INLINE std::size_t batch_core::staging_bytes() const noexcept { return state_->staging_bytes(); }
 
 MESHCAST_INLINE void batch_core::run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out,
                                      std::string problem) {
-  state& s = *state_;
-  problem = shard_problem(static_cast<index_t>(s.rank), std::move(problem), in, out, s.tensors,
-                          [&](std::size_t k) { return s.run->source_bytes(k); },
-                          [&](std::size_t k) { return s.run->destination_bytes(k); });
-  agree_or_throw(s.comm, problem, s.options.timeout_s);
-  s.run->run(in, out);
+  state_->run(in, out, std::move(problem));
 }
 
-}  // namespace detail
-}  // namespace meshcast
+}  // namespace meshcast::detail
 // ---- end meshcast/api/mpi/batch_core_impl.hpp ----
 #endif
 // ---- end meshcast/api/mpi.hpp ----

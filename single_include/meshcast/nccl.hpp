@@ -14,38 +14,218 @@
 //   meshcast::reshard(comm, stream, src_layout, dst_layout, in, out);      // device spans
 //   meshcast::reshard(comm, stream, src, dst, in, out, meshcast::reshard_options{.devices = meshcast::device_map::same()});
 //
-// It needs nothing but NCCL: rank 0's schedule and every agreement between ranks travel over the
-// communicator itself (ncclSend/ncclRecv/ncclBroadcast), and broadcast groups get their ids the
-// same way. Every misuse (communicator size, shard sizes, element size, ranks that disagree) is
+// It needs nothing but NCCL: the front end written once for both transports (front_end.hpp) runs
+// over NCCL's channel (nccl/channel.hpp), so rank 0's schedule and every agreement between ranks
+// travel over the communicator itself (ncclSend/ncclRecv/ncclBroadcast), and broadcast groups
+// get their ids the same way. Every misuse (communicator size, shard sizes, element size, ranks that disagree) is
 // a meshcast::error on every rank. Needs <nccl.h> and <cuda_runtime.h>.
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <cstddef>
+#include <ranges>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <meshcast/backend/nccl.hpp>
+// ---- begin meshcast/api/front_end.hpp ----
+// The front end of a batch reshard, written once over any transport's collective_channel
+// (channel.hpp): built collectively, it plans the batch, checks that every rank was given the
+// same arguments, finds the hosts, has rank 0 solve (through erased_policies), shares the
+// schedule and builds the executor; each run checks this rank's shards and moves them. Every
+// misuse is a meshcast::error on every rank: a rank that fails says so to all before any
+// collective they would otherwise wait in.
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <meshcast/batch_checks.hpp>
+// ---- begin meshcast/api/channel.hpp ----
+// What the front end (front_end.hpp: plan, agree, solve on rank 0, share, run) needs of a
+// transport beyond the executor's backend: the few collectives every rank runs together. MPI's
+// channel (mpi/channel.hpp) uses MPI's collectives with deadlines; NCCL's (nccl/channel.hpp)
+// builds them from ncclSend/ncclRecv/ncclBroadcast, so that it needs no other runtime. Each
+// names the executor backend it runs on, so the executor stays a template over the transport:
+// no virtual call anywhere.
+
+#include <concepts>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+
+namespace meshcast {
+
+/// A transport's collectives for the front end. Every member is collective (all ranks call it
+/// together) but `rank`, `size`, `fitted` and `make_backend`.
+/// - `agree_or_throw(problem)`: throws the first failing rank's message on every rank when any
+///   rank has a non-empty problem.
+/// - `all_equal(key)`: whether every rank passed the same key (the same answer on every rank).
+/// - `hosts()`: each rank's host, numbered from 0 in order of the hosts' lowest ranks.
+/// - `share(plans, s)`: rank 0's schedule to every rank, then checks that all hold the same plans
+///   and schedule; a failure is a meshcast::error on every rank.
+/// - `fitted(net)`: the network as this transport runs it (MPI: its eager limit).
+/// - `make_backend()`: the executor's backend over the same ranks.
+template <class C>
+concept collective_channel =
+    requires(C& c, const C& cc, const std::string& problem, std::uint64_t key, std::span<const plan> plans, schedule& s,
+             network net) {
+      typename C::backend_type;
+      { cc.rank() } -> std::convertible_to<int>;
+      { cc.size() } -> std::convertible_to<int>;
+      c.agree_or_throw(problem);
+      { c.all_equal(key) } -> std::same_as<bool>;
+      { c.hosts() } -> std::same_as<std::vector<index_t>>;
+      c.share(plans, s);
+      { cc.fitted(net) } -> std::same_as<network>;
+      { cc.make_backend() } -> std::same_as<typename C::backend_type>;
+    } && backend<typename C::backend_type>;
+
+}  // namespace meshcast
+// ---- end meshcast/api/channel.hpp ----
+#include <meshcast/reshard_options.hpp>
+
+namespace meshcast::detail {
+
+template <class Channel>
+class front_end {
+  static_assert(collective_channel<Channel>,
+                "A front end's transport must model meshcast::collective_channel (api/channel.hpp): rank, size, "
+                "agree_or_throw, all_equal, hosts, share, fitted, make_backend and a backend_type the executor runs on.");
+
+ public:
+  front_end(Channel channel, std::vector<tensor_layouts> tensors, reshard_options options, const erased_policies& policies)
+      : channel_(std::move(channel)), options_(std::move(options)), tensors_(std::move(tensors)) {
+    std::string problem;
+    try {
+      checked_seconds(options_.timeout_s, "reshard_options::timeout_s");
+      plans_ = batch_plans(tensors_, options_, channel_.size());
+    } catch (const std::exception& e) {
+      problem = e.what();
+    }
+    channel_.agree_or_throw(problem);
+    if (!channel_.all_equal(batch_key(tensors_, options_, policies.name(false), policies.name(true))))
+      throw error("the ranks of the communicator were given different layouts, element sizes or options for one "
+                  "reshard; every rank must pass the same ones");
+    try {
+      const reshard_options& o = options_;
+      const std::vector<index_t> hosts =
+          !o.host_of.empty()       ? o.host_of
+          : o.devices_per_host > 0 ? default_hosts(plans_[0].device_count, static_cast<index_t>(plans_[0].src_devices.size()),
+                                                   o.devices_per_host)
+                                   : channel_.hosts();
+      net_ = channel_.fitted(network_from(o, hosts));
+      if (channel_.rank() == 0) policies.solve(policies, plans_, net_, o, schedule_);
+    } catch (const std::exception& e) {
+      problem = e.what();
+    }
+    channel_.agree_or_throw(problem);
+    channel_.share(plans_, schedule_);
+    try {
+      run_.emplace(channel_.make_backend(), std::span<const plan>(plans_), schedule_, options_.max_staging_bytes);
+    } catch (const std::exception& e) {
+      problem = e.what();
+    }
+    channel_.agree_or_throw(problem);
+  }
+
+  std::size_t size() const noexcept { return tensors_.size(); }
+  std::size_t source_elements(std::size_t k) const noexcept { return run_->source_bytes(k) / tensors_[k].element_bytes; }
+  std::size_t destination_elements(std::size_t k) const noexcept {
+    return run_->destination_bytes(k) / tensors_[k].element_bytes;
+  }
+  const std::vector<plan>& plans() const noexcept { return plans_; }
+  const meshcast::schedule& schedule() const noexcept { return schedule_; }
+  const meshcast::network& network() const noexcept { return net_; }
+  std::size_t staging_bytes() const noexcept { return run_->staging_bytes(); }
+
+  /// Reshards once; `problem` is one this rank found on its own (every rank then fails with it).
+  void run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out, std::string problem) {
+    problem = shard_problem(static_cast<index_t>(channel_.rank()), std::move(problem), in, out, tensors_,
+                            [&](std::size_t k) { return run_->source_bytes(k); },
+                            [&](std::size_t k) { return run_->destination_bytes(k); });
+    channel_.agree_or_throw(problem);
+    run_->run(in, out);
+  }
+
+ private:
+  Channel channel_;
+  reshard_options options_;
+  std::vector<tensor_layouts> tensors_;
+  std::vector<plan> plans_;
+  meshcast::network net_;
+  meshcast::schedule schedule_;
+  std::optional<executor<typename Channel::backend_type>> run_;
+};
+
+}  // namespace meshcast::detail
+// ---- end meshcast/api/front_end.hpp ----
+// ---- begin meshcast/api/nccl/channel.hpp ----
+// NCCL's collective_channel (../channel.hpp): the front end's collectives over an NCCL
+// communicator, built from ncclSend/ncclRecv/ncclBroadcast on the caller's stream, so that the
+// NCCL front end needs no other runtime (no MPI). Broadcast groups get their NCCL ids over the
+// same communicator (nccl_comm_bootstrap). Needs <nccl.h> and <cuda_runtime.h>.
 
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <functional>
 #include <optional>
-#include <ranges>
 #include <span>
 #include <string>
-#include <type_traits>
 #include <vector>
 
-#include <meshcast/backend/nccl.hpp>
-#include <meshcast/batch_checks.hpp>
-#include <meshcast/reshard_options.hpp>
 
 namespace meshcast {
 
+/// Broadcast groups get their NCCL ids over the parent communicator: the group's root sends its
+/// id to each member.
+struct nccl_comm_bootstrap {
+  ncclComm_t world = nullptr;
+  cudaStream_t stream = nullptr;
+  void share(ncclUniqueId& id, std::span<const index_t> members, index_t root, int) {
+    cuda_memory m{stream};
+    auto buf = m.allocate(sizeof id);
+    int me = 0;
+    detail::nccl_check(ncclCommUserRank(world, &me), "ncclCommUserRank");
+    if (me == root)
+      detail::cuda_check(cudaMemcpyAsync(buf.data(), &id, sizeof id, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
+    detail::nccl_check(ncclGroupStart(), "ncclGroupStart");
+    if (me == root) {
+      for (index_t r : members)
+        if (r != root) detail::nccl_check(ncclSend(buf.data(), sizeof id, ncclUint8, static_cast<int>(r), world, stream), "ncclSend");
+    } else {
+      detail::nccl_check(ncclRecv(buf.data(), sizeof id, ncclUint8, static_cast<int>(root), world, stream), "ncclRecv");
+    }
+    detail::nccl_check(ncclGroupEnd(), "ncclGroupEnd");
+    detail::cuda_check(cudaMemcpyAsync(&id, buf.data(), sizeof id, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
+    m.synchronize();
+  }
+};
+static_assert(nccl_bootstrap<nccl_comm_bootstrap>);
+
 namespace detail {
-/// Small collectives over an NCCL communicator built from point-to-point calls and broadcasts:
-/// what the one-call API needs to agree and to share a schedule, with no other runtime.
+
 class nccl_channel {
  public:
-  nccl_channel(ncclComm_t comm, cudaStream_t stream) : comm_(comm), memory_{stream} {
+  using backend_type = nccl_backend<nccl_comm_bootstrap>;
+
+  /// `group_transfers`: the executor's bound on the transfers of one NCCL group.
+  nccl_channel(ncclComm_t comm, cudaStream_t stream, std::size_t group_transfers = nccl_group_transfers)
+      : comm_(comm), memory_{stream}, group_transfers_(group_transfers) {
     nccl_check(ncclCommUserRank(comm_, &rank_), "ncclCommUserRank");
     nccl_check(ncclCommCount(comm_, &size_), "ncclCommCount");
     scratch_ = memory_.allocate(static_cast<std::size_t>(size_) * sizeof(std::uint64_t));  // kept: one per reshard call
@@ -91,8 +271,43 @@ class nccl_channel {
     broadcast(text.data(), text.size(), static_cast<int>(first));
     throw error(rank_ == first ? text : "rank " + std::to_string(first) + " reports: " + text);
   }
-  ncclComm_t comm() const noexcept { return comm_; }
-  cuda_memory& memory() noexcept { return memory_; }
+  bool all_equal(std::uint64_t key) {
+    const auto all = all_gather(key);
+    return std::all_of(all.begin(), all.end(), [&](std::uint64_t k) { return k == all.front(); });
+  }
+  /// Ranks whose machines have one host name share a host.
+  std::vector<index_t> hosts() {
+    char name[256] = {};
+    gethostname(name, sizeof name - 1);
+    const auto all = all_gather(std::hash<std::string>{}(name));
+    std::vector<std::uint64_t> distinct;
+    for (std::uint64_t h : all)
+      if (std::find(distinct.begin(), distinct.end(), h) == distinct.end()) distinct.push_back(h);
+    std::vector<index_t> host_of;
+    for (std::uint64_t h : all) host_of.push_back(std::find(distinct.begin(), distinct.end(), h) - distinct.begin());
+    return host_of;
+  }
+  /// Rank 0's schedule to every rank as wire words; then every rank's fingerprint of plans and
+  /// schedule must be rank 0's.
+  void share(std::span<const plan> plans, schedule& s) {
+    std::vector<std::int64_t> words = rank_ == 0 ? to_wire(s) : std::vector<std::int64_t>{};
+    std::uint64_t n = words.size();
+    broadcast(&n, sizeof n, 0);
+    words.resize(static_cast<std::size_t>(n));
+    broadcast(words.data(), words.size() * sizeof(std::int64_t), 0);
+    std::string problem;
+    try {
+      if (rank_ != 0) s = from_wire(words);
+    } catch (const std::exception& e) {
+      problem = e.what();
+    }
+    agree_or_throw(problem);
+    if (!all_equal(fingerprint(plans, s))) throw error("ranks disagree on the plan: were they given the same layouts and sizes?");
+  }
+  network fitted(network net) const { return net; }
+  backend_type make_backend() const {
+    return backend_type(comm_, memory_.stream, nccl_comm_bootstrap{comm_, memory_.stream}, group_transfers_);
+  }
 
  private:
   void to_device(std::byte* to, const void* from, std::size_t n) {
@@ -104,36 +319,18 @@ class nccl_channel {
   }
   ncclComm_t comm_;
   cuda_memory memory_;
+  std::size_t group_transfers_;
   std::optional<cuda_memory::buffer> scratch_;
   int rank_ = 0, size_ = 0;
 };
-}  // namespace detail
+static_assert(collective_channel<nccl_channel>);
 
-/// Broadcast groups get their NCCL ids over the parent communicator: the group's root sends its
-/// id to each member.
-struct nccl_comm_bootstrap {
-  ncclComm_t world = nullptr;
-  cudaStream_t stream = nullptr;
-  void share(ncclUniqueId& id, std::span<const index_t> members, index_t root, int) {
-    cuda_memory m{stream};
-    auto buf = m.allocate(sizeof id);
-    int me = 0;
-    detail::nccl_check(ncclCommUserRank(world, &me), "ncclCommUserRank");
-    if (me == root)
-      detail::cuda_check(cudaMemcpyAsync(buf.data(), &id, sizeof id, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
-    detail::nccl_check(ncclGroupStart(), "ncclGroupStart");
-    if (me == root) {
-      for (index_t r : members)
-        if (r != root) detail::nccl_check(ncclSend(buf.data(), sizeof id, ncclUint8, static_cast<int>(r), world, stream), "ncclSend");
-    } else {
-      detail::nccl_check(ncclRecv(buf.data(), sizeof id, ncclUint8, static_cast<int>(root), world, stream), "ncclRecv");
-    }
-    detail::nccl_check(ncclGroupEnd(), "ncclGroupEnd");
-    detail::cuda_check(cudaMemcpyAsync(&id, buf.data(), sizeof id, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
-    m.synchronize();
-  }
-};
-static_assert(nccl_bootstrap<nccl_comm_bootstrap>);
+}  // namespace detail
+}  // namespace meshcast
+// ---- end meshcast/api/nccl/channel.hpp ----
+
+namespace meshcast {
+
 
 /// The NCCL form of `batch_resharder` (<meshcast/mpi.hpp>): a batch of tensors (a model's
 /// weights: `read_manifest(...).tensors`) planned and solved as one schedule, built collectively
@@ -146,92 +343,31 @@ class nccl_batch_resharder {
  public:
   nccl_batch_resharder(ncclComm_t comm, cudaStream_t stream, std::vector<tensor_layouts> tensors, reshard_options options = {},
                        Solver solver = {}, Strategy strategy = {}, std::size_t group_transfers = nccl_group_transfers)
-      : channel_(comm, stream), options_(std::move(options)), tensors_(std::move(tensors)) {
-    const int size = channel_.size();
-    std::string problem;
-    try {
-      plans_ = detail::batch_plans(tensors_, options_, size);
-    } catch (const std::exception& e) {
-      problem = e.what();
-    }
-    channel_.agree_or_throw(problem);
-    const detail::erased_policies policies = detail::erase_policies<Solver, Strategy>(&solver, &strategy);
-    const std::uint64_t key = detail::batch_key(tensors_, options_, policies.name(false), policies.name(true));
-    for (std::uint64_t k : channel_.all_gather(key))
-      if (k != key)
-        throw error("the ranks of the communicator were given different layouts, element sizes or options for one "
-                    "reshard; every rank must pass the same ones");
-    try {
-      std::vector<index_t> hosts;
-      if (!options_.host_of.empty()) {
-        hosts = options_.host_of;
-      } else if (options_.devices_per_host > 0) {
-        hosts = default_hosts(plans_[0].device_count, static_cast<index_t>(plans_[0].src_devices.size()), options_.devices_per_host);
-      } else {
-        char name[256] = {};
-        gethostname(name, sizeof name - 1);
-        const auto all = channel_.all_gather(std::hash<std::string>{}(name));
-        std::vector<std::uint64_t> distinct;
-        for (std::uint64_t h : all)
-          if (std::find(distinct.begin(), distinct.end(), h) == distinct.end()) distinct.push_back(h);
-        for (std::uint64_t h : all) hosts.push_back(std::find(distinct.begin(), distinct.end(), h) - distinct.begin());
-      }
-      net_ = network_from(options_, hosts);
-      if (channel_.rank() == 0) policies.solve(policies, plans_, net_, options_, schedule_);  // as over MPI
-    } catch (const std::exception& e) {
-      problem = e.what();
-    }
-    channel_.agree_or_throw(problem);
-    // Rank 0's schedule to everyone, as wire words.
-    std::vector<std::int64_t> words = channel_.rank() == 0 ? to_wire(schedule_) : std::vector<std::int64_t>{};
-    std::uint64_t n = words.size();
-    channel_.broadcast(&n, sizeof n, 0);
-    words.resize(static_cast<std::size_t>(n));
-    channel_.broadcast(words.data(), words.size() * sizeof(std::int64_t), 0);
-    try {
-      if (channel_.rank() != 0) schedule_ = from_wire(words);
-      executor_.emplace(nccl_backend<nccl_comm_bootstrap>(comm, stream, nccl_comm_bootstrap{comm, stream}, group_transfers),
-                        std::span<const plan>(plans_), schedule_, options_.max_staging_bytes);
-    } catch (const std::exception& e) {
-      problem = e.what();
-    }
-    channel_.agree_or_throw(problem);
-  }
+      : core_(detail::nccl_channel(comm, stream, group_transfers), std::move(tensors), std::move(options),
+              detail::erase_policies<Solver, Strategy>(&solver, &strategy)) {}
 
-  std::size_t size() const noexcept { return tensors_.size(); }
+  std::size_t size() const noexcept { return core_.size(); }
   /// Elements this rank's source and destination shards of tensor `k` hold (0 where it has none).
-  std::size_t source_elements(std::size_t k = 0) const noexcept { return executor_->source_bytes(k) / tensors_[k].element_bytes; }
-  std::size_t destination_elements(std::size_t k = 0) const noexcept {
-    return executor_->destination_bytes(k) / tensors_[k].element_bytes;
-  }
-  const std::vector<meshcast::plan>& plans() const noexcept { return plans_; }
-  const meshcast::schedule& schedule() const noexcept { return schedule_; }
-  const meshcast::network& network() const noexcept { return net_; }
+  std::size_t source_elements(std::size_t k = 0) const noexcept { return core_.source_elements(k); }
+  std::size_t destination_elements(std::size_t k = 0) const noexcept { return core_.destination_elements(k); }
+  const std::vector<meshcast::plan>& plans() const noexcept { return core_.plans(); }
+  const meshcast::schedule& schedule() const noexcept { return core_.schedule(); }
+  const meshcast::network& network() const noexcept { return core_.network(); }
   /// Bytes of message buffers this rank holds beyond its shards (never above the staging cap).
-  std::size_t staging_bytes() const noexcept { return executor_->staging_bytes(); }
+  std::size_t staging_bytes() const noexcept { return core_.staging_bytes(); }
 
   /// Reshards once: `in[k]` and `out[k]` are this rank's shards of tensor k in device memory, as
   /// bytes. Collective.
   void operator()(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out) {
-    run(in, out, {});
+    core_.run(in, out, {});
   }
   /// The same, with a problem this rank found on its own (every rank then fails with it).
   void run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out, std::string problem) {
-    problem = detail::shard_problem(channel_.rank(), std::move(problem), in, out, tensors_,
-                                    [&](std::size_t k) { return executor_->source_bytes(k); },
-                                    [&](std::size_t k) { return executor_->destination_bytes(k); });
-    channel_.agree_or_throw(problem);
-    executor_->run(in, out);
+    core_.run(in, out, std::move(problem));
   }
 
  private:
-  detail::nccl_channel channel_;
-  reshard_options options_;
-  std::vector<tensor_layouts> tensors_;
-  std::vector<meshcast::plan> plans_;
-  meshcast::network net_;
-  meshcast::schedule schedule_;
-  std::optional<executor<nccl_backend<nccl_comm_bootstrap>>> executor_;
+  detail::front_end<detail::nccl_channel> core_;  // the front end written once (api/front_end.hpp)
 };
 
 /// The NCCL form of `resharder` (<meshcast/mpi.hpp>): one tensor (a batch of one, typed shards in

@@ -48,6 +48,7 @@
 
 #include "backend.hpp"
 #include "backend_traits.hpp"
+#include "executor/step.hpp"
 #include "message_tags.hpp"
 #include "../plan/plan.hpp"
 #include "../model/schedule.hpp"
@@ -112,43 +113,7 @@ class executor {
  private:
   static constexpr std::size_t none = static_cast<std::size_t>(-1);
   using request = typename Backend::request;
-  struct step {
-    enum kind_t { copy, send, receive, collective } how;
-    std::size_t transfer = 0;
-    std::size_t tensor = 0;
-    transfer_kind what = transfer_kind::point_to_point;
-    box region;
-    std::size_t bytes = 0;
-    bool from_source = true;            // send / collective root: the region is in my source tile
-    std::size_t from_buffer = none;     // send: pass on the buffer of this receive step as it is
-    std::vector<std::size_t> needs;     // send: my receive steps that must be complete first
-    std::vector<index_t> peers;         // send: receivers; receive: the sender
-    bool root = false;                  // collective: I hold the data
-    int tag = 0;
-    std::size_t group = none;
-    std::size_t staged = 0;     // bytes of message buffer it needs (0: none)
-    std::vector<transfer_part> parts;  // a bundle: every piece, the first included, in message order
-    std::size_t piece = 0;             // a chain: the size of its pieces (0: the backend's rule)
-    std::vector<std::size_t> part_at;  // a bundle sent or received in place: each piece's offset in its shard
-    std::size_t buffer = none;  // offset of its buffer in the staging block, once it has one
-    std::size_t direct = none;  // byte offset of a contiguous region in the shard it is sent from or received into
-    std::vector<std::pair<index_t, int>> tokens_in, tokens_out;  // ordered mode
-    bool send_lane = false, receive_lane = false;  // ordered mode: the lanes it holds
-    std::size_t prev_send = none, prev_receive = none;  // the steps before it on those lanes
-    std::size_t next_send = none, next_receive = none;  // the steps after it on those lanes
-    std::size_t partner = none;  // ordered mode: the other direction of an exchange, posted with it
-    std::size_t after_other = none;  // ordered mode: the step the other way on its connection it follows
-    double latest_dependency = -1;  // ordered mode: the latest model start of what it waits on (-1: none)
-    std::size_t token_slot = 0;                          // its first token byte
-    std::size_t ack_slot = 0;                            // send: its first acknowledgement byte
-    std::vector<request> clear_reqs;  // acknowledged send: its receivers' clearances (data waits for them)
-    bool data_sent = false;
-    std::vector<request> token_reqs;
-    double model_start = 0;  // when the ordered model starts it (rounds for stream backends)
-    request req{};
-    std::vector<request> reqs;         // send: its messages (and, ordered, their acknowledgements)
-    bool posted = false, done = false;
-  };
+  using step = detail::step<request>;  // what the schedule fixes, ordered links, per-run state
 
   void make_groups(const schedule& s);
 
@@ -181,7 +146,8 @@ class executor {
   void release(step& x) {
     if (shared_staging_ && x.staged && x.buffer != none) arena_.give(x.buffer), x.buffer = none;
   }
-  void reset_staging();
+  // Before a run: every step's per-run state afresh, the shared block empty.
+  void reset_steps();
 
   // Ordered mode: each step's lanes and the step before it on each.
   void plan_lanes(const schedule& s);
@@ -343,7 +309,7 @@ class executor {
   };
   std::vector<tensor_state> tensors_;
   std::vector<step> steps_;
-  std::map<std::size_t, std::size_t> step_of_;  // transfer -> my step
+  std::vector<std::size_t> step_of_;  // transfer -> my step (none: not mine)
   std::optional<typename Backend::memory_type::buffer> block_;  // the message buffers (staging)
   detail::staging_arena arena_;    // where each step's buffer lies in block_
   bool shared_staging_ = false;    // concurrent mode under a binding cap: taken and given back as steps run
@@ -355,7 +321,7 @@ class executor {
   std::size_t first_send_ = none, first_receive_ = none;  // ordered mode: each lane's first step
   std::vector<request> tokens_sent_;
   std::vector<std::optional<typename Backend::group>> groups_;
-  std::map<std::size_t, std::size_t> group_of_;
+  std::vector<std::size_t> group_of_;  // transfer -> its group (none: not a collective)
 };
 
 }  // namespace meshcast

@@ -40,9 +40,11 @@ MESHCAST_INLINE std::vector<index_t> discover_hosts(MPI_Comm comm);
 
 namespace detail {
 
-/// A batch resharder's state over a communicator, whatever its policies: built collectively, it
-/// plans, has rank 0 solve (through `policies`), shares the schedule and keeps the executor and
-/// its buffers. Every misuse is a meshcast::error on every rank.
+/// A batch resharder's state over a communicator, whatever its policies: the front end written
+/// once for every transport (../front_end.hpp) over MPI's channel (channel.hpp), behind a pointer
+/// so that includers see none of it. Built collectively, it plans, has rank 0 solve (through
+/// `policies`), shares the schedule and keeps the executor and its buffers. Every misuse is a
+/// meshcast::error on every rank.
 class batch_core {
  public:
   MESHCAST_INLINE batch_core(MPI_Comm comm, std::vector<tensor_layouts> tensors, const reshard_options& options,

@@ -7,7 +7,6 @@ namespace meshcast {
 
 template <class Backend>
 void executor<Backend>::run_concurrent() {
-  for (step& x : steps_) x.done = x.posted = false;
   in_flight_.clear();
   if constexpr (backend_traits<Backend>::port_tokens) run_concurrent_eager();
   else run_concurrent_in_list_order();
@@ -17,7 +16,6 @@ template <class Backend>
 void executor<Backend>::post_concurrent(step& x, std::size_t k) {
   mark(x, &step_time::wait);
   mark(x, &step_time::start);
-  x.reqs.clear();
   post_step(x);
   x.posted = true;
   if (x.how == step::copy) finish(x);

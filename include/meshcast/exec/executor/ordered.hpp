@@ -7,7 +7,6 @@ namespace meshcast {
 
 template <class Backend>
 void executor<Backend>::run_ordered_in_rounds() {
-  for (step& x : steps_) x.done = x.posted = false;
   std::vector<std::size_t> order(steps_.size());
   for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
   std::stable_sort(order.begin(), order.end(),
@@ -32,7 +31,6 @@ void executor<Backend>::run_ordered_in_rounds() {
         b_.end_round(), b_.begin_round();  // a bounded group (both ends of a transfer agree on it)
       mark(x, &step_time::wait);
       mark(x, &step_time::start);
-      x.reqs.clear();
       post_step(x);
       x.posted = true;
     }
@@ -48,14 +46,11 @@ void executor<Backend>::run_ordered_in_rounds() {
 
 template <class Backend>
 void executor<Backend>::run_ordered() {
-  for (step& x : steps_) x.done = x.posted = false;
   in_flight_.clear();
   b_.begin_round();
   for (step& x : steps_) {
-    x.token_reqs.clear();
     for (std::size_t t = 0; t < x.tokens_in.size(); ++t)
       x.token_reqs.push_back(b_.recv(token_in(x.token_slot + t), 1, x.tokens_in[t].first, x.tokens_in[t].second));
-    x.clear_reqs.clear();
     if (x.how == step::send && cleared(x))
       for (std::size_t j = 0; j < x.peers.size(); ++j)
         x.clear_reqs.push_back(b_.recv(clears_->data() + 1 + x.ack_slot + j, 1, x.peers[j], clear_tag(x)));
@@ -66,7 +61,6 @@ void executor<Backend>::run_ordered() {
     step& x = steps_[k];
     mark(x, &step_time::wait);
     mark(x, &step_time::start);
-    x.reqs.clear();
     b_.begin_round();
     post_step(x);
     b_.end_round();

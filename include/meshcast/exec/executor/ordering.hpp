@@ -104,6 +104,12 @@ void executor<Backend>::plan_exchanges(const schedule& s) {
 template <class Backend>
 void executor<Backend>::plan_tokens(const schedule& s) {
   std::map<int, std::pair<std::size_t, index_t>> last;  // resource -> (transfer, holder)
+  auto mine = [&](std::size_t transfer) -> step& {  // the model says this rank holds a resource of it
+    if (step_of_[transfer] == none)
+      throw error("device " + std::to_string(me_) + ": the schedule's model has it hold a resource of transfer " +
+                  std::to_string(transfer) + ", which it neither sends nor receives");
+    return steps_[step_of_[transfer]];
+  };
   for (std::size_t i = 0; i < s.transfers.size(); ++i) {
     const transfer_model& m = s.model[i];
     for (std::size_t k = 0; k < m.resources.size(); ++k) {
@@ -114,11 +120,11 @@ void executor<Backend>::plan_tokens(const schedule& s) {
         const auto [before, from] = it->second;
         const int tag = message_tag(message_kind::token, before);
         if (holder == me_) {
-          step& x = steps_[step_of_.at(i)];
+          step& x = mine(i);
           add_token(x.tokens_in, from, tag);
           x.latest_dependency = std::max(x.latest_dependency, s.model[before].start);
         }
-        if (from == me_) add_token(steps_[step_of_.at(before)].tokens_out, holder, tag);
+        if (from == me_) add_token(mine(before).tokens_out, holder, tag);
       }
       last[r] = {i, holder};
     }

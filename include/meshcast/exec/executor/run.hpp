@@ -26,7 +26,7 @@ void executor<Backend>::run(std::span<const std::span<const std::byte>> sources,
   times_.clear();
   if (record_) times_.resize(steps_.size());
   tokens_sent_.clear();
-  reset_staging();
+  reset_steps();
   if (mode_ == execution::ordered) {
     if constexpr (backend_traits<Backend>::port_tokens) run_ordered();
     else run_ordered_in_rounds();

@@ -39,6 +39,7 @@ executor<Backend>::executor(Backend b, std::span<const plan> plans, const schedu
 template <class Backend>
 void executor<Backend>::make_groups(const schedule& s) {
   std::map<std::vector<index_t>, std::size_t> index;
+  group_of_.assign(s.transfers.size(), none);
   for (std::size_t i = 0; i < s.transfers.size(); ++i) {
     const transfer& t = s.transfers[i];
     if (t.kind != transfer_kind::group_broadcast && t.kind != transfer_kind::chain) continue;
@@ -58,7 +59,8 @@ void executor<Backend>::make_groups(const schedule& s) {
 
 template <class Backend>
 void executor<Backend>::plan_steps(const schedule& s, std::span<const plan> plans) {
-  std::map<std::size_t, std::size_t> my_receive;  // transfer -> my receive step
+  std::vector<std::size_t> my_receive(s.transfers.size(), none);  // transfer -> my receive step
+  step_of_.assign(s.transfers.size(), none);
   for (std::size_t i = 0; i < s.transfers.size(); ++i) {
     const transfer& t = s.transfers[i];
     const bool sending = t.sender == me_;
@@ -90,7 +92,7 @@ void executor<Backend>::plan_steps(const schedule& s, std::span<const plan> plan
         x.how = step::copy;
       } else if (t.kind == transfer_kind::chain || t.kind == transfer_kind::group_broadcast) {
         x.how = step::collective;
-        x.group = group_of_.at(i);
+        x.group = group_of_[i];
         x.root = sending;
         x.staged = x.bytes;
       } else if (sending) {
@@ -98,9 +100,9 @@ void executor<Backend>::plan_steps(const schedule& s, std::span<const plan> plan
         x.peers = t.receivers;
         x.staged = x.bytes;
         for (std::int32_t w : t.waits_for) {  // a forward: the receives it passes on
-          auto it = my_receive.find(static_cast<std::size_t>(w));
-          if (it == my_receive.end()) throw error(who + " forwards transfer " + std::to_string(w) + ", which it does not receive");
-          x.needs.push_back(it->second);
+          const std::size_t r = static_cast<std::size_t>(w) < my_receive.size() ? my_receive[static_cast<std::size_t>(w)] : none;
+          if (r == none) throw error(who + " forwards transfer " + std::to_string(w) + ", which it does not receive");
+          x.needs.push_back(r);
         }
         if (in_place(plans, t)) x.part_at = offsets_in(x.parts, x.from_source), x.staged = 0;
         else if (x.needs.size() == 1 && steps_[x.needs[0]].parts == x.parts && steps_[x.needs[0]].staged)
@@ -121,7 +123,7 @@ void executor<Backend>::plan_steps(const schedule& s, std::span<const plan> plan
       x.how = step::copy;
     } else if (t.kind == transfer_kind::group_broadcast || t.kind == transfer_kind::chain) {
       x.how = step::collective;
-      x.group = group_of_.at(i);
+      x.group = group_of_[i];
       x.root = sending;
       if (sending && !ts.src_tile.contains(t.region)) throw error(who + " broadcasts a region it does not hold");
       x.direct = sending ? detail::contiguous_offset(ts.src_tile, t.region, ts.eb)
@@ -135,9 +137,9 @@ void executor<Backend>::plan_steps(const schedule& s, std::span<const plan> plan
       } else {  // forward: what arrived by the transfers it waits for
         x.from_source = false;
         for (std::int32_t w : t.waits_for) {
-          auto it = my_receive.find(static_cast<std::size_t>(w));
-          if (it == my_receive.end()) throw error(who + " forwards transfer " + std::to_string(w) + ", which it does not receive");
-          x.needs.push_back(it->second);
+          const std::size_t r = static_cast<std::size_t>(w) < my_receive.size() ? my_receive[static_cast<std::size_t>(w)] : none;
+          if (r == none) throw error(who + " forwards transfer " + std::to_string(w) + ", which it does not receive");
+          x.needs.push_back(r);
         }
         if (x.needs.size() == 1 && steps_[x.needs[0]].region == t.region && steps_[x.needs[0]].parts.empty()) {
           if (steps_[x.needs[0]].staged) x.from_buffer = x.needs[0];

@@ -13,7 +13,7 @@ void executor<Backend>::plan_staging(std::size_t cap) {
   if (cap == 0 || total <= cap) {
     std::size_t at = 0;
     for (step& x : steps_)
-      if (x.staged) x.buffer = at, at += x.staged;
+      if (x.staged) x.slot = at, at += x.staged;
     arena_ = detail::staging_arena(total);
   } else {
     const std::string who = "device " + std::to_string(me_);
@@ -41,7 +41,7 @@ void executor<Backend>::plan_staging(std::size_t cap) {
                   " bytes: cut the plans to the cap first (cut_for_staging)");
     if (mode_ == execution::ordered && backend_traits<Backend>::port_tokens) {
       for (step& x : steps_)
-        if (x.staged) x.buffer = x.send_lane ? 0 : largest[0];
+        if (x.staged) x.slot = x.send_lane ? 0 : largest[0];
       arena_ = detail::staging_arena(need);
     } else if (mode_ == execution::ordered) {  // in rounds: a round takes its buffers when it starts
       arena_ = detail::staging_arena(need);
@@ -67,11 +67,11 @@ void executor<Backend>::take_buffers() {
 }
 
 template <class Backend>
-void executor<Backend>::reset_staging() {
+void executor<Backend>::reset_steps() {
+  for (step& x : steps_) x.reset(shared_staging_ ? none : x.slot);
   if (!shared_staging_) return;
   arena_.clear();
   next_to_take_ = 0;
-  for (step& x : steps_) x.buffer = none;
 }
 
 }  // namespace meshcast

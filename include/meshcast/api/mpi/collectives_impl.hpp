@@ -1,0 +1,85 @@
+// The definitions of the MPI collectives batch_core.hpp declares (sharing a schedule, agreeing on
+// errors, finding hosts). Header-only mode includes this wherever they are used; libmeshcast
+// compiles it once in compiled mode (src/mpi.cpp, through batch_core_impl.hpp).
+#pragma once
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "../../core/error.hpp"
+#include "../../exec/backend/mpi.hpp"
+#include "../../exec/backend/mpi_bounded.hpp"
+#include "../../exec/wire.hpp"
+#include "../../model/schedule.hpp"
+#include "../../plan/plan.hpp"
+#include "batch_core.hpp"
+
+namespace meshcast {
+
+MESHCAST_INLINE void share_schedule(MPI_Comm comm, std::span<const plan> plans, schedule& s, int root, double timeout_s) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::vector<std::int64_t> wire = rank == root ? to_wire(s) : std::vector<std::int64_t>{};
+  long long n = static_cast<long long>(wire.size());
+  bounded_broadcast(comm, &n, sizeof n, root, timeout_s, "receiving the schedule's size");
+  if (n < 0 || static_cast<unsigned long long>(n) > (std::numeric_limits<int>::max() / sizeof(std::int64_t)))
+    throw error("the schedule is too large to share (" + std::to_string(n) + " words)");
+  wire.resize(static_cast<std::size_t>(n));
+  bounded_broadcast(comm, wire.data(), static_cast<int>(n * static_cast<long long>(sizeof(std::int64_t))), root, timeout_s,
+                    "receiving the schedule");
+  if (rank != root) s = from_wire(wire);
+  const std::uint64_t mine = fingerprint(plans, s);
+  std::uint64_t theirs = mine;
+  bounded_broadcast(comm, &theirs, sizeof theirs, root, timeout_s, "comparing schedules");
+  if (!all_ok(comm, mine == theirs, timeout_s, "comparing schedules"))
+    throw error("ranks disagree on the plan: were they given the same layouts and sizes?");
+}
+
+MESHCAST_INLINE void share_schedule(MPI_Comm comm, const plan& p, schedule& s, int root, double timeout_s) {
+  share_schedule(comm, std::span<const plan>(&p, 1), s, root, timeout_s);
+}
+
+MESHCAST_INLINE void agree_or_throw(MPI_Comm comm, const std::string& problem, double timeout_s) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  const auto first = static_cast<int>(bounded_allreduce(
+      comm, problem.empty() ? static_cast<std::uint64_t>(INT_MAX) : static_cast<std::uint64_t>(rank), MPI_MIN, timeout_s,
+      "checking that every rank is ready"));
+  if (first == INT_MAX) return;
+  std::string text = rank == first ? problem : std::string();
+  long long n = static_cast<long long>(text.size());
+  bounded_broadcast(comm, &n, sizeof n, first, timeout_s, "receiving another rank's error");
+  text.resize(static_cast<std::size_t>(std::clamp(n, 0LL, 4096LL)));
+  bounded_broadcast(comm, text.data(), static_cast<int>(text.size()), first, timeout_s, "receiving another rank's error");
+  throw error(rank == first ? text : "rank " + std::to_string(first) + " reports: " + text);
+}
+
+MESHCAST_INLINE std::vector<index_t> discover_hosts(MPI_Comm comm) {
+  int rank = 0, size = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  MPI_Comm node = MPI_COMM_NULL;
+  detail::mpi_check(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+  int leader = rank;
+  detail::mpi_check(MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, node), "MPI_Allreduce");
+  MPI_Comm_free(&node);
+  std::vector<int> leaders(static_cast<std::size_t>(size));
+  detail::mpi_check(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, comm), "MPI_Allgather");
+  std::vector<int> distinct = leaders;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  std::vector<index_t> host_of(static_cast<std::size_t>(size));
+  for (int r = 0; r < size; ++r)
+    host_of[static_cast<std::size_t>(r)] =
+        std::lower_bound(distinct.begin(), distinct.end(), leaders[static_cast<std::size_t>(r)]) - distinct.begin();
+  return host_of;
+}
+
+}  // namespace meshcast

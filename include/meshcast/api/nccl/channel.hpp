@@ -1,0 +1,165 @@
+// NCCL's collective_channel (../channel.hpp): the front end's collectives over an NCCL
+// communicator, built from ncclSend/ncclRecv/ncclBroadcast on the caller's stream, so that the
+// NCCL front end needs no other runtime (no MPI). Broadcast groups get their NCCL ids over the
+// same communicator (nccl_comm_bootstrap). Needs <nccl.h> and <cuda_runtime.h>.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "../../core/error.hpp"
+#include "../../exec/backend/nccl.hpp"
+#include "../../exec/wire.hpp"
+#include "../../model/network.hpp"
+#include "../../model/schedule.hpp"
+#include "../../plan/plan.hpp"
+#include "../channel.hpp"
+
+namespace meshcast {
+
+/// Broadcast groups get their NCCL ids over the parent communicator: the group's root sends its
+/// id to each member.
+struct nccl_comm_bootstrap {
+  ncclComm_t world = nullptr;
+  cudaStream_t stream = nullptr;
+  void share(ncclUniqueId& id, std::span<const index_t> members, index_t root, int) {
+    cuda_memory m{stream};
+    auto buf = m.allocate(sizeof id);
+    int me = 0;
+    detail::nccl_check(ncclCommUserRank(world, &me), "ncclCommUserRank");
+    if (me == root)
+      detail::cuda_check(cudaMemcpyAsync(buf.data(), &id, sizeof id, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
+    detail::nccl_check(ncclGroupStart(), "ncclGroupStart");
+    if (me == root) {
+      for (index_t r : members)
+        if (r != root) detail::nccl_check(ncclSend(buf.data(), sizeof id, ncclUint8, static_cast<int>(r), world, stream), "ncclSend");
+    } else {
+      detail::nccl_check(ncclRecv(buf.data(), sizeof id, ncclUint8, static_cast<int>(root), world, stream), "ncclRecv");
+    }
+    detail::nccl_check(ncclGroupEnd(), "ncclGroupEnd");
+    detail::cuda_check(cudaMemcpyAsync(&id, buf.data(), sizeof id, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
+    m.synchronize();
+  }
+};
+static_assert(nccl_bootstrap<nccl_comm_bootstrap>);
+
+namespace detail {
+
+class nccl_channel {
+ public:
+  using backend_type = nccl_backend<nccl_comm_bootstrap>;
+
+  /// `group_transfers`: the executor's bound on the transfers of one NCCL group.
+  nccl_channel(ncclComm_t comm, cudaStream_t stream, std::size_t group_transfers = nccl_group_transfers)
+      : comm_(comm), memory_{stream}, group_transfers_(group_transfers) {
+    nccl_check(ncclCommUserRank(comm_, &rank_), "ncclCommUserRank");
+    nccl_check(ncclCommCount(comm_, &size_), "ncclCommCount");
+    scratch_ = memory_.allocate(static_cast<std::size_t>(size_) * sizeof(std::uint64_t));  // kept: one per reshard call
+  }
+  int rank() const noexcept { return rank_; }
+  int size() const noexcept { return size_; }
+
+  /// Every rank's value, in rank order, on every rank.
+  std::vector<std::uint64_t> all_gather(std::uint64_t value) {
+    const auto n = static_cast<std::size_t>(size_);
+    auto& buf = *scratch_;
+    std::vector<std::uint64_t> host(n, 0);
+    host[static_cast<std::size_t>(rank_)] = value;
+    to_device(buf.data(), host.data(), host.size() * sizeof(std::uint64_t));
+    nccl_check(ncclGroupStart(), "ncclGroupStart");
+    if (rank_ == 0) {
+      for (int r = 1; r < size_; ++r)
+        nccl_check(ncclRecv(buf.data() + static_cast<std::size_t>(r) * 8, 8, ncclUint8, r, comm_, memory_.stream), "ncclRecv");
+    } else {
+      nccl_check(ncclSend(buf.data() + static_cast<std::size_t>(rank_) * 8, 8, ncclUint8, 0, comm_, memory_.stream), "ncclSend");
+    }
+    nccl_check(ncclGroupEnd(), "ncclGroupEnd");
+    nccl_check(ncclBroadcast(buf.data(), buf.data(), n * 8, ncclUint8, 0, comm_, memory_.stream), "ncclBroadcast");
+    to_host(host.data(), buf.data(), host.size() * sizeof(std::uint64_t));
+    return host;
+  }
+  /// `bytes` from `root` to every rank (host memory on both ends).
+  void broadcast(void* data, std::size_t bytes, int root) {
+    auto buf = memory_.allocate(bytes);
+    if (rank_ == root) to_device(buf.data(), data, bytes);
+    nccl_check(ncclBroadcast(buf.data(), buf.data(), bytes, ncclUint8, root, comm_, memory_.stream), "ncclBroadcast");
+    to_host(data, buf.data(), bytes);
+  }
+  /// Throws on every rank when any rank has a non-empty `problem` (the first failing rank's message).
+  void agree_or_throw(const std::string& problem) {
+    const auto flags = all_gather(problem.empty() ? 0 : 1);
+    const auto first = std::find(flags.begin(), flags.end(), 1u) - flags.begin();
+    if (first == static_cast<std::ptrdiff_t>(flags.size())) return;
+    std::string text = rank_ == first ? problem : std::string();
+    std::uint64_t n = text.size();
+    broadcast(&n, sizeof n, static_cast<int>(first));
+    text.resize(static_cast<std::size_t>(std::min<std::uint64_t>(n, 4096)));
+    broadcast(text.data(), text.size(), static_cast<int>(first));
+    throw error(rank_ == first ? text : "rank " + std::to_string(first) + " reports: " + text);
+  }
+  bool all_equal(std::uint64_t key) {
+    const auto all = all_gather(key);
+    return std::all_of(all.begin(), all.end(), [&](std::uint64_t k) { return k == all.front(); });
+  }
+  /// Ranks whose machines have one host name share a host.
+  std::vector<index_t> hosts() {
+    char name[256] = {};
+    gethostname(name, sizeof name - 1);
+    const auto all = all_gather(std::hash<std::string>{}(name));
+    std::vector<std::uint64_t> distinct;
+    for (std::uint64_t h : all)
+      if (std::find(distinct.begin(), distinct.end(), h) == distinct.end()) distinct.push_back(h);
+    std::vector<index_t> host_of;
+    for (std::uint64_t h : all) host_of.push_back(std::find(distinct.begin(), distinct.end(), h) - distinct.begin());
+    return host_of;
+  }
+  /// Rank 0's schedule to every rank as wire words; then every rank's fingerprint of plans and
+  /// schedule must be rank 0's.
+  void share(std::span<const plan> plans, schedule& s) {
+    std::vector<std::int64_t> words = rank_ == 0 ? to_wire(s) : std::vector<std::int64_t>{};
+    std::uint64_t n = words.size();
+    broadcast(&n, sizeof n, 0);
+    words.resize(static_cast<std::size_t>(n));
+    broadcast(words.data(), words.size() * sizeof(std::int64_t), 0);
+    std::string problem;
+    try {
+      if (rank_ != 0) s = from_wire(words);
+    } catch (const std::exception& e) {
+      problem = e.what();
+    }
+    agree_or_throw(problem);
+    if (!all_equal(fingerprint(plans, s))) throw error("ranks disagree on the plan: were they given the same layouts and sizes?");
+  }
+  network fitted(network net) const { return net; }
+  backend_type make_backend() const {
+    return backend_type(comm_, memory_.stream, nccl_comm_bootstrap{comm_, memory_.stream}, group_transfers_);
+  }
+
+ private:
+  void to_device(std::byte* to, const void* from, std::size_t n) {
+    cuda_check(cudaMemcpyAsync(to, from, n, cudaMemcpyHostToDevice, memory_.stream), "cudaMemcpyAsync");
+  }
+  void to_host(void* to, const std::byte* from, std::size_t n) {
+    cuda_check(cudaMemcpyAsync(to, from, n, cudaMemcpyDeviceToHost, memory_.stream), "cudaMemcpyAsync");
+    memory_.synchronize();
+  }
+  ncclComm_t comm_;
+  cuda_memory memory_;
+  std::size_t group_transfers_;
+  std::optional<cuda_memory::buffer> scratch_;
+  int rank_ = 0, size_ = 0;
+};
+static_assert(collective_channel<nccl_channel>);
+
+}  // namespace detail
+}  // namespace meshcast
