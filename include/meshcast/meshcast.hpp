@@ -45,4 +45,6 @@
 // What the front ends share whatever the transport: batches, the typed resharder, the options' network.
 #include "api/batch.hpp"
 #include "api/network_from.hpp"
+// What a transport brings to the front end (its collectives), for a transport of one's own.
+#include "api/channel.hpp"
 #include "core/version.hpp"

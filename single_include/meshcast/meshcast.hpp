@@ -7715,6 +7715,62 @@ inline network network_from(const reshard_options& o, std::vector<index_t> host_
 
 }  // namespace meshcast
 // ---- end meshcast/api/network_from.hpp ----
+// What a transport brings to the front end (its collectives), for a transport of one's own.
+// ---- begin meshcast/api/channel.hpp ----
+// What the front end (front_end.hpp: plan, agree, solve on rank 0, share, run) needs of a
+// transport beyond the executor's backend: the few collectives every rank runs together. MPI's
+// channel (mpi/channel.hpp) uses MPI's collectives with deadlines; NCCL's (nccl/channel.hpp)
+// builds them from ncclSend/ncclRecv/ncclBroadcast, so that it needs no other runtime. Each
+// names the executor backend it runs on, so the executor stays a template over the transport:
+// no virtual call anywhere.
+
+#include <concepts>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+
+namespace meshcast {
+
+/// A transport's collectives for the front end. Every member is collective (all ranks call it
+/// together) but `rank`, `size`, `fitted` and `make_backend`.
+/// - `agree_or_throw(problem)`: throws the first failing rank's message on every rank when any
+///   rank has a non-empty problem.
+/// - `all_equal(key)`: whether every rank passed the same key (the same answer on every rank).
+/// - `hosts()`: each rank's host, numbered from 0 in order of the hosts' lowest ranks.
+/// - `share(plans, s)`: rank 0's schedule to every rank, then checks that all hold the same plans
+///   and schedule; a failure is a meshcast::error on every rank.
+/// - `fitted(net)`: the network as this transport runs it (MPI: its eager limit).
+/// - `make_backend()`: the executor's backend over the same ranks.
+template <class C>
+concept collective_channel =
+    requires(C& c, const C& cc, const std::string& problem, std::uint64_t key, std::span<const plan> plans, schedule& s,
+             network net) {
+      typename C::backend_type;
+      { cc.rank() } -> std::convertible_to<int>;
+      { cc.size() } -> std::convertible_to<int>;
+      c.agree_or_throw(problem);
+      { c.all_equal(key) } -> std::same_as<bool>;
+      { c.hosts() } -> std::same_as<std::vector<index_t>>;
+      c.share(plans, s);
+      { cc.fitted(net) } -> std::same_as<network>;
+      { cc.make_backend() } -> std::same_as<typename C::backend_type>;
+    } && backend<typename C::backend_type>;
+
+namespace detail {
+/// `checked_channel<C>::value` is true, or compilation stops with a sentence naming the concept.
+template <class C>
+struct checked_channel {
+  static_assert(collective_channel<C>,
+                "A front end's transport must model meshcast::collective_channel (api/channel.hpp): rank, size, "
+                "agree_or_throw, all_equal, hosts, share, fitted, make_backend and a backend_type the executor runs on.");
+  static constexpr bool value = true;
+};
+}  // namespace detail
+
+}  // namespace meshcast
+// ---- end meshcast/api/channel.hpp ----
 // ---- begin meshcast/core/version.hpp ----
 // Library version, kept in step with the CMake and Meson project versions.
 

@@ -14,6 +14,7 @@
 
 #include "../core/config.hpp"
 #include "../exec/backend.hpp"
+#include "../exec/backend_traits.hpp"  // what a channel's backend declares: its protocol
 #include "../model/network.hpp"
 #include "../model/schedule.hpp"
 #include "../plan/plan.hpp"
@@ -44,5 +45,16 @@ concept collective_channel =
       { cc.fitted(net) } -> std::same_as<network>;
       { cc.make_backend() } -> std::same_as<typename C::backend_type>;
     } && backend<typename C::backend_type>;
+
+namespace detail {
+/// `checked_channel<C>::value` is true, or compilation stops with a sentence naming the concept.
+template <class C>
+struct checked_channel {
+  static_assert(collective_channel<C>,
+                "A front end's transport must model meshcast::collective_channel (api/channel.hpp): rank, size, "
+                "agree_or_throw, all_equal, hosts, share, fitted, make_backend and a backend_type the executor runs on.");
+  static constexpr bool value = true;
+};
+}  // namespace detail
 
 }  // namespace meshcast

@@ -30,9 +30,7 @@ namespace meshcast::detail {
 
 template <class Channel>
 class front_end {
-  static_assert(collective_channel<Channel>,
-                "A front end's transport must model meshcast::collective_channel (api/channel.hpp): rank, size, "
-                "agree_or_throw, all_equal, hosts, share, fitted, make_backend and a backend_type the executor runs on.");
+  static_assert(checked_channel<Channel>::value);
 
  public:
   front_end(Channel channel, std::vector<tensor_layouts> tensors, reshard_options options, const erased_policies& policies)
