@@ -222,6 +222,36 @@ TEST_CASE("one call over NCCL: meshcast::reshard(comm, stream, ...) and its misu
   }
 }
 
+TEST_CASE("the NCCL front end is MPI's: ranks given different options, or a bad timeout, fail alike on every rank") {
+  const int n = 3;
+  dynamic_layout src(dynamic_mesh{n}, dynamic_spec("S0"), dynamic_shape{9}), dst(dynamic_mesh{n}, dynamic_spec("R"), dynamic_shape{9});
+  std::vector<std::string> differ(n), bad_timeout(n);
+  run_ranks(n, [&](int rank, ncclComm_t comm) {
+    cudaStream_t stream;
+    cudaStreamCreate(&stream);
+    std::vector<std::int32_t> in(3), out(9);
+    try {  // rank 1 asks for the other execution mode
+      reshard(comm, stream, src, dst, in, out,
+              reshard_options{.devices = device_map::same(), .mode = rank == 1 ? execution::concurrent : execution::ordered});
+    } catch (const error& e) {
+      differ[static_cast<std::size_t>(rank)] = e.what();
+    }
+    try {  // rank 0 alone passes a negative timeout: planning fails there, every rank learns it
+      reshard(comm, stream, src, dst, in, out,
+              reshard_options{.devices = device_map::same(), .timeout_s = rank == 0 ? -1.0 : 60.0});
+    } catch (const error& e) {
+      bad_timeout[static_cast<std::size_t>(rank)] = e.what();
+    }
+    cudaStreamDestroy(stream);
+  });
+  for (int r = 0; r < n; ++r) {
+    CAPTURE(r);
+    CHECK(differ[static_cast<std::size_t>(r)].find("different layouts, element sizes or options") != std::string::npos);
+    CHECK(bad_timeout[static_cast<std::size_t>(r)].find("timeout_s") != std::string::npos);
+    if (r != 0) CHECK(bad_timeout[static_cast<std::size_t>(r)].find("rank 0 reports") != std::string::npos);
+  }
+}
+
 TEST_CASE("a model's batch over NCCL: bounded groups, every element right, in both modes, under a staging cap") {
   // 24 tensors moved from a 2-device mesh to a 2-device mesh beside it (4 ranks, 2 per host), one
   // in place: many transfers, so that a group limit of 4 transfers matters.
