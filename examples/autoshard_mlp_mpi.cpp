@@ -45,6 +45,7 @@
 
 #include <meshcast/autoshard.hpp>
 #include <meshcast/mpi.hpp>
+#include "cli/one_blas_thread.hpp"  // CBC and MPI in one executable
 
 #if MESHCAST_HAS_CBLAS
 extern "C" void cblas_sgemm(int order, int transa, int transb, int m, int n, int k, float alpha, const float* a, int lda,

@@ -32,6 +32,7 @@
 
 #include <meshcast/mpi.hpp>
 
+#include "one_blas_thread.hpp"  // CBC and MPI in one executable
 #include "fill.hpp"
 #include "json_writer.hpp"
 #include "plan_options.hpp"
