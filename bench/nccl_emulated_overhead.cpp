@@ -63,19 +63,28 @@ int main(int argc, char** argv) {
       timed([&] { exec.run(source, destination); });
     } else {
       // The hand-written loop for this case: staging buffers, packs, one group of sends and
-      // receives, unpacks, a stream synchronisation.
+      // receives, unpacks, a stream synchronisation. As a careful hand-written loop would, a region
+      // contiguous in the shard it leaves or enters goes straight from or into that shard
+      // (detail::contiguous_offset); the rest through a buffer.
+      constexpr std::size_t none = static_cast<std::size_t>(-1);
       struct message {
         box region;
         int peer;
         bool local;
         std::vector<std::byte> data;
+        std::size_t direct = none;
       };
       std::vector<message> sends, recvs;
       for (const transfer& o : s.transfers) {
         const std::size_t n = static_cast<std::size_t>(o.region.volume()) * eb;
         const index_t r = o.receivers[0];
-        if (o.sender == rank) sends.push_back({o.region, static_cast<int>(r), r == rank, std::vector<std::byte>(n)});
-        else if (r == rank) recvs.push_back({o.region, static_cast<int>(o.sender), false, std::vector<std::byte>(n)});
+        if (o.sender == rank) {
+          const std::size_t at = r == rank ? none : detail::contiguous_offset(my_src, o.region, eb);
+          sends.push_back({o.region, static_cast<int>(r), r == rank, std::vector<std::byte>(at == none ? n : 0), at});
+        } else if (r == rank) {
+          const std::size_t at = detail::contiguous_offset(my_dst, o.region, eb);
+          recvs.push_back({o.region, static_cast<int>(o.sender), false, std::vector<std::byte>(at == none ? n : 0), at});
+        }
       }
       auto copy_runs = [&](const box& tile, const box& region, std::byte* base, std::byte* packed, bool into_tile) {
         std::size_t at = 0;
@@ -94,12 +103,16 @@ int main(int argc, char** argv) {
             copy_runs(my_dst, m.region, destination.data(), tmp.data(), true);
             continue;
           }
-          copy_runs(my_src, m.region, source.data(), m.data.data(), false);
-          ncclSend(m.data.data(), m.data.size(), ncclUint8, m.peer, comm, stream);
+          const std::size_t n = static_cast<std::size_t>(m.region.volume()) * eb;
+          if (m.direct == none) copy_runs(my_src, m.region, source.data(), m.data.data(), false);
+          ncclSend(m.direct == none ? m.data.data() : source.data() + m.direct, n, ncclUint8, m.peer, comm, stream);
         }
-        for (auto& m : recvs) ncclRecv(m.data.data(), m.data.size(), ncclUint8, m.peer, comm, stream);
+        for (auto& m : recvs)
+          ncclRecv(m.direct == none ? m.data.data() : destination.data() + m.direct,
+                   static_cast<std::size_t>(m.region.volume()) * eb, ncclUint8, m.peer, comm, stream);
         ncclGroupEnd();
-        for (auto& m : recvs) copy_runs(my_dst, m.region, destination.data(), m.data.data(), true);
+        for (auto& m : recvs)
+          if (m.direct == none) copy_runs(my_dst, m.region, destination.data(), m.data.data(), true);
         cudaStreamSynchronize(stream);
       });
     }

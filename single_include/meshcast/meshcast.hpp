@@ -6585,6 +6585,8 @@ class executor {
   std::optional<typename Backend::memory_type::buffer> acks_;     // acknowledgement bytes
   std::optional<typename Backend::memory_type::buffer> clears_;   // clearance bytes
   std::vector<std::size_t> in_flight_;  // ordered mode: posted steps not yet complete
+  std::vector<std::size_t> waiting_, still_;  // concurrent mode over tag-matched transports: steps not yet posted
+  std::vector<unsigned char> held_;           // and their tags (run_concurrent_eager)
   std::size_t first_send_ = none, first_receive_ = none;  // ordered mode: each lane's first step
   std::vector<request> tokens_sent_;
   std::vector<std::optional<typename Backend::group>> groups_;
@@ -7371,32 +7373,34 @@ bool executor<Backend>::inputs_arrived(const step& x) const {
 
 template <class Backend>
 void executor<Backend>::run_concurrent_eager() {
-  std::vector<std::size_t> waiting(steps_.size());  // not yet posted, in list order
-  for (std::size_t k = 0; k < waiting.size(); ++k) waiting[k] = k;
-  std::vector<unsigned char> held(static_cast<std::size_t>(transfer_tags), 0);  // tags of those
+  // Kept between runs, so that a repeated run allocates and clears nothing: `held_` is all zero
+  // again after every pass (each pass clears the tags it set).
+  if (held_.empty()) held_.assign(static_cast<std::size_t>(transfer_tags), 0);  // tags of steps not yet posted
+  waiting_.clear();  // not yet posted, in list order
+  for (std::size_t k = 0; k < steps_.size(); ++k) waiting_.push_back(k);
   auto post_ready = [&] {
-    std::vector<std::size_t> still;
+    still_.clear();
     bool open = false;
     take_buffers();
-    for (std::size_t k : waiting) {
+    for (std::size_t k : waiting_) {
       step& x = steps_[k];
-      const auto tag = static_cast<std::size_t>(x.tag) % held.size();
-      if (!held[tag] && inputs_arrived(x) && has_buffer(x)) {
+      const auto tag = static_cast<std::size_t>(x.tag) % held_.size();
+      if (!held_[tag] && inputs_arrived(x) && has_buffer(x)) {
         if (!open) b_.begin_round(), open = true;
         post_concurrent(x, k);
       } else {
-        still.push_back(k);
-        held[tag] = 1;
+        still_.push_back(k);
+        held_[tag] = 1;
       }
     }
     if (open) b_.end_round();
-    for (std::size_t k : still) held[static_cast<std::size_t>(steps_[k].tag) % held.size()] = 0;
-    waiting = std::move(still);
+    for (std::size_t k : still_) held_[static_cast<std::size_t>(steps_[k].tag) % held_.size()] = 0;
+    waiting_.swap(still_);
   };
   post_ready();
   await([&] {
-    if (!waiting.empty()) post_ready();
-    return waiting.empty() && in_flight_.empty();
+    if (!waiting_.empty()) post_ready();
+    return waiting_.empty() && in_flight_.empty();
   });
 }
 

@@ -318,6 +318,8 @@ class executor {
   std::optional<typename Backend::memory_type::buffer> acks_;     // acknowledgement bytes
   std::optional<typename Backend::memory_type::buffer> clears_;   // clearance bytes
   std::vector<std::size_t> in_flight_;  // ordered mode: posted steps not yet complete
+  std::vector<std::size_t> waiting_, still_;  // concurrent mode over tag-matched transports: steps not yet posted
+  std::vector<unsigned char> held_;           // and their tags (run_concurrent_eager)
   std::size_t first_send_ = none, first_receive_ = none;  // ordered mode: each lane's first step
   std::vector<request> tokens_sent_;
   std::vector<std::optional<typename Backend::group>> groups_;

@@ -31,32 +31,34 @@ bool executor<Backend>::inputs_arrived(const step& x) const {
 
 template <class Backend>
 void executor<Backend>::run_concurrent_eager() {
-  std::vector<std::size_t> waiting(steps_.size());  // not yet posted, in list order
-  for (std::size_t k = 0; k < waiting.size(); ++k) waiting[k] = k;
-  std::vector<unsigned char> held(static_cast<std::size_t>(transfer_tags), 0);  // tags of those
+  // Kept between runs, so that a repeated run allocates and clears nothing: `held_` is all zero
+  // again after every pass (each pass clears the tags it set).
+  if (held_.empty()) held_.assign(static_cast<std::size_t>(transfer_tags), 0);  // tags of steps not yet posted
+  waiting_.clear();  // not yet posted, in list order
+  for (std::size_t k = 0; k < steps_.size(); ++k) waiting_.push_back(k);
   auto post_ready = [&] {
-    std::vector<std::size_t> still;
+    still_.clear();
     bool open = false;
     take_buffers();
-    for (std::size_t k : waiting) {
+    for (std::size_t k : waiting_) {
       step& x = steps_[k];
-      const auto tag = static_cast<std::size_t>(x.tag) % held.size();
-      if (!held[tag] && inputs_arrived(x) && has_buffer(x)) {
+      const auto tag = static_cast<std::size_t>(x.tag) % held_.size();
+      if (!held_[tag] && inputs_arrived(x) && has_buffer(x)) {
         if (!open) b_.begin_round(), open = true;
         post_concurrent(x, k);
       } else {
-        still.push_back(k);
-        held[tag] = 1;
+        still_.push_back(k);
+        held_[tag] = 1;
       }
     }
     if (open) b_.end_round();
-    for (std::size_t k : still) held[static_cast<std::size_t>(steps_[k].tag) % held.size()] = 0;
-    waiting = std::move(still);
+    for (std::size_t k : still_) held_[static_cast<std::size_t>(steps_[k].tag) % held_.size()] = 0;
+    waiting_.swap(still_);
   };
   post_ready();
   await([&] {
-    if (!waiting.empty()) post_ready();
-    return waiting.empty() && in_flight_.empty();
+    if (!waiting_.empty()) post_ready();
+    return waiting_.empty() && in_flight_.empty();
   });
 }
 
