@@ -12,10 +12,15 @@
 // which runs next, resets the environment to the one the process started with), so where the
 // user has not set OPENBLAS_NUM_THREADS it executes the program again at once, before any library
 // has started, with OPENBLAS_NUM_THREADS=1 added: same process, same arguments. Should that fail
-// (no /proc), the program goes on as before.
+// (no /proc), the program goes on as before. It does not when the program runs under valgrind
+// (which would not follow the new start) or was started through the loader (`ld.so prog`: there
+// /proc/self/exe is the loader). OpenBLAS's other variables (GOTO_NUM_THREADS, OMP_NUM_THREADS)
+// then no longer govern it: OPENBLAS_NUM_THREADS, which comes first, does (set it to choose).
 // Programs of one's own that link both libraries: see docs/limits.md.
 #pragma once
 
+#include <sys/auxv.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -25,7 +30,14 @@ inline void one_blas_thread(int, char** argv, char** envp) {
   constexpr char name[] = "OPENBLAS_NUM_THREADS=";
   std::size_t n = 0;
   for (; envp && envp[n]; ++n)
-    if (std::strncmp(envp[n], name, sizeof name - 1) == 0) return;  // the user's choice, or the second start
+    if (std::strncmp(envp[n], name, sizeof name - 1) == 0 || std::strncmp(envp[n], "VALGRIND_LAUNCHER=", 18) == 0)
+      return;  // the user's choice, the second start, or valgrind
+  // Only where /proc/self/exe is the program that was started (not the loader running it).
+  const auto* started = reinterpret_cast<const char*>(getauxval(AT_EXECFN));
+  struct stat self {}, program {};
+  if (!started || stat("/proc/self/exe", &self) != 0 || stat(started, &program) != 0 || self.st_dev != program.st_dev ||
+      self.st_ino != program.st_ino)
+    return;
   constexpr std::size_t room = 4096;
   if (n + 2 > room) return;
   char* env[room];  // nothing is allocated: libc has not initialised yet

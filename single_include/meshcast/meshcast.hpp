@@ -6587,6 +6587,7 @@ class executor {
   std::vector<std::size_t> in_flight_;  // ordered mode: posted steps not yet complete
   std::vector<std::size_t> waiting_, still_;  // concurrent mode over tag-matched transports: steps not yet posted
   std::vector<unsigned char> held_;           // and their tags (run_concurrent_eager)
+  bool held_clear_ = true;                    // held_ is all zero (the last pass did not throw)
   std::size_t first_send_ = none, first_receive_ = none;  // ordered mode: each lane's first step
   std::vector<request> tokens_sent_;
   std::vector<std::optional<typename Backend::group>> groups_;
@@ -7375,7 +7376,9 @@ template <class Backend>
 void executor<Backend>::run_concurrent_eager() {
   // Kept between runs, so that a repeated run allocates and clears nothing: `held_` is all zero
   // again after every pass (each pass clears the tags it set).
-  if (held_.empty()) held_.assign(static_cast<std::size_t>(transfer_tags), 0);  // tags of steps not yet posted
+  // A pass that threw (a transport error) may have left tags set: clear the table then.
+  if (held_.empty() || !held_clear_) held_.assign(static_cast<std::size_t>(transfer_tags), 0);
+  held_clear_ = false;
   waiting_.clear();  // not yet posted, in list order
   for (std::size_t k = 0; k < steps_.size(); ++k) waiting_.push_back(k);
   auto post_ready = [&] {
@@ -7402,6 +7405,7 @@ void executor<Backend>::run_concurrent_eager() {
     if (!waiting_.empty()) post_ready();
     return waiting_.empty() && in_flight_.empty();
   });
+  held_clear_ = true;  // not reached when a pass throws
 }
 
 template <class Backend>
@@ -7494,7 +7498,8 @@ struct reshard_options {
   /// Solver time limit and seed (the schedule is made once, on rank 0, and shared).
   double time_limit_s = 1.0;
   std::uint64_t seed = 1;
-  /// Longest wait on other ranks without progress before every rank fails with an error.
+  /// Longest wait on other ranks without progress before every rank fails with an error. Over
+  /// NCCL it is checked like every option but not enforced: NCCL's calls have no deadline.
   double timeout_s = 60;
   /// No rank holds more than this many bytes of message buffers (packing, receiving, forwarding)
   /// at once beyond its shards; tasks are cut to half of it before they are scheduled

@@ -35,8 +35,8 @@
 // ---- begin meshcast/api/mpi/batch_core.hpp ----
 // The type-independent part of the MPI front end: the collectives every rank runs together
 // (sharing a schedule, agreeing on errors, finding hosts) and `batch_core`, which plans, solves,
-// shares and runs a batch over a communicator. Declarations only: batch_core_impl.hpp defines
-// them, inline in header-only mode and once in libmeshcast in compiled mode (core/compiled.hpp).
+// shares and runs a batch over a communicator. Declarations only: collectives_impl.hpp and
+// batch_core_impl.hpp define them, inline in header-only mode and once in libmeshcast in compiled mode (core/compiled.hpp).
 
 #include <mpi.h>
 
@@ -372,7 +372,17 @@ MESHCAST_INLINE void share_schedule(MPI_Comm comm, std::span<const plan> plans, 
   wire.resize(static_cast<std::size_t>(n));
   bounded_broadcast(comm, wire.data(), static_cast<int>(n * static_cast<long long>(sizeof(std::int64_t))), root, timeout_s,
                     "receiving the schedule");
-  if (rank != root) s = from_wire(wire);
+  // A rank that cannot read the schedule says so to all before the next collective (else the
+  // others would only time out in it).
+  std::string problem;
+  if (rank != root) {
+    try {
+      s = from_wire(wire);
+    } catch (const std::exception& e) {
+      problem = e.what();
+    }
+  }
+  agree_or_throw(comm, problem, timeout_s);
   const std::uint64_t mine = fingerprint(plans, s);
   std::uint64_t theirs = mine;
   bounded_broadcast(comm, &theirs, sizeof theirs, root, timeout_s, "comparing schedules");

@@ -32,7 +32,8 @@ struct reshard_options {
   /// Solver time limit and seed (the schedule is made once, on rank 0, and shared).
   double time_limit_s = 1.0;
   std::uint64_t seed = 1;
-  /// Longest wait on other ranks without progress before every rank fails with an error.
+  /// Longest wait on other ranks without progress before every rank fails with an error. Over
+  /// NCCL it is checked like every option but not enforced: NCCL's calls have no deadline.
   double timeout_s = 60;
   /// No rank holds more than this many bytes of message buffers (packing, receiving, forwarding)
   /// at once beyond its shards; tasks are cut to half of it before they are scheduled

@@ -1,7 +1,7 @@
 // The type-independent part of the MPI front end: the collectives every rank runs together
 // (sharing a schedule, agreeing on errors, finding hosts) and `batch_core`, which plans, solves,
-// shares and runs a batch over a communicator. Declarations only: batch_core_impl.hpp defines
-// them, inline in header-only mode and once in libmeshcast in compiled mode (core/compiled.hpp).
+// shares and runs a batch over a communicator. Declarations only: collectives_impl.hpp and
+// batch_core_impl.hpp define them, inline in header-only mode and once in libmeshcast in compiled mode (core/compiled.hpp).
 #pragma once
 
 #include <mpi.h>

@@ -34,7 +34,17 @@ MESHCAST_INLINE void share_schedule(MPI_Comm comm, std::span<const plan> plans, 
   wire.resize(static_cast<std::size_t>(n));
   bounded_broadcast(comm, wire.data(), static_cast<int>(n * static_cast<long long>(sizeof(std::int64_t))), root, timeout_s,
                     "receiving the schedule");
-  if (rank != root) s = from_wire(wire);
+  // A rank that cannot read the schedule says so to all before the next collective (else the
+  // others would only time out in it).
+  std::string problem;
+  if (rank != root) {
+    try {
+      s = from_wire(wire);
+    } catch (const std::exception& e) {
+      problem = e.what();
+    }
+  }
+  agree_or_throw(comm, problem, timeout_s);
   const std::uint64_t mine = fingerprint(plans, s);
   std::uint64_t theirs = mine;
   bounded_broadcast(comm, &theirs, sizeof theirs, root, timeout_s, "comparing schedules");

@@ -33,7 +33,9 @@ template <class Backend>
 void executor<Backend>::run_concurrent_eager() {
   // Kept between runs, so that a repeated run allocates and clears nothing: `held_` is all zero
   // again after every pass (each pass clears the tags it set).
-  if (held_.empty()) held_.assign(static_cast<std::size_t>(transfer_tags), 0);  // tags of steps not yet posted
+  // A pass that threw (a transport error) may have left tags set: clear the table then.
+  if (held_.empty() || !held_clear_) held_.assign(static_cast<std::size_t>(transfer_tags), 0);
+  held_clear_ = false;
   waiting_.clear();  // not yet posted, in list order
   for (std::size_t k = 0; k < steps_.size(); ++k) waiting_.push_back(k);
   auto post_ready = [&] {
@@ -60,6 +62,7 @@ void executor<Backend>::run_concurrent_eager() {
     if (!waiting_.empty()) post_ready();
     return waiting_.empty() && in_flight_.empty();
   });
+  held_clear_ = true;  // not reached when a pass throws
 }
 
 template <class Backend>
