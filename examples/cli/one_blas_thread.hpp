@@ -11,7 +11,8 @@
 // library's constructor. Setting the variable there is not enough (libc's own initialisation,
 // which runs next, resets the environment to the one the process started with), so where the
 // user has not set OPENBLAS_NUM_THREADS it executes the program again at once, before any library
-// has started, with OPENBLAS_NUM_THREADS=1 added: same process, same arguments. Should that fail
+// has started, with OPENBLAS_NUM_THREADS=1 added: same process, same arguments, same path (so its
+// process name, which tools such as pgrep and tests/cluster/faults.py look for, stays the same). Should that fail
 // (no /proc), the program goes on as before. It does not when the program runs under valgrind
 // (which would not follow the new start) or was started through the loader (`ld.so prog`: there
 // /proc/self/exe is the loader). OpenBLAS's other variables (GOTO_NUM_THREADS, OMP_NUM_THREADS)
@@ -45,7 +46,7 @@ inline void one_blas_thread(int, char** argv, char** envp) {
   static char one[] = "OPENBLAS_NUM_THREADS=1";
   env[n] = one;
   env[n + 1] = nullptr;
-  execve("/proc/self/exe", argv, env);
+  execve(started, argv, env);  // by the name it was started with: its process name stays the same
 }
 }  // namespace meshcast_cli
 
