@@ -47,4 +47,7 @@
 #include "api/network_from.hpp"
 // What a transport brings to the front end (its collectives), for a transport of one's own.
 #include "api/channel.hpp"
+// The front end written once over a channel: MPI's and NCCL's entry points both use it (so
+// single_include/ holds it once, in this file).
+#include "api/front_end.hpp"
 #include "core/version.hpp"

@@ -7780,6 +7780,199 @@ struct checked_channel {
 
 }  // namespace meshcast
 // ---- end meshcast/api/channel.hpp ----
+// The front end written once over a channel: MPI's and NCCL's entry points both use it (so
+// single_include/ holds it once, in this file).
+// ---- begin meshcast/api/front_end.hpp ----
+// The front end of a batch reshard, written once over any transport's collective_channel
+// (channel.hpp): built collectively, it plans the batch, checks that every rank was given the
+// same arguments, finds the hosts, has rank 0 solve (through erased_policies), shares the
+// schedule and builds the executor; each run checks this rank's shards and moves them. Every
+// misuse is a meshcast::error on every rank: a rank that fails says so to all before any
+// collective they would otherwise wait in.
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+// ---- begin meshcast/api/batch_checks.hpp ----
+// What a batch resharder checks before it plans and before each run, the same over every
+// transport (mpi.hpp's batch_resharder, nccl.hpp's nccl_batch_resharder): the plans of its
+// tensors on the communicator's ranks, the key every rank must agree on, and whether this rank's
+// shards fit its tiles. Each returns or throws a message; the transport makes every rank learn it.
+
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+
+namespace meshcast::detail {
+
+/// FNV-1a of everything every rank must agree on before a collective reshard.
+inline std::uint64_t agreement_key(const layout_value& src, const layout_value& dst, std::size_t element_bytes,
+                                   const reshard_options& o, const std::string& policies) {
+  std::uint64_t h = 1469598103934665603ULL;
+  auto mix = [&](std::int64_t v) {
+    for (int i = 0; i < 8; ++i) h = (h ^ static_cast<std::uint8_t>(v >> (8 * i))) * 1099511628211ULL;
+  };
+  for (const layout_value* l : {&src, &dst}) {
+    mix(l->mesh.rank), mix(l->shape.rank), mix(l->spec.rank);
+    for (int d = 0; d < l->mesh.rank; ++d) mix(l->mesh[d]);
+    for (int d = 0; d < l->shape.rank; ++d) mix(l->shape[d]);
+    for (int d = 0; d < l->spec.rank; ++d) {
+      mix(-1 - l->spec.dims[d].axis_count);
+      for (int a = 0; a < l->spec.dims[d].axis_count; ++a) mix(l->spec.dims[d].axes[a]);
+    }
+  }
+  mix(static_cast<std::int64_t>(element_bytes));
+  mix(static_cast<std::int64_t>(o.devices.how));
+  for (index_t d : o.devices.dst_ids) mix(d);
+  mix(o.devices_per_host), mix(static_cast<std::int64_t>(o.mode)), mix(o.split_replicas), mix(o.nics_per_host);
+  mix(static_cast<std::int64_t>(o.max_staging_bytes)), mix(o.buckets);
+  for (index_t h : o.host_of) mix(h);
+  mix(static_cast<std::int64_t>(o.seed));
+  for (char c : policies) mix(c);
+  return h;
+}
+
+/// The plans of a batch over `ranks` ranks (rank r is device r); throws naming the tensor that
+/// does not fit them.
+inline std::vector<plan> batch_plans(const std::vector<tensor_layouts>& tensors, const reshard_options& o, int ranks) {
+  if (tensors.empty()) throw error("a batch needs at least one tensor");
+  // Tensors that name their devices (a model's manifest) may use some of the ranks only.
+  const bool listed =
+      std::any_of(tensors.begin(), tensors.end(), [](const tensor_layouts& t) { return !t.src_devices.empty() || !t.dst_devices.empty(); });
+  std::vector<plan> plans = make_plans(tensors, o.devices, listed ? ranks : 0);
+  cut_for_staging(plans, o.max_staging_bytes);
+  for (std::size_t k = 0; k < plans.size(); ++k)
+    if (plans[k].device_count != ranks)
+      throw error("the layouts place " + std::string(tensors.size() > 1 ? "tensor " + std::to_string(k) : "the tensor") + " on " +
+                  std::to_string(plans[k].device_count) + " devices but the communicator has " + std::to_string(ranks) +
+                  " ranks (rank r is device r; for resharding in place, pass reshard_options{.devices = "
+                  "meshcast::device_map::same()})");
+  if (!o.host_of.empty() && static_cast<int>(o.host_of.size()) != ranks)
+    throw error("reshard_options::host_of names the hosts of " + std::to_string(o.host_of.size()) +
+                " devices but the communicator has " + std::to_string(ranks) + " ranks");
+  return plans;
+}
+
+/// What every rank of a batch must have been given alike: layouts, devices, element sizes, options
+/// and the policies' names.
+inline std::uint64_t batch_key(const std::vector<tensor_layouts>& tensors, const reshard_options& o, std::string_view solver,
+                               std::string_view strategy) {
+  std::uint64_t key = 0;
+  for (const tensor_layouts& t : tensors) {
+    std::string policies = std::string(solver) + "/" + std::string(strategy) + "/";
+    for (index_t d : t.src_devices) policies += std::to_string(d) + ",";
+    policies += "/";
+    for (index_t d : t.dst_devices) policies += std::to_string(d) + ",";
+    key = key * 1099511628211ULL ^ agreement_key(t.src, t.dst, t.element_bytes, o, policies);
+  }
+  return key;
+}
+
+/// Why device `rank`'s shards do not fit its tiles (`source_bytes(k)`, `destination_bytes(k)`),
+/// or `problem` (this rank's own, prefixed with the device), or nothing.
+template <class SourceBytes, class DestinationBytes>
+std::string shard_problem(index_t rank, std::string problem, std::span<const std::span<const std::byte>> in,
+                          std::span<const std::span<std::byte>> out, const std::vector<tensor_layouts>& tensors,
+                          SourceBytes&& source_bytes, DestinationBytes&& destination_bytes) {
+  const std::string device = "device " + std::to_string(rank) + ": ";
+  if (!problem.empty()) return device + problem;
+  if (in.size() != tensors.size() || out.size() != tensors.size())
+    return device + std::to_string(in.size()) + " source and " + std::to_string(out.size()) +
+           " destination shards for a batch of " + std::to_string(tensors.size());
+  for (std::size_t k = 0; k < tensors.size(); ++k) {
+    const std::size_t eb = tensors[k].element_bytes;
+    if (in[k].size() != source_bytes(k) || out[k].size() != destination_bytes(k))
+      return device + "its shards" + (tensors.size() > 1 ? " of tensor " + std::to_string(k) : std::string()) + " have " +
+             std::to_string(in[k].size() / eb) + " and " + std::to_string(out[k].size() / eb) +
+             " elements, but its source and destination tiles hold " + std::to_string(source_bytes(k) / eb) + " and " +
+             std::to_string(destination_bytes(k) / eb);
+  }
+  return {};
+}
+
+}  // namespace meshcast::detail
+// ---- end meshcast/api/batch_checks.hpp ----
+
+namespace meshcast::detail {
+
+template <class Channel>
+class front_end {
+  static_assert(checked_channel<Channel>::value);
+
+ public:
+  front_end(Channel channel, std::vector<tensor_layouts> tensors, reshard_options options, const erased_policies& policies)
+      : channel_(std::move(channel)), options_(std::move(options)), tensors_(std::move(tensors)) {
+    std::string problem;
+    try {
+      checked_seconds(options_.timeout_s, "reshard_options::timeout_s");
+      plans_ = batch_plans(tensors_, options_, channel_.size());
+    } catch (const std::exception& e) {
+      problem = e.what();
+    }
+    channel_.agree_or_throw(problem);
+    if (!channel_.all_equal(batch_key(tensors_, options_, policies.name(false), policies.name(true))))
+      throw error("the ranks of the communicator were given different layouts, element sizes or options for one "
+                  "reshard; every rank must pass the same ones");
+    try {
+      const reshard_options& o = options_;
+      const std::vector<index_t> hosts =
+          !o.host_of.empty()       ? o.host_of
+          : o.devices_per_host > 0 ? default_hosts(plans_[0].device_count, static_cast<index_t>(plans_[0].src_devices.size()),
+                                                   o.devices_per_host)
+                                   : channel_.hosts();
+      net_ = channel_.fitted(network_from(o, hosts));
+      if (channel_.rank() == 0) policies.solve(policies, plans_, net_, o, schedule_);
+    } catch (const std::exception& e) {
+      problem = e.what();
+    }
+    channel_.agree_or_throw(problem);
+    channel_.share(plans_, schedule_);
+    try {
+      run_.emplace(channel_.make_backend(), std::span<const plan>(plans_), schedule_, options_.max_staging_bytes);
+    } catch (const std::exception& e) {
+      problem = e.what();
+    }
+    channel_.agree_or_throw(problem);
+  }
+
+  std::size_t size() const noexcept { return tensors_.size(); }
+  std::size_t source_elements(std::size_t k) const noexcept { return run_->source_bytes(k) / tensors_[k].element_bytes; }
+  std::size_t destination_elements(std::size_t k) const noexcept {
+    return run_->destination_bytes(k) / tensors_[k].element_bytes;
+  }
+  const std::vector<plan>& plans() const noexcept { return plans_; }
+  const meshcast::schedule& schedule() const noexcept { return schedule_; }
+  const meshcast::network& network() const noexcept { return net_; }
+  std::size_t staging_bytes() const noexcept { return run_->staging_bytes(); }
+
+  /// Reshards once; `problem` is one this rank found on its own (every rank then fails with it).
+  void run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out, std::string problem) {
+    problem = shard_problem(static_cast<index_t>(channel_.rank()), std::move(problem), in, out, tensors_,
+                            [&](std::size_t k) { return run_->source_bytes(k); },
+                            [&](std::size_t k) { return run_->destination_bytes(k); });
+    channel_.agree_or_throw(problem);
+    run_->run(in, out);
+  }
+
+ private:
+  Channel channel_;
+  reshard_options options_;
+  std::vector<tensor_layouts> tensors_;
+  std::vector<plan> plans_;
+  meshcast::network net_;
+  meshcast::schedule schedule_;
+  std::optional<executor<typename Channel::backend_type>> run_;
+};
+
+}  // namespace meshcast::detail
+// ---- end meshcast/api/front_end.hpp ----
 // ---- begin meshcast/core/version.hpp ----
 // Library version, kept in step with the CMake and Meson project versions.
 

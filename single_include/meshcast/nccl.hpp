@@ -32,97 +32,6 @@
 #include <vector>
 
 #include <meshcast/backend/nccl.hpp>
-// ---- begin meshcast/api/front_end.hpp ----
-// The front end of a batch reshard, written once over any transport's collective_channel
-// (channel.hpp): built collectively, it plans the batch, checks that every rank was given the
-// same arguments, finds the hosts, has rank 0 solve (through erased_policies), shares the
-// schedule and builds the executor; each run checks this rank's shards and moves them. Every
-// misuse is a meshcast::error on every rank: a rank that fails says so to all before any
-// collective they would otherwise wait in.
-
-#include <cstddef>
-#include <optional>
-#include <span>
-#include <string>
-#include <utility>
-#include <vector>
-
-#include <meshcast/batch_checks.hpp>
-#include <meshcast/reshard_options.hpp>
-
-namespace meshcast::detail {
-
-template <class Channel>
-class front_end {
-  static_assert(checked_channel<Channel>::value);
-
- public:
-  front_end(Channel channel, std::vector<tensor_layouts> tensors, reshard_options options, const erased_policies& policies)
-      : channel_(std::move(channel)), options_(std::move(options)), tensors_(std::move(tensors)) {
-    std::string problem;
-    try {
-      checked_seconds(options_.timeout_s, "reshard_options::timeout_s");
-      plans_ = batch_plans(tensors_, options_, channel_.size());
-    } catch (const std::exception& e) {
-      problem = e.what();
-    }
-    channel_.agree_or_throw(problem);
-    if (!channel_.all_equal(batch_key(tensors_, options_, policies.name(false), policies.name(true))))
-      throw error("the ranks of the communicator were given different layouts, element sizes or options for one "
-                  "reshard; every rank must pass the same ones");
-    try {
-      const reshard_options& o = options_;
-      const std::vector<index_t> hosts =
-          !o.host_of.empty()       ? o.host_of
-          : o.devices_per_host > 0 ? default_hosts(plans_[0].device_count, static_cast<index_t>(plans_[0].src_devices.size()),
-                                                   o.devices_per_host)
-                                   : channel_.hosts();
-      net_ = channel_.fitted(network_from(o, hosts));
-      if (channel_.rank() == 0) policies.solve(policies, plans_, net_, o, schedule_);
-    } catch (const std::exception& e) {
-      problem = e.what();
-    }
-    channel_.agree_or_throw(problem);
-    channel_.share(plans_, schedule_);
-    try {
-      run_.emplace(channel_.make_backend(), std::span<const plan>(plans_), schedule_, options_.max_staging_bytes);
-    } catch (const std::exception& e) {
-      problem = e.what();
-    }
-    channel_.agree_or_throw(problem);
-  }
-
-  std::size_t size() const noexcept { return tensors_.size(); }
-  std::size_t source_elements(std::size_t k) const noexcept { return run_->source_bytes(k) / tensors_[k].element_bytes; }
-  std::size_t destination_elements(std::size_t k) const noexcept {
-    return run_->destination_bytes(k) / tensors_[k].element_bytes;
-  }
-  const std::vector<plan>& plans() const noexcept { return plans_; }
-  const meshcast::schedule& schedule() const noexcept { return schedule_; }
-  const meshcast::network& network() const noexcept { return net_; }
-  std::size_t staging_bytes() const noexcept { return run_->staging_bytes(); }
-
-  /// Reshards once; `problem` is one this rank found on its own (every rank then fails with it).
-  void run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out, std::string problem) {
-    problem = shard_problem(static_cast<index_t>(channel_.rank()), std::move(problem), in, out, tensors_,
-                            [&](std::size_t k) { return run_->source_bytes(k); },
-                            [&](std::size_t k) { return run_->destination_bytes(k); });
-    channel_.agree_or_throw(problem);
-    run_->run(in, out);
-  }
-
- private:
-  Channel channel_;
-  reshard_options options_;
-  std::vector<tensor_layouts> tensors_;
-  std::vector<plan> plans_;
-  meshcast::network net_;
-  meshcast::schedule schedule_;
-  std::optional<executor<typename Channel::backend_type>> run_;
-};
-
-}  // namespace meshcast::detail
-// ---- end meshcast/api/front_end.hpp ----
 // ---- begin meshcast/api/nccl/channel.hpp ----
 // NCCL's collective_channel (../channel.hpp): the front end's collectives over an NCCL
 // communicator, built from ncclSend/ncclRecv/ncclBroadcast on the caller's stream, so that the
@@ -282,6 +191,7 @@ static_assert(collective_channel<nccl_channel>);
 }  // namespace detail
 }  // namespace meshcast
 // ---- end meshcast/api/nccl/channel.hpp ----
+#include <meshcast/reshard_options.hpp>
 
 namespace meshcast {
 
