@@ -2,8 +2,9 @@
 // collective that does the same job beside it (--peer mpi). Built on <meshcast/benchmark.hpp>:
 // Google Benchmark's flags pass through (--benchmark_format=json, --benchmark_out=FILE).
 //
-//   mpiexec -n 4 meshcast-bench --shape 1024x256 --src-mesh 4 --src-spec S0,R --dst-mesh 4 \
+//   mpiexec -n 4 meshcast-bench --shape 1024x256 --src-mesh 4 --src-spec S0,R --dst-mesh 4
 //       --dst-spec R,S0 --same-mesh --min-bytes 1K --max-bytes 64M --factor 4 --peer mpi
+//   (one command line)
 //
 // Dimension 0 of the shape is swept so that the tensor's size runs from --min-bytes to
 // --max-bytes by --factor (a size below one row of the other dims is one row).
