@@ -64,10 +64,11 @@ int main(int argc, char** argv) {
       box region;
       int peer, tag;
       bool local;
+      std::size_t bytes;
       std::vector<std::byte> data;
-      std::size_t direct = static_cast<std::size_t>(-1);
+      std::size_t direct = detail::not_contiguous;
     };
-    constexpr std::size_t none = static_cast<std::size_t>(-1);
+    constexpr std::size_t none = detail::not_contiguous;
     std::vector<message> sends, recvs;
     for (std::size_t i = 0; i < s.transfers.size(); ++i) {
       const transfer& o = s.transfers[i];
@@ -75,19 +76,18 @@ int main(int argc, char** argv) {
       const std::size_t n = static_cast<std::size_t>(o.region.volume()) * eb;
       if (o.sender == rank) {
         const std::size_t at = detail::contiguous_offset(my_src, o.region, eb);
-        sends.push_back({o.region, static_cast<int>(r), static_cast<int>(i), r == rank, std::vector<std::byte>(at == none ? n : 0), at});
+        sends.push_back({o.region, static_cast<int>(r), static_cast<int>(i), r == rank, n, std::vector<std::byte>(at == none ? n : 0), at});
       } else if (r == rank) {
         const std::size_t at = detail::contiguous_offset(my_dst, o.region, eb);
-        recvs.push_back({o.region, static_cast<int>(o.sender), static_cast<int>(i), false, std::vector<std::byte>(at == none ? n : 0), at});
+        recvs.push_back({o.region, static_cast<int>(o.sender), static_cast<int>(i), false, n, std::vector<std::byte>(at == none ? n : 0), at});
       }
     }
     std::vector<MPI_Request> requests(sends.size() + recvs.size());
     auto once = [&] {
       std::size_t k = 0;
       for (auto& m : recvs) {
-        const std::size_t n = static_cast<std::size_t>(m.region.volume()) * eb;
         std::byte* into = m.direct == none ? m.data.data() : destination.data() + m.direct;
-        MPI_Irecv(into, static_cast<int>(n), MPI_BYTE, m.peer, m.tag, MPI_COMM_WORLD, &requests[k++]);
+        MPI_Irecv(into, static_cast<int>(m.bytes), MPI_BYTE, m.peer, m.tag, MPI_COMM_WORLD, &requests[k++]);
       }
       for (auto& m : sends) {
         if (m.local) {
@@ -95,10 +95,9 @@ int main(int argc, char** argv) {
           requests[k++] = MPI_REQUEST_NULL;
           continue;
         }
-        const std::size_t n = static_cast<std::size_t>(m.region.volume()) * eb;
         if (m.direct == none) pack(my_src, source, m.region, eb, m.data);
         const std::byte* from = m.direct == none ? m.data.data() : source.data() + m.direct;
-        MPI_Isend(from, static_cast<int>(n), MPI_BYTE, m.peer, m.tag, MPI_COMM_WORLD, &requests[k++]);
+        MPI_Isend(from, static_cast<int>(m.bytes), MPI_BYTE, m.peer, m.tag, MPI_COMM_WORLD, &requests[k++]);
       }
       MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
       for (auto& m : recvs)

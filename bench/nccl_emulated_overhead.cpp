@@ -66,11 +66,12 @@ int main(int argc, char** argv) {
       // receives, unpacks, a stream synchronisation. As a careful hand-written loop would, a region
       // contiguous in the shard it leaves or enters goes straight from or into that shard
       // (detail::contiguous_offset); the rest through a buffer.
-      constexpr std::size_t none = static_cast<std::size_t>(-1);
+      constexpr std::size_t none = detail::not_contiguous;
       struct message {
         box region;
         int peer;
         bool local;
+        std::size_t bytes;
         std::vector<std::byte> data;
         std::size_t direct = none;
       };
@@ -80,10 +81,10 @@ int main(int argc, char** argv) {
         const index_t r = o.receivers[0];
         if (o.sender == rank) {
           const std::size_t at = r == rank ? none : detail::contiguous_offset(my_src, o.region, eb);
-          sends.push_back({o.region, static_cast<int>(r), r == rank, std::vector<std::byte>(at == none ? n : 0), at});
+          sends.push_back({o.region, static_cast<int>(r), r == rank, n, std::vector<std::byte>(at == none ? n : 0), at});
         } else if (r == rank) {
           const std::size_t at = detail::contiguous_offset(my_dst, o.region, eb);
-          recvs.push_back({o.region, static_cast<int>(o.sender), false, std::vector<std::byte>(at == none ? n : 0), at});
+          recvs.push_back({o.region, static_cast<int>(o.sender), false, n, std::vector<std::byte>(at == none ? n : 0), at});
         }
       }
       auto copy_runs = [&](const box& tile, const box& region, std::byte* base, std::byte* packed, bool into_tile) {
@@ -103,13 +104,11 @@ int main(int argc, char** argv) {
             copy_runs(my_dst, m.region, destination.data(), tmp.data(), true);
             continue;
           }
-          const std::size_t n = static_cast<std::size_t>(m.region.volume()) * eb;
           if (m.direct == none) copy_runs(my_src, m.region, source.data(), m.data.data(), false);
-          ncclSend(m.direct == none ? m.data.data() : source.data() + m.direct, n, ncclUint8, m.peer, comm, stream);
+          ncclSend(m.direct == none ? m.data.data() : source.data() + m.direct, m.bytes, ncclUint8, m.peer, comm, stream);
         }
         for (auto& m : recvs)
-          ncclRecv(m.direct == none ? m.data.data() : destination.data() + m.direct,
-                   static_cast<std::size_t>(m.region.volume()) * eb, ncclUint8, m.peer, comm, stream);
+          ncclRecv(m.direct == none ? m.data.data() : destination.data() + m.direct, m.bytes, ncclUint8, m.peer, comm, stream);
         ncclGroupEnd();
         for (auto& m : recvs)
           if (m.direct == none) copy_runs(my_dst, m.region, destination.data(), m.data.data(), true);

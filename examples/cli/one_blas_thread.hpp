@@ -28,10 +28,10 @@
 
 namespace meshcast_cli {
 inline void one_blas_thread(int, char** argv, char** envp) {
-  constexpr char name[] = "OPENBLAS_NUM_THREADS=";
+  constexpr char name[] = "OPENBLAS_NUM_THREADS=", valgrind[] = "VALGRIND_LAUNCHER=";
   std::size_t n = 0;
   for (; envp && envp[n]; ++n)
-    if (std::strncmp(envp[n], name, sizeof name - 1) == 0 || std::strncmp(envp[n], "VALGRIND_LAUNCHER=", 18) == 0)
+    if (std::strncmp(envp[n], name, sizeof name - 1) == 0 || std::strncmp(envp[n], valgrind, sizeof valgrind - 1) == 0)
       return;  // the user's choice, the second start, or valgrind
   // Only where /proc/self/exe is the program that was started (not the loader running it).
   const auto* started = reinterpret_cast<const char*>(getauxval(AT_EXECFN));

@@ -5633,7 +5633,7 @@ inline run_layout layout_of_runs(const box& tile, const box& region, std::size_t
 
 // Where `region` starts in the row-major `tile`, in bytes, when it is one contiguous run there
 // (dims before its first partial one have extent 1): such a region is sent from, or received
-// into, the shard itself, with no message buffer. `none` when it is not.
+// into, the shard itself, with no message buffer. `not_contiguous` when it is not.
 inline constexpr std::size_t not_contiguous = static_cast<std::size_t>(-1);
 inline std::size_t contiguous_offset(const box& tile, const box& region, std::size_t element_bytes) {
   if (region.empty() || !tile.contains(region)) return not_contiguous;
@@ -6587,7 +6587,7 @@ class executor {
   std::vector<std::size_t> in_flight_;  // ordered mode: posted steps not yet complete
   std::vector<std::size_t> waiting_, still_;  // concurrent mode over tag-matched transports: steps not yet posted
   std::vector<unsigned char> held_;           // and their tags (run_concurrent_eager)
-  bool held_clear_ = true;                    // held_ is all zero (the last pass did not throw)
+  bool held_clear_ = false;                   // held_ is sized and all zero (the last pass did not throw)
   std::size_t first_send_ = none, first_receive_ = none;  // ordered mode: each lane's first step
   std::vector<request> tokens_sent_;
   std::vector<std::optional<typename Backend::group>> groups_;
@@ -7375,9 +7375,9 @@ bool executor<Backend>::inputs_arrived(const step& x) const {
 template <class Backend>
 void executor<Backend>::run_concurrent_eager() {
   // Kept between runs, so that a repeated run allocates and clears nothing: `held_` is all zero
-  // again after every pass (each pass clears the tags it set).
-  // A pass that threw (a transport error) may have left tags set: clear the table then.
-  if (held_.empty() || !held_clear_) held_.assign(static_cast<std::size_t>(transfer_tags), 0);
+  // again after every pass (each pass clears the tags it set). Before the first pass, or after one
+  // that threw (a transport error) and may have left tags set, the table is made anew.
+  if (!held_clear_) held_.assign(static_cast<std::size_t>(transfer_tags), 0);
   held_clear_ = false;
   waiting_.clear();  // not yet posted, in list order
   for (std::size_t k = 0; k < steps_.size(); ++k) waiting_.push_back(k);

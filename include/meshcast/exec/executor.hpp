@@ -320,7 +320,7 @@ class executor {
   std::vector<std::size_t> in_flight_;  // ordered mode: posted steps not yet complete
   std::vector<std::size_t> waiting_, still_;  // concurrent mode over tag-matched transports: steps not yet posted
   std::vector<unsigned char> held_;           // and their tags (run_concurrent_eager)
-  bool held_clear_ = true;                    // held_ is all zero (the last pass did not throw)
+  bool held_clear_ = false;                   // held_ is sized and all zero (the last pass did not throw)
   std::size_t first_send_ = none, first_receive_ = none;  // ordered mode: each lane's first step
   std::vector<request> tokens_sent_;
   std::vector<std::optional<typename Backend::group>> groups_;

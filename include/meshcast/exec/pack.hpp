@@ -38,7 +38,7 @@ inline run_layout layout_of_runs(const box& tile, const box& region, std::size_t
 
 // Where `region` starts in the row-major `tile`, in bytes, when it is one contiguous run there
 // (dims before its first partial one have extent 1): such a region is sent from, or received
-// into, the shard itself, with no message buffer. `none` when it is not.
+// into, the shard itself, with no message buffer. `not_contiguous` when it is not.
 inline constexpr std::size_t not_contiguous = static_cast<std::size_t>(-1);
 inline std::size_t contiguous_offset(const box& tile, const box& region, std::size_t element_bytes) {
   if (region.empty() || !tile.contains(region)) return not_contiguous;

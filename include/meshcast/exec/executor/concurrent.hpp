@@ -32,9 +32,9 @@ bool executor<Backend>::inputs_arrived(const step& x) const {
 template <class Backend>
 void executor<Backend>::run_concurrent_eager() {
   // Kept between runs, so that a repeated run allocates and clears nothing: `held_` is all zero
-  // again after every pass (each pass clears the tags it set).
-  // A pass that threw (a transport error) may have left tags set: clear the table then.
-  if (held_.empty() || !held_clear_) held_.assign(static_cast<std::size_t>(transfer_tags), 0);
+  // again after every pass (each pass clears the tags it set). Before the first pass, or after one
+  // that threw (a transport error) and may have left tags set, the table is made anew.
+  if (!held_clear_) held_.assign(static_cast<std::size_t>(transfer_tags), 0);
   held_clear_ = false;
   waiting_.clear();  // not yet posted, in list order
   for (std::size_t k = 0; k < steps_.size(); ++k) waiting_.push_back(k);
