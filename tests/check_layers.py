@@ -10,7 +10,8 @@
 3. No header is longer than 400 lines (single_include/, generated, is not checked).
 4. With --compile CXX [FLAGS...]: every layered header and entry point compiles on its own
    (forwarding headers are one include of a layered header; g++ -fsyntax-only on a file
-   that includes only it), two at a time.
+   that includes only it), two at a time; and <meshcast/mpi.hpp> pulls in none of the standard
+   headers its one call does not need (LEAN_ENTRY_POINTS, read from the compiler's -H listing).
 
 Usage: check_layers.py INCLUDE_DIR [--compile CXX FLAG...]
 Exit 0 when every check holds; else 1, one line per fault.
@@ -30,6 +31,9 @@ ENTRY_POINTS = {"meshcast.hpp", "mpi.hpp", "nccl.hpp", "pipeline.hpp", "autoshar
                 "benchmark.hpp"}
 LOCAL = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 MAX_LINES = 400
+# Standard headers an entry point must not pull in (docs/performance.md#include-cost): the one
+# call's program pays for every header it parses.
+LEAN_ENTRY_POINTS = {"mpi.hpp": ("random", "thread", "ranges")}
 # g++: "fatal error: mpi.h: No such file or directory"; clang: "fatal error: 'mpi.h' file not found"
 MISSING = re.compile(r"fatal error: (?:'([^']+)' file not found|([^:]+): No such file or directory)")
 
@@ -81,9 +85,10 @@ def compile_alone(root, headers, command):
         with tempfile.NamedTemporaryFile("w", suffix=".cpp", delete=False) as f:
             f.write(f"#include <meshcast/{rel}>\n")
             name = f.name
+        listing = ["-H"] if rel in LEAN_ENTRY_POINTS else []
         try:
-            r = subprocess.run(command + ["-fsyntax-only", "-I", str(root.parent), name], capture_output=True,
-                               text=True)
+            r = subprocess.run(command + listing + ["-fsyntax-only", "-I", str(root.parent), name],
+                               capture_output=True, text=True)
         finally:
             os.unlink(name)
         if r.returncode != 0:
@@ -94,6 +99,12 @@ def compile_alone(root, headers, command):
                 skipped.append(f"{rel} (needs <{absent}>)")
                 return None
             return f"{rel}: does not compile on its own: {first}"
+        if listing:
+            pulled = {pathlib.PurePath(l.split(" ", 1)[1].strip()).name for l in r.stderr.splitlines()
+                      if l.startswith(".") and " " in l}
+            extra = [h for h in LEAN_ENTRY_POINTS[rel] if h in pulled]
+            if extra:
+                return f"{rel}: pulls in <{'>, <'.join(extra)}>, which its one call does not need"
         return None
     skipped = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:

@@ -3886,7 +3886,6 @@ struct alpa_least_loaded {
 #include <numeric>
 #include <queue>
 #include <tuple>
-#include <random>
 #include <vector>
 
 // ---- begin meshcast/core/detail/edge_colour.hpp ----
@@ -4012,6 +4011,60 @@ inline std::vector<int> edge_colouring(const std::vector<std::pair<int, int>>& e
 
 }  // namespace meshcast::detail
 // ---- end meshcast/core/detail/edge_colour.hpp ----
+// ---- begin meshcast/core/detail/mersenne_twister.hpp ----
+// The 64-bit Mersenne Twister (MT19937-64, Matsumoto and Nishimura), to the letter of the C++
+// standard's std::mt19937_64: the same seeding and the same sequence (tests/test_random.cpp
+// compares the two). The solvers use nothing of <random> but this generator's raw outputs, and
+// <random> alone costs every includer of <meshcast/mpi.hpp> a fifth of a second to parse.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+namespace meshcast::detail {
+
+class mt19937_64 {
+ public:
+  using result_type = std::uint64_t;
+  static constexpr result_type default_seed = 5489u;
+  static constexpr result_type min() noexcept { return 0; }
+  static constexpr result_type max() noexcept { return ~result_type{0}; }
+
+  explicit mt19937_64(result_type seed = default_seed) noexcept { this->seed(seed); }
+
+  void seed(result_type value) noexcept {
+    x_[0] = value;
+    for (std::size_t i = 1; i < n; ++i) x_[i] = 6364136223846793005u * (x_[i - 1] ^ (x_[i - 1] >> 62)) + i;
+    next_ = n;
+  }
+
+  result_type operator()() noexcept {
+    if (next_ == n) twist();
+    result_type y = x_[next_++];
+    y ^= (y >> 29) & 0x5555555555555555u;
+    y ^= (y << 17) & 0x71d67fffeda60000u;
+    y ^= (y << 37) & 0xfff7eee000000000u;
+    return y ^ (y >> 43);
+  }
+
+ private:
+  static constexpr std::size_t n = 312, m = 156;
+  static constexpr result_type upper = ~result_type{0} << 31, lower = ~upper;
+
+  void twist() noexcept {
+    for (std::size_t i = 0; i < n; ++i) {
+      const result_type y = (x_[i] & upper) | (x_[(i + 1) % n] & lower);
+      x_[i] = x_[(i + m) % n] ^ (y >> 1) ^ ((y & 1) ? 0xb5026f5aa96619e9u : 0u);
+    }
+    next_ = 0;
+  }
+
+  std::array<result_type, n> x_{};
+  std::size_t next_ = n;
+};
+
+}  // namespace meshcast::detail
+// ---- end meshcast/core/detail/mersenne_twister.hpp ----
 // ---- begin meshcast/schedule/solver/dispatch.hpp ----
 // Dispatching: the ops of chosen options re-sequenced one op at a time rather than one unit at a
 // time. A unit-by-unit list places all of a unit's messages together, so a sender's messages to
@@ -4186,7 +4239,7 @@ struct greedy {
     }
     if (best.forced.empty()) best.forced.assign(in.units.size(), -1);
     // Local search: move a unit earlier, or impose another sender on one.
-    std::mt19937_64 rng(options.seed);
+    detail::mt19937_64 rng(options.seed);
     std::vector<std::size_t> with_choice;
     for (std::size_t u = 0; u < in.units.size(); ++u)
       if (in.units[u].has_choice()) with_choice.push_back(u);
@@ -6038,7 +6091,6 @@ inline std::uint64_t fingerprint(const plan& p, const schedule& s) { return fing
 #include <map>
 #include <optional>
 #include <span>
-#include <thread>
 #include <string>
 #include <utility>
 #include <vector>
@@ -6199,6 +6251,45 @@ constexpr int message_tag(message_kind kind, std::size_t transfer) noexcept {
 
 }  // namespace meshcast
 // ---- end meshcast/exec/message_tags.hpp ----
+// ---- begin meshcast/core/detail/pause.hpp ----
+// Giving the core away while a wait polls: a sleep and a yield without <thread>, which would cost
+// every includer of <meshcast/mpi.hpp> a fifth of a second to parse for these two calls.
+
+#include <chrono>
+
+#if defined(_WIN32)
+#include <thread>
+#else
+#include <cerrno>
+#include <sched.h>
+#include <time.h>
+#endif
+
+namespace meshcast::detail {
+
+/// Sleeps for at least `d` (longer if the system is busy), resuming after a signal.
+inline void sleep_for(std::chrono::microseconds d) noexcept {
+  if (d.count() <= 0) return;
+#if defined(_WIN32)
+  std::this_thread::sleep_for(d);
+#else
+  timespec left{static_cast<time_t>(d.count() / 1000000), static_cast<long>(d.count() % 1000000) * 1000};
+  while (nanosleep(&left, &left) == -1 && errno == EINTR) {
+  }
+#endif
+}
+
+/// Lets another runnable thread or process have this core.
+inline void yield_core() noexcept {
+#if defined(_WIN32)
+  std::this_thread::yield();
+#else
+  sched_yield();
+#endif
+}
+
+}  // namespace meshcast::detail
+// ---- end meshcast/core/detail/pause.hpp ----
 // ---- begin meshcast/exec/schedule_fits.hpp ----
 // What an executor checks before it trusts a schedule: that it fits the plans of its batch
 // (devices, regions, byte counts, kinds, dependencies), and whether a backend passes ordered-mode
@@ -7138,7 +7229,7 @@ void executor<Backend>::await(Ready&& ready) {
     if (limit > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - last_progress).count() > limit)
       stalled(limit);
     if (spins < 64) continue;
-    std::this_thread::sleep_for(pause);
+    detail::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(100));
   }
 }

@@ -41,7 +41,6 @@
 #include <map>
 #include <optional>
 #include <span>
-#include <thread>
 #include <string>
 #include <utility>
 #include <vector>
@@ -53,6 +52,7 @@
 #include "../plan/plan.hpp"
 #include "../model/schedule.hpp"
 #include "../core/error.hpp"
+#include "../core/detail/pause.hpp"
 #include "pack.hpp"
 #include "schedule_fits.hpp"
 #include "staging_arena.hpp"

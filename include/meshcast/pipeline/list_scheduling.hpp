@@ -21,10 +21,10 @@
 #include <cstdint>
 #include <limits>
 #include <queue>
-#include <random>
 #include <string_view>
 #include <vector>
 
+#include "../core/detail/mersenne_twister.hpp"
 #include "detail/appender.hpp"
 #include "detail/phases.hpp"
 #include "policy.hpp"
@@ -130,7 +130,7 @@ struct list_scheduling {
   /// The local search of step 4 on `l` (a valid, deadlock-free set of lists). Most swaps move
   /// an operation of the critical chain (the operations whose ends fix the makespan, back from
   /// the last one) one place earlier; the others are anywhere.
-  void improve(const graph& g, lists& l, std::mt19937_64& rng, detail::clock::time_point deadline) const {
+  void improve(const graph& g, lists& l, meshcast::detail::mt19937_64& rng, detail::clock::time_point deadline) const {
     std::vector<std::vector<graph::id>> cur = identify(g, l);
     list_simulator sim(g);
     const bool separate = g.source().streams == stream_mode::separate;
@@ -280,7 +280,7 @@ struct list_scheduling {
       for (int rule = 0; rule < (active ? 2 : 1); ++rule)
         if (fits(build_cost) && build(rule, *prio)) best_prio = *prio;
     // 3. perturbed priorities around the best so far
-    std::mt19937_64 rng(options.seed);
+    meshcast::detail::mt19937_64 rng(options.seed);
     double mean = 0;
     for (graph::id o = 0; o < g.size(); ++o) mean += g.duration(o);
     mean = g.size() > 0 ? mean / static_cast<double>(g.size()) : 0;

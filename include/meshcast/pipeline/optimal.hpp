@@ -24,7 +24,6 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
-#include <random>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -110,7 +109,7 @@ struct optimal {
         std::sort(v.begin(), v.end(), [&](id x, id y) { return head_[x] < head_[y]; });
       ptr_.assign(static_cast<std::size_t>(R), 0);
       hptr_.assign(static_cast<std::size_t>(R), 0);
-      std::mt19937_64 rng(0x9e3779b97f4a7c15ULL);
+      meshcast::detail::mt19937_64 rng(0x9e3779b97f4a7c15ULL);
       zobrist_.resize(n);
       for (auto& z : zobrist_) z = rng();
       words_ = (n + 63) / 64;

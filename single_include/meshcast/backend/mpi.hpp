@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <limits>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -158,7 +157,7 @@ class mpi_backend {
       return;
     }
     if (timeout_s_ <= 0) {
-      while (!test(r)) std::this_thread::yield();
+      while (!test(r)) detail::yield_core();
       return;
     }
     if (!detail::poll_until([&] { return test(r); }, detail::deadline(timeout_s_))) [[unlikely]] {

@@ -12,7 +12,6 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <meshcast/meshcast.hpp>
@@ -45,7 +44,7 @@ bool poll_until(Done&& done, const deadline& stop) {
     if (done()) return true;
     if (stop.expired()) return false;
     if (spins < 64) continue;
-    std::this_thread::sleep_for(pause);
+    detail::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(100));
   }
 }

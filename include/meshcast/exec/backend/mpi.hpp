@@ -9,13 +9,13 @@
 #include <algorithm>
 #include <limits>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "../backend.hpp"
 #include "../backend_traits.hpp"
 #include "../../core/error.hpp"
+#include "../../core/detail/pause.hpp"
 #include "../memory/host.hpp"
 #include "../../model/op.hpp"
 #include "mpi_bounded.hpp"
@@ -159,7 +159,7 @@ class mpi_backend {
       return;
     }
     if (timeout_s_ <= 0) {
-      while (!test(r)) std::this_thread::yield();
+      while (!test(r)) detail::yield_core();
       return;
     }
     if (!detail::poll_until([&] { return test(r); }, detail::deadline(timeout_s_))) [[unlikely]] {

@@ -9,10 +9,10 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "../../core/detail/deadline.hpp"
+#include "../../core/detail/pause.hpp"
 #include "../../core/error.hpp"
 
 namespace meshcast {
@@ -43,7 +43,7 @@ bool poll_until(Done&& done, const deadline& stop) {
     if (done()) return true;
     if (stop.expired()) return false;
     if (spins < 64) continue;
-    std::this_thread::sleep_for(pause);
+    detail::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(100));
   }
 }

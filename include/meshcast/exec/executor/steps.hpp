@@ -80,7 +80,7 @@ void executor<Backend>::await(Ready&& ready) {
     if (limit > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - last_progress).count() > limit)
       stalled(limit);
     if (spins < 64) continue;
-    std::this_thread::sleep_for(pause);
+    detail::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(100));
   }
 }

@@ -16,11 +16,11 @@
 #include <numeric>
 #include <queue>
 #include <tuple>
-#include <random>
 #include <vector>
 
 #include "../../core/detail/deadline.hpp"
 #include "../../core/detail/edge_colour.hpp"
+#include "../../core/detail/mersenne_twister.hpp"
 #include "../../model/ordered_engine.hpp"
 #include "../senders.hpp"
 #include "dispatch.hpp"
@@ -111,7 +111,7 @@ struct greedy {
     }
     if (best.forced.empty()) best.forced.assign(in.units.size(), -1);
     // Local search: move a unit earlier, or impose another sender on one.
-    std::mt19937_64 rng(options.seed);
+    detail::mt19937_64 rng(options.seed);
     std::vector<std::size_t> with_choice;
     for (std::size_t u = 0; u < in.units.size(); ++u)
       if (in.units[u].has_choice()) with_choice.push_back(u);
