@@ -6,7 +6,7 @@
 #include <limits>
 #include <random>
 
-#include <meshcast/core/detail/mersenne_twister.hpp>
+#include <meshcast/meshcast.hpp>  // holds detail::mt19937_64 (through the greedy solver), also in single_include/
 
 TEST_CASE("mt19937_64 gives the standard's sequence for every seed tried") {
   const std::uint64_t seeds[] = {0,          1,          5489,       7,          20240611,
