@@ -3716,9 +3716,63 @@ struct alpa_dfs {
 // (max_load - load + 1); the largest set wins, ties going to the smallest spread of host loads.
 
 #include <algorithm>
-#include <random>
+#include <random>  // std::discrete_distribution
 #include <vector>
 
+// ---- begin meshcast/core/detail/mersenne_twister.hpp ----
+// The 64-bit Mersenne Twister (MT19937-64, Matsumoto and Nishimura), to the letter of the C++
+// standard's std::mt19937_64: the same seeding and the same sequence (tests/test_random.cpp
+// compares the two). The solvers use nothing of <random> but this generator's raw outputs, and
+// <random> alone costs every includer of <meshcast/mpi.hpp> a fifth of a second to parse.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+namespace meshcast::detail {
+
+class mt19937_64 {
+ public:
+  using result_type = std::uint64_t;
+  static constexpr result_type default_seed = 5489u;
+  static constexpr result_type min() noexcept { return 0; }
+  static constexpr result_type max() noexcept { return ~result_type{0}; }
+
+  explicit mt19937_64(result_type seed = default_seed) noexcept { this->seed(seed); }
+
+  void seed(result_type value) noexcept {
+    x_[0] = value;
+    for (std::size_t i = 1; i < n; ++i) x_[i] = 6364136223846793005u * (x_[i - 1] ^ (x_[i - 1] >> 62)) + i;
+    next_ = n;
+  }
+
+  result_type operator()() noexcept {
+    if (next_ == n) twist();
+    result_type y = x_[next_++];
+    y ^= (y >> 29) & 0x5555555555555555u;
+    y ^= (y << 17) & 0x71d67fffeda60000u;
+    y ^= (y << 37) & 0xfff7eee000000000u;
+    return y ^ (y >> 43);
+  }
+
+ private:
+  static constexpr std::size_t n = 312, m = 156;
+  static constexpr result_type upper = ~result_type{0} << 31, lower = ~upper;
+
+  void twist() noexcept {
+    for (std::size_t i = 0; i < n; ++i) {
+      const result_type y = (x_[i] & upper) | (x_[(i + 1) % n] & lower);
+      x_[i] = x_[(i + m) % n] ^ (y >> 1) ^ ((y & 1) ? 0xb5026f5aa96619e9u : 0u);
+    }
+    next_ = 0;
+  }
+
+  std::array<result_type, n> x_{};
+  std::size_t next_ = n;
+};
+
+}  // namespace meshcast::detail
+// ---- end meshcast/core/detail/mersenne_twister.hpp ----
 
 namespace meshcast {
 
@@ -3739,7 +3793,7 @@ struct alpa_greedy {
     }
     const auto hosts = static_cast<std::size_t>(net.host_count());
     std::vector<double> load(hosts, 0.0);
-    std::mt19937_64 rng(options.seed);
+    detail::mt19937_64 rng(options.seed);
     while (!pending.empty()) {
       if (stop.expired()) {
         std::sort(pending.begin(), pending.end());
@@ -4011,60 +4065,6 @@ inline std::vector<int> edge_colouring(const std::vector<std::pair<int, int>>& e
 
 }  // namespace meshcast::detail
 // ---- end meshcast/core/detail/edge_colour.hpp ----
-// ---- begin meshcast/core/detail/mersenne_twister.hpp ----
-// The 64-bit Mersenne Twister (MT19937-64, Matsumoto and Nishimura), to the letter of the C++
-// standard's std::mt19937_64: the same seeding and the same sequence (tests/test_random.cpp
-// compares the two). The solvers use nothing of <random> but this generator's raw outputs, and
-// <random> alone costs every includer of <meshcast/mpi.hpp> a fifth of a second to parse.
-
-#include <array>
-#include <cstddef>
-#include <cstdint>
-
-namespace meshcast::detail {
-
-class mt19937_64 {
- public:
-  using result_type = std::uint64_t;
-  static constexpr result_type default_seed = 5489u;
-  static constexpr result_type min() noexcept { return 0; }
-  static constexpr result_type max() noexcept { return ~result_type{0}; }
-
-  explicit mt19937_64(result_type seed = default_seed) noexcept { this->seed(seed); }
-
-  void seed(result_type value) noexcept {
-    x_[0] = value;
-    for (std::size_t i = 1; i < n; ++i) x_[i] = 6364136223846793005u * (x_[i - 1] ^ (x_[i - 1] >> 62)) + i;
-    next_ = n;
-  }
-
-  result_type operator()() noexcept {
-    if (next_ == n) twist();
-    result_type y = x_[next_++];
-    y ^= (y >> 29) & 0x5555555555555555u;
-    y ^= (y << 17) & 0x71d67fffeda60000u;
-    y ^= (y << 37) & 0xfff7eee000000000u;
-    return y ^ (y >> 43);
-  }
-
- private:
-  static constexpr std::size_t n = 312, m = 156;
-  static constexpr result_type upper = ~result_type{0} << 31, lower = ~upper;
-
-  void twist() noexcept {
-    for (std::size_t i = 0; i < n; ++i) {
-      const result_type y = (x_[i] & upper) | (x_[(i + 1) % n] & lower);
-      x_[i] = x_[(i + m) % n] ^ (y >> 1) ^ ((y & 1) ? 0xb5026f5aa96619e9u : 0u);
-    }
-    next_ = 0;
-  }
-
-  std::array<result_type, n> x_{};
-  std::size_t next_ = n;
-};
-
-}  // namespace meshcast::detail
-// ---- end meshcast/core/detail/mersenne_twister.hpp ----
 // ---- begin meshcast/schedule/solver/dispatch.hpp ----
 // Dispatching: the ops of chosen options re-sequenced one op at a time rather than one unit at a
 // time. A unit-by-unit list places all of a unit's messages together, so a sender's messages to
@@ -6252,8 +6252,9 @@ constexpr int message_tag(message_kind kind, std::size_t transfer) noexcept {
 }  // namespace meshcast
 // ---- end meshcast/exec/message_tags.hpp ----
 // ---- begin meshcast/core/detail/pause.hpp ----
-// Giving the core away while a wait polls: a sleep and a yield without <thread>, which would cost
-// every includer of <meshcast/mpi.hpp> a fifth of a second to parse for these two calls.
+// Giving the core away while a wait polls: the back-off between polls that every wait uses, and
+// a sleep and a yield without <thread>, which would cost every includer of <meshcast/mpi.hpp> a
+// fifth of a second to parse for these two calls.
 
 #include <chrono>
 
@@ -6287,6 +6288,27 @@ inline void yield_core() noexcept {
   sched_yield();
 #endif
 }
+
+/// The pause between two polls of a wait, called after each poll that found nothing. The first 64
+/// return at once (a reply that is nearly there costs no sleep); then sleeps of 5 us, doubling up
+/// to 100 us: ranks that share cores (more ranks than cores, or a busy host) leave them to the
+/// ranks that have work, at a cost of at most one sleep of latency per wait.
+class backoff {
+ public:
+  void operator()() noexcept {
+    if (spins_ < 64) {
+      ++spins_;
+      return;
+    }
+    sleep_for(pause_);
+    pause_ = pause_ * 2 < longest ? pause_ * 2 : longest;
+  }
+
+ private:
+  static constexpr std::chrono::microseconds longest{100};
+  int spins_ = 0;
+  std::chrono::microseconds pause_{5};
+};
 
 }  // namespace meshcast::detail
 // ---- end meshcast/core/detail/pause.hpp ----
@@ -7219,18 +7241,14 @@ template <class Backend>
 template <class Ready>
 void executor<Backend>::await(Ready&& ready) {
   const double limit = b_.timeout_s();
-  auto pause = std::chrono::microseconds(5);
   auto last_progress = std::chrono::steady_clock::now();
   std::size_t last_count = in_flight_.size();
-  for (int spins = 0;; ++spins) {
+  for (detail::backoff pause;; pause()) {
     progress();
     if (ready()) return;
     if (in_flight_.size() != last_count) last_count = in_flight_.size(), last_progress = std::chrono::steady_clock::now();
     if (limit > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - last_progress).count() > limit)
       stalled(limit);
-    if (spins < 64) continue;
-    detail::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(100));
   }
 }
 

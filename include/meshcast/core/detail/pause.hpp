@@ -1,5 +1,6 @@
-// Giving the core away while a wait polls: a sleep and a yield without <thread>, which would cost
-// every includer of <meshcast/mpi.hpp> a fifth of a second to parse for these two calls.
+// Giving the core away while a wait polls: the back-off between polls that every wait uses, and
+// a sleep and a yield without <thread>, which would cost every includer of <meshcast/mpi.hpp> a
+// fifth of a second to parse for these two calls.
 #pragma once
 
 #include <chrono>
@@ -34,5 +35,26 @@ inline void yield_core() noexcept {
   sched_yield();
 #endif
 }
+
+/// The pause between two polls of a wait, called after each poll that found nothing. The first 64
+/// return at once (a reply that is nearly there costs no sleep); then sleeps of 5 us, doubling up
+/// to 100 us: ranks that share cores (more ranks than cores, or a busy host) leave them to the
+/// ranks that have work, at a cost of at most one sleep of latency per wait.
+class backoff {
+ public:
+  void operator()() noexcept {
+    if (spins_ < 64) {
+      ++spins_;
+      return;
+    }
+    sleep_for(pause_);
+    pause_ = pause_ * 2 < longest ? pause_ * 2 : longest;
+  }
+
+ private:
+  static constexpr std::chrono::microseconds longest{100};
+  int spins_ = 0;
+  std::chrono::microseconds pause_{5};
+};
 
 }  // namespace meshcast::detail

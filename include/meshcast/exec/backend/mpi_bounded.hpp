@@ -5,7 +5,6 @@
 
 #include <mpi.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -32,19 +31,13 @@ inline void mpi_check(int rc, const char* what, int peer = -1) {
 }
 
 /// Polls `r` until it completes or `stop` expires; returns whether it completed. On expiry the
-/// request is left pending (it is abandoned, like the rank it waited for). After a short spin the
-/// poll backs off to sleeps of up to 100 us: ranks that share cores (more ranks than cores, or a
-/// busy host) then leave the cores to the ranks that have work, at a cost of at most one sleep of
-/// latency per wait.
+/// request is left pending (it is abandoned, like the rank it waited for). Between polls it backs
+/// off (`backoff`, core/detail/pause.hpp).
 template <class Done>
 bool poll_until(Done&& done, const deadline& stop) {
-  auto pause = std::chrono::microseconds(5);
-  for (int spins = 0;; ++spins) {
+  for (backoff pause;; pause()) {
     if (done()) return true;
     if (stop.expired()) return false;
-    if (spins < 64) continue;
-    detail::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(100));
   }
 }
 inline bool wait_until(MPI_Request& r, const deadline& stop, int peer = -1) {

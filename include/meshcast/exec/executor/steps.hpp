@@ -70,18 +70,14 @@ template <class Backend>
 template <class Ready>
 void executor<Backend>::await(Ready&& ready) {
   const double limit = b_.timeout_s();
-  auto pause = std::chrono::microseconds(5);
   auto last_progress = std::chrono::steady_clock::now();
   std::size_t last_count = in_flight_.size();
-  for (int spins = 0;; ++spins) {
+  for (detail::backoff pause;; pause()) {
     progress();
     if (ready()) return;
     if (in_flight_.size() != last_count) last_count = in_flight_.size(), last_progress = std::chrono::steady_clock::now();
     if (limit > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - last_progress).count() > limit)
       stalled(limit);
-    if (spins < 64) continue;
-    detail::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(100));
   }
 }
 

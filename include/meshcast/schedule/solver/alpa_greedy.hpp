@@ -5,10 +5,11 @@
 #pragma once
 
 #include <algorithm>
-#include <random>
+#include <random>  // std::discrete_distribution
 #include <vector>
 
 #include "../../core/detail/deadline.hpp"
+#include "../../core/detail/mersenne_twister.hpp"
 #include "../solver.hpp"
 
 namespace meshcast {
@@ -30,7 +31,7 @@ struct alpa_greedy {
     }
     const auto hosts = static_cast<std::size_t>(net.host_count());
     std::vector<double> load(hosts, 0.0);
-    std::mt19937_64 rng(options.seed);
+    detail::mt19937_64 rng(options.seed);
     while (!pending.empty()) {
       if (stop.expired()) {
         std::sort(pending.begin(), pending.end());
