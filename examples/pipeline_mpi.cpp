@@ -193,7 +193,7 @@ flags parse_flags(int argc, char** argv) {
 
 void wait_request(MPI_Request& r, double timeout_s, const char* what) {
   if (!detail::wait_until(r, detail::deadline(timeout_s, "the timeout")))
-    throw timeout_error(std::string("no answer from the other ranks within ") + std::to_string(timeout_s) + " s while " + what, {});
+    throw timeout_error(std::string("no answer from the other ranks within ") + detail::number(timeout_s) + " s while " + what, {});
 }
 void sleepy_barrier(MPI_Comm comm, double timeout_s, const char* what) {
   MPI_Request r = MPI_REQUEST_NULL;

@@ -93,6 +93,13 @@ TEST_CASE("hardening: reals are finite and in range") {
     CHECK(message_of([&] { solve(in, greedy{}, {.time_limit_s = bad}); }).find("time limit") != std::string::npos);
   }
   CHECK_THROWS_AS(detail::deadline(1e13), error);
+  // Reals in messages are the shortest text that reads back, not std::to_string's six decimals.
+  CHECK(message_of([] { detail::deadline(-0.5, "the timeout"); }) == "the timeout (-0.5 s) must be a number in [0, 1e6] seconds");
+  CHECK(message_of([] { detail::deadline(1e13); }).find("(1e+13 s)") != std::string::npos);
+  CHECK(message_of([&] { network::uniform({0, 1}, 1e9, 1e9, nan); }).find("the latency (nan s) must be a number in [0, 3600]") == 0);
+  CHECK(detail::number(5) == "5");
+  CHECK(detail::number(0.1) == "0.1");
+  CHECK(detail::number(-inf) == "-inf");
 }
 
 TEST_CASE("hardening: the fluid simulation ends on extreme but valid networks and sizes") {

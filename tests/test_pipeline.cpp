@@ -123,7 +123,13 @@ TEST_CASE("pipeline: descriptions are validated, naming the bad input") {
             for (index_t b = a + 1; b < 200; ++b) x.edges.push_back({a, b, 1});
           x.microbatches = 100000;
         }).find("the pipeline has ") == 0);
-  CHECK(thrown([] { (void)pipeline::detail::checked_mul(std::numeric_limits<index_t>::max() / 2, 3, "x"); }) == "x overflows 64 bits");
+  // The count goes through the library's one checked arithmetic.
+  CHECK(thrown([] {
+          description x;
+          x.stages.resize(3);
+          x.microbatches = std::numeric_limits<index_t>::max() / 2;
+          (void)instruction_count(x);
+        }) == "the number of instructions does not fit in 64 bits");
 }
 
 TEST_CASE("pipeline: the simulator follows the pinned semantics on a hand-computed case") {
@@ -345,6 +351,32 @@ TEST_CASE("pipeline: policies by name; a user's policy appended to the list") {
   std::string seen;
   visit_policy<mine>("optimal", [&](auto p) { seen = std::string(decltype(p)::name); });
   CHECK(seen == "optimal");
+}
+
+TEST_CASE("pipeline: a time limit that is not a number in [0, 1e6] s is an error naming it, not a clock overflow") {
+  // Before, a limit of 1e300 s or infinity was converted to the clock's integer ticks unchecked.
+  meshcast::testing::random_pipeline_source gen(5);
+  const description d = gen.dag(4, 4, schedule_kind::one_f_one_b, stream_mode::shared);
+  const double inf = std::numeric_limits<double>::infinity();
+  for (double bad : {std::nan(""), inf, -inf, -1.0, 1e6 + 1, 1e300}) {
+    CAPTURE(bad);
+    policy_options o;
+    o.time_limit_s = bad;
+    for (const std::string name : {"list_scheduling", "optimal"}) {
+      CAPTURE(name);
+      CHECK(thrown([&] { visit_policy(name, [&](auto p) { return order(d, p, o); }); })
+                .find("policy_options::time_limit_s") != std::string::npos);
+    }
+    if (bad < 0) continue;  // a negative search limit means "none"
+    optimal p;
+    p.search_limit_s = bad;
+    CHECK(thrown([&] { (void)order(d, p, policy_options{}); }).find("optimal::search_limit_s") != std::string::npos);
+  }
+  for (double good : {0.0, 1e6}) {  // the ends of the range are taken
+    policy_options o;
+    o.time_limit_s = good;
+    CHECK(thrown([&] { (void)order(d, list_scheduling{}, o); }) == "");
+  }
 }
 
 TEST_CASE("pipeline: searches honour their time limits, first construction included") {

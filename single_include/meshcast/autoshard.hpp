@@ -1534,7 +1534,7 @@ struct deadline : meshcast::detail::deadline {
   /// Throws `time_limit_reached` naming `doing` once the deadline has passed.
   void check(const char* doing) const {
     if (passed())
-      throw time_limit_reached("time limit of " + std::to_string(limit_s) + " s reached while " + doing);
+      throw time_limit_reached("time limit of " + meshcast::detail::number(limit_s) + " s reached while " + doing);
   }
 };
 

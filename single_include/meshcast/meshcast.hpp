@@ -1387,6 +1387,27 @@ inline void cut_for_staging(plan& p, std::size_t cap) {
 #include <string>
 #include <vector>
 
+// ---- begin meshcast/core/detail/number_text.hpp ----
+// The text of a real number in messages: the shortest one that reads back as the same double,
+// so an error says "5 s" or "0.1 s", not std::to_string's "5.000000 s" or "0.100000 s".
+
+#include <charconv>
+#include <cmath>
+#include <string>
+
+namespace meshcast::detail {
+
+/// The shortest text that reads back as `x` ("2", "0.1", "-1e-07", "nan", "inf").
+inline std::string number(double x) {
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, x);
+  return std::string(buf, r.ptr);
+}
+
+}  // namespace meshcast::detail
+// ---- end meshcast/core/detail/number_text.hpp ----
 
 namespace meshcast {
 
@@ -1412,8 +1433,8 @@ class network {
       : host_of_(std::move(host_of)), hosts_(std::move(hosts)), intra_bps_(intra_bps), latency_s_(latency_s) {
     check_bandwidth(intra_bps_, "the intra-host bandwidth");
     if (!(latency_s_ >= 0 && latency_s_ <= max_latency_s))
-      throw error("the latency (" + std::to_string(latency_s_) + " s) must be a number in [0, " +
-                  std::to_string(max_latency_s) + "] seconds");
+      throw error("the latency (" + detail::number(latency_s_) + " s) must be a number in [0, " +
+                  detail::number(max_latency_s) + "] seconds");
     if (host_of_.size() > static_cast<std::size_t>(max_devices) || hosts_.size() > static_cast<std::size_t>(max_devices))
       throw error("a network may describe at most meshcast::max_devices devices and hosts");
     for (std::size_t h = 0; h < hosts_.size(); ++h) {
@@ -3559,7 +3580,7 @@ namespace detail {
 /// Throws naming `what` unless `seconds` is a finite number in [0, max_time_limit_s].
 inline double checked_seconds(double seconds, const std::string& what) {
   if (!(seconds >= 0 && seconds <= max_time_limit_s))
-    throw error(what + " (" + std::to_string(seconds) + " s) must be a number in [0, 1e6] seconds");
+    throw error(what + " (" + number(seconds) + " s) must be a number in [0, 1e6] seconds");
   return seconds;
 }
 
@@ -6617,7 +6638,7 @@ class executor {
     peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
     std::string who;
     for (std::size_t i = 0; i < peers.size() && i < 16; ++i) who += (i ? ", " : "") + std::to_string(peers[i]);
-    throw timeout_error("device " + std::to_string(me_) + ": no progress for " + std::to_string(limit) +
+    throw timeout_error("device " + std::to_string(me_) + ": no progress for " + detail::number(limit) +
                             " s waiting on device(s) " + (who.empty() ? std::string("?") : who) +
                             " (unreachable, stopped or gone)",
                         peers);
@@ -7366,7 +7387,7 @@ void executor<Backend>::run_ordered_in_rounds() {
       const auto at = arena_.take(x.staged);
       if (!at)
         throw error("device " + std::to_string(me_) + ": the transfers the model starts together at " +
-                    std::to_string(x.model_start) + " s need more message buffers than the staging cap leaves");
+                    detail::number(x.model_start) + " s need more message buffers than the staging cap leaves");
       x.buffer = *at;
     }
     b_.begin_round();

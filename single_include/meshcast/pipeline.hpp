@@ -13,7 +13,6 @@
 // order, and whether a stage computes and communicates on one stream or on two.
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -106,38 +105,19 @@ inline stream_mode parse_stream_mode(std::string_view name, std::string_view wha
 }
 
 namespace detail {
-/// a * b, or a `meshcast::error` naming `what` when it does not fit in 64 bits.
-inline index_t checked_mul(index_t a, index_t b, std::string_view what) {
-  index_t r = 0;
-  if (__builtin_mul_overflow(a, b, &r)) throw error(std::string(what) + " overflows 64 bits");
-  return r;
-}
-inline index_t checked_add(index_t a, index_t b, std::string_view what) {
-  index_t r = 0;
-  if (__builtin_add_overflow(a, b, &r)) throw error(std::string(what) + " overflows 64 bits");
-  return r;
-}
-/// The shortest text that reads back as `x` ("2", "0.1", "-1e-07", "nan").
-inline std::string number(double x) {
-  if (std::isnan(x)) return "nan";
-  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
-  char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof buf, x);
-  return std::string(buf, r.ptr);
-}
 inline void check_time(double t, const std::string& what) {
-  if (!std::isfinite(t) || t < 0) throw error(what + " is " + number(t) + ": a time must be a finite number >= 0");
+  if (!std::isfinite(t) || t < 0) throw error(what + " is " + meshcast::detail::number(t) + ": a time must be a finite number >= 0");
 }
 }  // namespace detail
 
 /// Number of entries the stages' lists hold together (each transfer twice), with checked
 /// arithmetic; throws if it overflows.
 inline index_t instruction_count(const description& d) {
-  const index_t per_mb = detail::checked_add(
-      d.stage_count(), detail::checked_mul(2, static_cast<index_t>(d.edges.size()), "the number of transfers"),
+  const index_t per_mb = meshcast::detail::checked_add(
+      d.stage_count(), meshcast::detail::checked_mul(2, static_cast<index_t>(d.edges.size()), "the number of transfers"),
       "the number of instructions");
-  return detail::checked_mul(detail::checked_mul(per_mb, d.passes(), "the number of instructions"),
-                             d.microbatches, "the number of instructions");
+  return meshcast::detail::checked_mul(meshcast::detail::checked_mul(per_mb, d.passes(), "the number of instructions"),
+                                       d.microbatches, "the number of instructions");
 }
 
 /// Checks everything a policy relies on; throws `meshcast::error` naming the bad input
@@ -151,7 +131,7 @@ inline void validate(const description& d) {
     throw error("microbatches is " + std::to_string(d.microbatches) + ", outside [1, " +
                 std::to_string(max_microbatches) + "]");
   if (!std::isfinite(d.time_unit_s) || !(d.time_unit_s > 0))
-    throw error("time_unit_s is " + detail::number(d.time_unit_s) + ", must be a positive number");
+    throw error("time_unit_s is " + meshcast::detail::number(d.time_unit_s) + ", must be a positive number");
   for (index_t s = 0; s < n; ++s) {
     detail::check_time(d.stages[s].forward, "stages[" + std::to_string(s) + "].forward");
     if (d.training()) detail::check_time(d.stages[s].backward, "stages[" + std::to_string(s) + "].backward");
@@ -1239,7 +1219,7 @@ class appender {
 namespace meshcast::pipeline {
 
 namespace detail {
-using clock = std::chrono::steady_clock;
+using clock = meshcast::detail::deadline::clock;
 
 /// The non-delay rule with a lazy heap: the candidate that can start first (ties: larger
 /// priority, then smaller id). Earliest starts only grow as operations are appended, so a stale
@@ -1423,9 +1403,7 @@ struct list_scheduling {
   }
 
   policy_result order(const graph& g, const policy_options& options = {}) const {
-    const auto begin = detail::clock::now();
-    const auto deadline = begin + std::chrono::duration_cast<detail::clock::duration>(
-                                      std::chrono::duration<double>(std::max(0.0, options.time_limit_s)));
+    const auto deadline = meshcast::detail::deadline(options.time_limit_s, "policy_options::time_limit_s").at();
     policy_result best;
     double best_makespan = std::numeric_limits<double>::infinity();
     auto consider = [&](lists l) {
@@ -1551,10 +1529,10 @@ struct optimal {
   index_t max_search_operations = 20000;
 
   policy_result order(const graph& g, const policy_options& options = {}) const {
-    using clock = std::chrono::steady_clock;
-    const auto begin = clock::now();
-    const double limit = std::max(0.0, options.time_limit_s);
-    const auto deadline = begin + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(limit));
+    using deadline_t = meshcast::detail::deadline;
+    const auto deadline = deadline_t(options.time_limit_s, "policy_options::time_limit_s").at();
+    const bool own_search_limit = !(search_limit_s < 0);  // negative: none; NaN is refused, not taken as none
+    if (own_search_limit) (void)meshcast::detail::checked_seconds(search_limit_s, "optimal::search_limit_s");
     // The seed gets the same options as list_scheduling alone (it stops by its iteration count
     // long before the limit except on very large pipelines), so optimal is never worse than it.
     policy_result best = list_scheduling{}.order(g, options);
@@ -1568,10 +1546,9 @@ struct optimal {
       return best;
     }
     auto search_deadline = deadline;
-    if (search_limit_s >= 0)
-      search_deadline = std::min(deadline, clock::now() + std::chrono::duration_cast<clock::duration>(
-                                                              std::chrono::duration<double>(search_limit_s)));
-    if (clock::now() >= search_deadline) return best;
+    if (own_search_limit)
+      search_deadline = std::min(deadline, deadline_t(search_limit_s, "optimal::search_limit_s").at());
+    if (deadline_t::clock::now() >= search_deadline) return best;
     search s(*this, g, search_deadline);
     std::vector<graph::id> order;
     const bool finished = s.run(best_makespan, order);
@@ -1984,7 +1961,7 @@ inline void check_edge_tensor(const tensor_edge& t) {
   index_t product = 1;
   for (const dynamic_mesh* m : {&t.src_mesh, &t.dst_mesh}) {
     index_t devices = 1;
-    for (int i = 0; i < m->rank(); ++i) devices = detail::checked_mul(devices, m->extent(i), "the mesh size");
+    for (int i = 0; i < m->rank(); ++i) devices = meshcast::detail::checked_mul(devices, m->extent(i), "the mesh size");
     if (devices > max_edge_mesh_devices)
       throw error("a mesh of " + std::to_string(devices) + " devices exceeds the limit of " +
                   std::to_string(max_edge_mesh_devices));
@@ -1994,7 +1971,7 @@ inline void check_edge_tensor(const tensor_edge& t) {
     throw error("meshes of " + std::to_string(t.src_mesh.size()) + " and " + std::to_string(t.dst_mesh.size()) +
                 " devices exceed the limit of " + std::to_string(max_edge_mesh_product) + " for their product");
   index_t bytes = t.element_bytes;
-  for (int i = 0; i < t.shape.rank(); ++i) bytes = detail::checked_mul(bytes, t.shape.extent(i), "the tensor's size in bytes");
+  for (int i = 0; i < t.shape.rank(); ++i) bytes = meshcast::detail::checked_mul(bytes, t.shape.extent(i), "the tensor's size in bytes");
 }
 inline void check_network(const network_model& net) {
   if (!(net.nic_gbps > 0) || !(net.intra_gbps > 0) || !(net.latency_us >= 0) || net.nics_per_host < 1 ||
@@ -2153,7 +2130,7 @@ inline parsed_pipeline parse_pipeline(const json::value& doc) {
   double unit = 1;
   if (const json::value* u = doc.find("time_unit_s")) {
     unit = u->as_double("time_unit_s");
-    if (!(unit > 0)) throw error("time_unit_s is " + detail::number(unit) + ", must be a positive number");
+    if (!(unit > 0)) throw error("time_unit_s is " + meshcast::detail::number(unit) + ", must be a positive number");
     d.time_unit_s = unit;
   }
   const json::value* net_json = doc.find("network");
@@ -2168,7 +2145,7 @@ inline parsed_pipeline parse_pipeline(const json::value& doc) {
       if (const json::value* v = net_json->find(key)) {
         out = v->as_double(std::string("network.") + key);
         if (zero_ok ? !(out >= 0) : !(out > 0))
-          throw error(std::string("network.") + key + " is " + detail::number(out) + ", must be " +
+          throw error(std::string("network.") + key + " is " + meshcast::detail::number(out) + ", must be " +
                       (zero_ok ? ">= 0" : "positive"));
       }
     };
@@ -2187,7 +2164,7 @@ inline parsed_pipeline parse_pipeline(const json::value& doc) {
     if (const json::value* v = net_json->find("nic_efficiency")) {
       net.nic_efficiency = v->as_double("network.nic_efficiency");
       if (!(net.nic_efficiency > 0 && net.nic_efficiency <= 1))
-        throw error("network.nic_efficiency is " + detail::number(net.nic_efficiency) + ", must be in (0, 1]");
+        throw error("network.nic_efficiency is " + meshcast::detail::number(net.nic_efficiency) + ", must be in (0, 1]");
     }
     if (const json::value* v = net_json->find("mode")) {
       try {

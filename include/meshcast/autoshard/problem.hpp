@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "../core/detail/deadline.hpp"
+#include "../core/detail/number_text.hpp"
 #include "../core/error.hpp"
 
 namespace meshcast::autoshard {
@@ -179,7 +180,7 @@ struct deadline : meshcast::detail::deadline {
   /// Throws `time_limit_reached` naming `doing` once the deadline has passed.
   void check(const char* doing) const {
     if (passed())
-      throw time_limit_reached("time limit of " + std::to_string(limit_s) + " s reached while " + doing);
+      throw time_limit_reached("time limit of " + meshcast::detail::number(limit_s) + " s reached while " + doing);
   }
 };
 

@@ -53,6 +53,7 @@
 #include "../model/schedule.hpp"
 #include "../core/error.hpp"
 #include "../core/detail/pause.hpp"
+#include "../core/detail/number_text.hpp"
 #include "pack.hpp"
 #include "schedule_fits.hpp"
 #include "staging_arena.hpp"
@@ -237,7 +238,7 @@ class executor {
     peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
     std::string who;
     for (std::size_t i = 0; i < peers.size() && i < 16; ++i) who += (i ? ", " : "") + std::to_string(peers[i]);
-    throw timeout_error("device " + std::to_string(me_) + ": no progress for " + std::to_string(limit) +
+    throw timeout_error("device " + std::to_string(me_) + ": no progress for " + detail::number(limit) +
                             " s waiting on device(s) " + (who.empty() ? std::string("?") : who) +
                             " (unreachable, stopped or gone)",
                         peers);

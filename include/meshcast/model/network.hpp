@@ -12,6 +12,7 @@
 
 #include "../core/config.hpp"
 #include "../core/error.hpp"
+#include "../core/detail/number_text.hpp"
 
 namespace meshcast {
 
@@ -37,8 +38,8 @@ class network {
       : host_of_(std::move(host_of)), hosts_(std::move(hosts)), intra_bps_(intra_bps), latency_s_(latency_s) {
     check_bandwidth(intra_bps_, "the intra-host bandwidth");
     if (!(latency_s_ >= 0 && latency_s_ <= max_latency_s))
-      throw error("the latency (" + std::to_string(latency_s_) + " s) must be a number in [0, " +
-                  std::to_string(max_latency_s) + "] seconds");
+      throw error("the latency (" + detail::number(latency_s_) + " s) must be a number in [0, " +
+                  detail::number(max_latency_s) + "] seconds");
     if (host_of_.size() > static_cast<std::size_t>(max_devices) || hosts_.size() > static_cast<std::size_t>(max_devices))
       throw error("a network may describe at most meshcast::max_devices devices and hosts");
     for (std::size_t h = 0; h < hosts_.size(); ++h) {

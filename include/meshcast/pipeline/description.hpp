@@ -4,7 +4,6 @@
 #pragma once
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -14,6 +13,8 @@
 
 #include "../core/config.hpp"
 #include "../core/error.hpp"
+#include "../core/detail/checked.hpp"
+#include "../core/detail/number_text.hpp"
 
 namespace meshcast::pipeline {
 
@@ -98,38 +99,19 @@ inline stream_mode parse_stream_mode(std::string_view name, std::string_view wha
 }
 
 namespace detail {
-/// a * b, or a `meshcast::error` naming `what` when it does not fit in 64 bits.
-inline index_t checked_mul(index_t a, index_t b, std::string_view what) {
-  index_t r = 0;
-  if (__builtin_mul_overflow(a, b, &r)) throw error(std::string(what) + " overflows 64 bits");
-  return r;
-}
-inline index_t checked_add(index_t a, index_t b, std::string_view what) {
-  index_t r = 0;
-  if (__builtin_add_overflow(a, b, &r)) throw error(std::string(what) + " overflows 64 bits");
-  return r;
-}
-/// The shortest text that reads back as `x` ("2", "0.1", "-1e-07", "nan").
-inline std::string number(double x) {
-  if (std::isnan(x)) return "nan";
-  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
-  char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof buf, x);
-  return std::string(buf, r.ptr);
-}
 inline void check_time(double t, const std::string& what) {
-  if (!std::isfinite(t) || t < 0) throw error(what + " is " + number(t) + ": a time must be a finite number >= 0");
+  if (!std::isfinite(t) || t < 0) throw error(what + " is " + meshcast::detail::number(t) + ": a time must be a finite number >= 0");
 }
 }  // namespace detail
 
 /// Number of entries the stages' lists hold together (each transfer twice), with checked
 /// arithmetic; throws if it overflows.
 inline index_t instruction_count(const description& d) {
-  const index_t per_mb = detail::checked_add(
-      d.stage_count(), detail::checked_mul(2, static_cast<index_t>(d.edges.size()), "the number of transfers"),
+  const index_t per_mb = meshcast::detail::checked_add(
+      d.stage_count(), meshcast::detail::checked_mul(2, static_cast<index_t>(d.edges.size()), "the number of transfers"),
       "the number of instructions");
-  return detail::checked_mul(detail::checked_mul(per_mb, d.passes(), "the number of instructions"),
-                             d.microbatches, "the number of instructions");
+  return meshcast::detail::checked_mul(meshcast::detail::checked_mul(per_mb, d.passes(), "the number of instructions"),
+                                       d.microbatches, "the number of instructions");
 }
 
 /// Checks everything a policy relies on; throws `meshcast::error` naming the bad input
@@ -143,7 +125,7 @@ inline void validate(const description& d) {
     throw error("microbatches is " + std::to_string(d.microbatches) + ", outside [1, " +
                 std::to_string(max_microbatches) + "]");
   if (!std::isfinite(d.time_unit_s) || !(d.time_unit_s > 0))
-    throw error("time_unit_s is " + detail::number(d.time_unit_s) + ", must be a positive number");
+    throw error("time_unit_s is " + meshcast::detail::number(d.time_unit_s) + ", must be a positive number");
   for (index_t s = 0; s < n; ++s) {
     detail::check_time(d.stages[s].forward, "stages[" + std::to_string(s) + "].forward");
     if (d.training()) detail::check_time(d.stages[s].backward, "stages[" + std::to_string(s) + "].backward");

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "../core/detail/checked.hpp"
 #include "../model/execution.hpp"
 #include "../layout/layout.hpp"
 #include "../model/network.hpp"
@@ -81,7 +82,7 @@ inline void check_edge_tensor(const tensor_edge& t) {
   index_t product = 1;
   for (const dynamic_mesh* m : {&t.src_mesh, &t.dst_mesh}) {
     index_t devices = 1;
-    for (int i = 0; i < m->rank(); ++i) devices = detail::checked_mul(devices, m->extent(i), "the mesh size");
+    for (int i = 0; i < m->rank(); ++i) devices = meshcast::detail::checked_mul(devices, m->extent(i), "the mesh size");
     if (devices > max_edge_mesh_devices)
       throw error("a mesh of " + std::to_string(devices) + " devices exceeds the limit of " +
                   std::to_string(max_edge_mesh_devices));
@@ -91,7 +92,7 @@ inline void check_edge_tensor(const tensor_edge& t) {
     throw error("meshes of " + std::to_string(t.src_mesh.size()) + " and " + std::to_string(t.dst_mesh.size()) +
                 " devices exceed the limit of " + std::to_string(max_edge_mesh_product) + " for their product");
   index_t bytes = t.element_bytes;
-  for (int i = 0; i < t.shape.rank(); ++i) bytes = detail::checked_mul(bytes, t.shape.extent(i), "the tensor's size in bytes");
+  for (int i = 0; i < t.shape.rank(); ++i) bytes = meshcast::detail::checked_mul(bytes, t.shape.extent(i), "the tensor's size in bytes");
 }
 inline void check_network(const network_model& net) {
   if (!(net.nic_gbps > 0) || !(net.intra_gbps > 0) || !(net.latency_us >= 0) || net.nics_per_host < 1 ||

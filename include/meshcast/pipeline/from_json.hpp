@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "../core/detail/json.hpp"
+#include "../core/detail/number_text.hpp"
 #include "description.hpp"
 #include "edge_time.hpp"
 
@@ -98,7 +99,7 @@ inline parsed_pipeline parse_pipeline(const json::value& doc) {
   double unit = 1;
   if (const json::value* u = doc.find("time_unit_s")) {
     unit = u->as_double("time_unit_s");
-    if (!(unit > 0)) throw error("time_unit_s is " + detail::number(unit) + ", must be a positive number");
+    if (!(unit > 0)) throw error("time_unit_s is " + meshcast::detail::number(unit) + ", must be a positive number");
     d.time_unit_s = unit;
   }
   const json::value* net_json = doc.find("network");
@@ -113,7 +114,7 @@ inline parsed_pipeline parse_pipeline(const json::value& doc) {
       if (const json::value* v = net_json->find(key)) {
         out = v->as_double(std::string("network.") + key);
         if (zero_ok ? !(out >= 0) : !(out > 0))
-          throw error(std::string("network.") + key + " is " + detail::number(out) + ", must be " +
+          throw error(std::string("network.") + key + " is " + meshcast::detail::number(out) + ", must be " +
                       (zero_ok ? ">= 0" : "positive"));
       }
     };
@@ -132,7 +133,7 @@ inline parsed_pipeline parse_pipeline(const json::value& doc) {
     if (const json::value* v = net_json->find("nic_efficiency")) {
       net.nic_efficiency = v->as_double("network.nic_efficiency");
       if (!(net.nic_efficiency > 0 && net.nic_efficiency <= 1))
-        throw error("network.nic_efficiency is " + detail::number(net.nic_efficiency) + ", must be in (0, 1]");
+        throw error("network.nic_efficiency is " + meshcast::detail::number(net.nic_efficiency) + ", must be in (0, 1]");
     }
     if (const json::value* v = net_json->find("mode")) {
       try {

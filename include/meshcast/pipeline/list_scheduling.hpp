@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../core/detail/deadline.hpp"
 #include "../core/detail/mersenne_twister.hpp"
 #include "detail/appender.hpp"
 #include "detail/phases.hpp"
@@ -36,7 +37,7 @@
 namespace meshcast::pipeline {
 
 namespace detail {
-using clock = std::chrono::steady_clock;
+using clock = meshcast::detail::deadline::clock;
 
 /// The non-delay rule with a lazy heap: the candidate that can start first (ties: larger
 /// priority, then smaller id). Earliest starts only grow as operations are appended, so a stale
@@ -220,9 +221,7 @@ struct list_scheduling {
   }
 
   policy_result order(const graph& g, const policy_options& options = {}) const {
-    const auto begin = detail::clock::now();
-    const auto deadline = begin + std::chrono::duration_cast<detail::clock::duration>(
-                                      std::chrono::duration<double>(std::max(0.0, options.time_limit_s)));
+    const auto deadline = meshcast::detail::deadline(options.time_limit_s, "policy_options::time_limit_s").at();
     policy_result best;
     double best_makespan = std::numeric_limits<double>::infinity();
     auto consider = [&](lists l) {

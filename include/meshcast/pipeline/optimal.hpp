@@ -28,6 +28,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "../core/detail/deadline.hpp"
 #include "detail/appender.hpp"
 #include "list_scheduling.hpp"
 #include "lower_bound.hpp"
@@ -49,10 +50,10 @@ struct optimal {
   index_t max_search_operations = 20000;
 
   policy_result order(const graph& g, const policy_options& options = {}) const {
-    using clock = std::chrono::steady_clock;
-    const auto begin = clock::now();
-    const double limit = std::max(0.0, options.time_limit_s);
-    const auto deadline = begin + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(limit));
+    using deadline_t = meshcast::detail::deadline;
+    const auto deadline = deadline_t(options.time_limit_s, "policy_options::time_limit_s").at();
+    const bool own_search_limit = !(search_limit_s < 0);  // negative: none; NaN is refused, not taken as none
+    if (own_search_limit) (void)meshcast::detail::checked_seconds(search_limit_s, "optimal::search_limit_s");
     // The seed gets the same options as list_scheduling alone (it stops by its iteration count
     // long before the limit except on very large pipelines), so optimal is never worse than it.
     policy_result best = list_scheduling{}.order(g, options);
@@ -66,10 +67,9 @@ struct optimal {
       return best;
     }
     auto search_deadline = deadline;
-    if (search_limit_s >= 0)
-      search_deadline = std::min(deadline, clock::now() + std::chrono::duration_cast<clock::duration>(
-                                                              std::chrono::duration<double>(search_limit_s)));
-    if (clock::now() >= search_deadline) return best;
+    if (own_search_limit)
+      search_deadline = std::min(deadline, deadline_t(search_limit_s, "optimal::search_limit_s").at());
+    if (deadline_t::clock::now() >= search_deadline) return best;
     search s(*this, g, search_deadline);
     std::vector<graph::id> order;
     const bool finished = s.run(best_makespan, order);

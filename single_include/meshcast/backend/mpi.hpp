@@ -221,7 +221,7 @@ class mpi_backend {
   [[noreturn, gnu::cold, gnu::noinline]] void timed_out(int peer) const {
     const std::string whom = peer >= 0 ? "with device " + std::to_string(peer) : "in a broadcast group";
     throw timeout_error("device " + std::to_string(rank_) + ": a transfer " + whom + " did not complete within " +
-                            std::to_string(timeout_s_) + " s (the device is unreachable, stopped or gone)",
+                            detail::number(timeout_s_) + " s (the device is unreachable, stopped or gone)",
                         peer >= 0 ? std::vector<int>{peer} : std::vector<int>{});
   }
   struct chain_state {

@@ -60,7 +60,7 @@ inline std::uint64_t bounded_allreduce(MPI_Comm comm, std::uint64_t value, MPI_O
   MPI_Request r = MPI_REQUEST_NULL;
   detail::mpi_check(MPI_Iallreduce(&mine, &result, 1, MPI_UNSIGNED_LONG_LONG, op, comm, &r), "MPI_Iallreduce");
   if (!detail::wait_until(r, stop))
-    throw timeout_error(std::string("no answer from the other ranks within ") + std::to_string(timeout_s) + " s while " + what,
+    throw timeout_error(std::string("no answer from the other ranks within ") + detail::number(timeout_s) + " s while " + what,
                         {});
   return result;
 }
@@ -76,7 +76,7 @@ inline void bounded_broadcast(MPI_Comm comm, void* data, int bytes, int root, do
   MPI_Request r = MPI_REQUEST_NULL;
   detail::mpi_check(MPI_Ibcast(data, bytes, MPI_BYTE, root, comm, &r), "MPI_Ibcast");
   if (!detail::wait_until(r, stop))
-    throw timeout_error(std::string("no answer from rank ") + std::to_string(root) + " within " + std::to_string(timeout_s) +
+    throw timeout_error(std::string("no answer from rank ") + std::to_string(root) + " within " + detail::number(timeout_s) +
                             " s while " + what,
                         {root});
 }
@@ -106,7 +106,7 @@ inline void bounded_barrier(MPI_Comm comm, double timeout_s, int tag = 32767) {
     if (missing.size() > 16) who += ", ...";
     // The tokens are abandoned with their ranks: the process is about to report and end.
     throw timeout_error("device " + std::to_string(rank) + ": device(s) " + who + " did not reach the barrier within " +
-                            std::to_string(timeout_s) + " s",
+                            detail::number(timeout_s) + " s",
                         missing);
   }
   for (int p = 0; p < size; ++p)

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "../error.hpp"
+#include "number_text.hpp"
 
 namespace meshcast {
 
@@ -18,7 +19,7 @@ namespace detail {
 /// Throws naming `what` unless `seconds` is a finite number in [0, max_time_limit_s].
 inline double checked_seconds(double seconds, const std::string& what) {
   if (!(seconds >= 0 && seconds <= max_time_limit_s))
-    throw error(what + " (" + std::to_string(seconds) + " s) must be a number in [0, 1e6] seconds");
+    throw error(what + " (" + number(seconds) + " s) must be a number in [0, 1e6] seconds");
   return seconds;
 }
 

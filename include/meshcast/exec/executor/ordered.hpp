@@ -2,6 +2,7 @@
 #pragma once
 
 #include "../executor.hpp"
+#include "../../core/detail/number_text.hpp"
 
 namespace meshcast {
 
@@ -21,7 +22,7 @@ void executor<Backend>::run_ordered_in_rounds() {
       const auto at = arena_.take(x.staged);
       if (!at)
         throw error("device " + std::to_string(me_) + ": the transfers the model starts together at " +
-                    std::to_string(x.model_start) + " s need more message buffers than the staging cap leaves");
+                    detail::number(x.model_start) + " s need more message buffers than the staging cap leaves");
       x.buffer = *at;
     }
     b_.begin_round();
