@@ -1811,8 +1811,10 @@ struct connection_use {
 
 /// When a transfer whose resources are free from `t` may start, given the last transfer the
 /// other way on its connection: at `t` if that one has ended; with it, if both go by
-/// rendezvous and it starts no earlier than `t`; else once it has ended.
-inline double connection_start(const transfer_model& o, double t, const connection_use& other) noexcept {
+/// rendezvous and it starts no earlier than `t`; else once it has ended. `Op` is a
+/// transfer_model, or anything that reads like one (schedule/op_timing.hpp).
+template <class Op>
+double connection_start(const Op& o, double t, const connection_use& other) noexcept {
   if (!other.used || t >= other.end) return t;
   if (!o.eager && !other.eager && t <= other.start) return other.start;
   return other.end;
@@ -1834,19 +1836,21 @@ class resource_clock {
     makespan_ = 0;
   }
   /// When `o` can start if placed next (not before `not_before`).
-  double earliest_start(const transfer_model& o, double not_before = 0) const noexcept {
+  template <class Op>
+  double earliest_start(const Op& o, double not_before = 0) const noexcept {
     double t = not_before;
     for (std::size_t k = 0; k < o.resources.size(); ++k) t = std::max(t, free_[o.resources[k]] - o.held_from(k));
     return o.connection >= 0 ? connection_start(o, t, use(o.connection ^ 1)) : t;
   }
   /// Occupies `o`'s resources from `start`, each for as long as `o` holds it; returns the end.
-  double occupy(const transfer_model& o, double start) {
+  template <class Op>
+  double occupy(const Op& o, double start) {
     return occupy_as(o, start, [](double length) { return length; });
   }
   /// Occupies `o`'s resources from `start`, each until `length(when it stops holding it)` (ilp's
   /// whole slots); returns the end, `start + length(duration)`.
-  template <class Length>
-  double occupy_as(const transfer_model& o, double start, Length&& length) {
+  template <class Op, class Length>
+  double occupy_as(const Op& o, double start, Length&& length) {
     for (std::size_t k = 0; k < o.resources.size(); ++k) free_[o.resources[k]] = start + length(o.held_until(k));
     const double end = start + length(o.duration);
     if (o.connection >= 0) slot(o.connection) = {start, end, o.eager, true};
@@ -1861,7 +1865,8 @@ class resource_clock {
   }
   /// Places an op (not before `not_before`) without recording its times; returns its end.
   double place(const transfer_model& o) { return occupy(o, earliest_start(o)); }
-  double place_from(const transfer_model& o, double not_before) { return occupy(o, earliest_start(o, not_before)); }
+  template <class Op>
+  double place_from(const Op& o, double not_before) { return occupy(o, earliest_start(o, not_before)); }
 
   /// Places the ops of one option in order, each not before the op it waits for (op::after) has
   /// ended, as the schedule runs them (a forward after the receive it passes on); with `log`,
@@ -1885,7 +1890,8 @@ class resource_clock {
     log.makespan = makespan_;
   }
   /// Places an op (not before `not_before`), noting in `log` what it overwrites; returns its end.
-  double place(const transfer_model& o, undo_log& log, double not_before = 0) {
+  template <class Op>
+  double place(const Op& o, undo_log& log, double not_before = 0) {
     const double start = earliest_start(o, not_before);
     for (int r : o.resources) log.saved.push_back({r, free_[r]});
     if (o.connection >= 0) log.connections.push_back({o.connection, use(o.connection)});
@@ -4086,6 +4092,106 @@ inline std::vector<int> edge_colouring(const std::vector<std::pair<int, int>>& e
 
 }  // namespace meshcast::detail
 // ---- end meshcast/core/detail/edge_colour.hpp ----
+// ---- begin meshcast/schedule/op_timing.hpp ----
+// The ordered model's view of an instance, packed: of each op only what placing it reads (its
+// resources, when it holds each, its duration, the op it waits for, its connection slot), in
+// flat arrays. An op also carries its region, receivers, hosts and bundle parts, each in a heap
+// block of its own; a list schedule over 4096 units walks every option of every unit, and over
+// the ops themselves it spent its time fetching memory. The clocks of model/ordered_engine.hpp
+// take an op_timing as they take an op, with the same arithmetic, so a schedule placed either
+// way has the same times to the bit.
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+
+namespace meshcast {
+
+/// What the ordered model reads of one op (it reads like a transfer_model to the clocks).
+struct op_timing {
+  std::span<const int> resources;
+  /// When it starts holding each resource, then when it stops (2 x resources.size() values), or
+  /// null: it holds every one for the whole op (most ops; their times are not stored).
+  const double* hold = nullptr;
+  double duration = 0;
+  int after = -1;  ///< the op of its option it waits for, or -1
+  int connection = -1;
+  bool eager = false;
+  double held_from(std::size_t k) const noexcept { return hold ? hold[k] : 0.0; }
+  double held_until(std::size_t k) const noexcept { return hold ? hold[resources.size() + k] : duration; }
+  double held_for(std::size_t k) const noexcept { return held_until(k) - held_from(k); }
+};
+
+/// Every option of every unit of an instance as op_timings. It points into its own arrays, so it
+/// moves but does not copy; it reads the instance once, at construction.
+class instance_timing {
+ public:
+  explicit instance_timing(const instance& in) {
+    // One pass over the ops (reading an op is a cache miss or two; counting its resources first
+    // would be as many again): the spans are set once every array has its final address.
+    std::size_t options = 0, ops = 0;
+    for (const unit& u : in.units)
+      for (const option& o : u.options) ++options, ops += o.ops.size();
+    resources_.reserve(4 * ops);  // a NIC transfer holds four: two NIC directions, two lanes
+    ops_.reserve(ops);
+    std::vector<std::size_t> at, held;  // beside ops_: where its resources start, and its hold times
+    at.reserve(ops + 1);
+    held.reserve(ops);
+    option_begin_.reserve(options + 1);
+    first_option_.reserve(in.units.size() + 1);
+    tie_port_.reserve(options);
+    for (const unit& u : in.units) {
+      first_option_.push_back(option_begin_.size());
+      for (const option& o : u.options) {
+        option_begin_.push_back(ops_.size());
+        tie_port_.push_back(o.sender >= 0 ? in.resources.egress(in.net->port_of(o.sender)) : -1);
+        for (const op& x : o.ops) {
+          at.push_back(resources_.size());
+          resources_.insert(resources_.end(), x.resources.begin(), x.resources.end());
+          const bool brief = !x.hold_from.empty() || !x.hold_until.empty();
+          held.push_back(brief ? hold_.size() : no_hold);
+          if (brief) {
+            for (std::size_t k = 0; k < x.resources.size(); ++k) hold_.push_back(x.held_from(k));
+            for (std::size_t k = 0; k < x.resources.size(); ++k) hold_.push_back(x.held_until(k));
+          }
+          ops_.push_back({{}, nullptr, x.duration, x.after, x.connection, x.eager});
+        }
+      }
+    }
+    first_option_.push_back(option_begin_.size());
+    option_begin_.push_back(ops_.size());
+    at.push_back(resources_.size());
+    for (std::size_t i = 0; i < ops_.size(); ++i) {
+      ops_[i].resources = std::span<const int>(resources_.data() + at[i], at[i + 1] - at[i]);
+      if (held[i] != no_hold) ops_[i].hold = hold_.data() + held[i];
+    }
+  }
+  instance_timing(const instance_timing&) = delete;
+  instance_timing& operator=(const instance_timing&) = delete;
+  instance_timing(instance_timing&&) noexcept = default;
+  instance_timing& operator=(instance_timing&&) noexcept = default;
+
+  /// The ops of option `k` of unit `u`, in the option's order.
+  std::span<const op_timing> ops(std::size_t u, std::size_t k) const noexcept {
+    const std::size_t o = first_option_[u] + k;
+    return {ops_.data() + option_begin_[o], option_begin_[o + 1] - option_begin_[o]};
+  }
+  /// The egress direction of the port of option `k`'s sender (-1: the option names no sender).
+  int sender_egress(std::size_t u, std::size_t k) const noexcept { return tie_port_[first_option_[u] + k]; }
+
+ private:
+  static constexpr std::size_t no_hold = static_cast<std::size_t>(-1);
+  std::vector<int> resources_;
+  std::vector<double> hold_;
+  std::vector<op_timing> ops_;
+  std::vector<std::size_t> option_begin_;  // per option (units' options one after another), then the end
+  std::vector<std::size_t> first_option_;  // per unit: its first option's index, then the count
+  std::vector<int> tie_port_;              // per option
+};
+
+}  // namespace meshcast
+// ---- end meshcast/schedule/op_timing.hpp ----
 // ---- begin meshcast/schedule/solver/dispatch.hpp ----
 // Dispatching: the ops of chosen options re-sequenced one op at a time rather than one unit at a
 // time. A unit-by-unit list places all of a unit's messages together, so a sender's messages to
@@ -4104,6 +4210,106 @@ inline std::vector<int> edge_colouring(const std::vector<std::pair<int, int>>& e
 
 namespace meshcast {
 
+namespace detail {
+
+/// Looks dispatching takes before it gives up (dispatch's `max_looks`).
+inline constexpr std::size_t dispatch_looks = std::size_t{1} << 22;
+
+/// Dispatching's answer before any op is copied: the chosen options' ops (unit by unit, in the
+/// list's order), the order it runs them in and their times. A caller that keeps the list instead
+/// copies nothing.
+struct dispatched {
+  std::vector<const op*> ops;         ///< the chosen options' ops, unit by unit in `order`
+  std::vector<std::size_t> sequence;  ///< positions in `ops`, in the order dispatched
+  std::vector<double> start, end;     ///< beside `ops`
+  double makespan = 0;
+  bool done = false;  ///< false: past `max_looks`, no answer
+
+  /// The ops in their dispatched order, with their times.
+  std::vector<op> materialize() const {
+    std::vector<op> out;
+    out.reserve(sequence.size());
+    for (std::size_t i : sequence) {
+      out.push_back(*ops[i]);
+      out.back().start = start[i];
+      out.back().end = end[i];
+    }
+    return out;
+  }
+};
+
+/// See dispatch below; reads the ops' timing from `timing` (made from the same instance).
+inline dispatched dispatch_sequence(const instance& in, const instance_timing& timing, const std::vector<std::size_t>& order,
+                                    const std::vector<std::size_t>& choice, std::size_t max_looks) {
+  const resource_space& rs = in.resources;
+  dispatched r;
+  std::vector<const op_timing*> ops;
+  std::vector<std::size_t> first(in.units.size(), 0);  // where each unit's ops start in `ops`
+  for (std::size_t u : order) {
+    first[u] = ops.size();
+    for (const op_timing& o : timing.ops(u, choice[u])) ops.push_back(&o);
+    for (const op& o : in.units[u].options[choice[u]].ops) r.ops.push_back(&o);
+  }
+  const std::size_t n = ops.size();
+  std::vector<std::vector<std::size_t>> dependents(n);
+  std::vector<double> ready(n, 0.0);
+  std::vector<char> waiting(n, 0);
+  std::vector<double> left(static_cast<std::size_t>(rs.size()), 0.0);  // work not yet placed, per NIC direction
+  std::vector<std::size_t> count(static_cast<std::size_t>(rs.size()), 0);
+  for (std::size_t u : order)
+    for (std::size_t j = 0; j < in.units[u].options[choice[u]].ops.size(); ++j) {
+      const std::size_t i = first[u] + j;
+      const op_timing& o = *ops[i];
+      if (o.after >= 0) dependents[first[u] + static_cast<std::size_t>(o.after)].push_back(i), waiting[i] = 1;
+      for (std::size_t k = 0; k < o.resources.size(); ++k)
+        if (rs.is_port(o.resources[k])) {
+          left[static_cast<std::size_t>(o.resources[k])] += o.held_for(k);
+          ++count[static_cast<std::size_t>(o.resources[k])];
+        }
+    }
+  std::size_t estimate = n;
+  for (std::size_t k : count) estimate += k * k;
+  if (estimate > max_looks) return r;
+  auto urgency = [&](std::size_t i) {
+    double most = 0;
+    for (int x : ops[i]->resources)
+      if (rs.is_port(x)) most = std::max(most, left[static_cast<std::size_t>(x)]);
+    return most;
+  };
+  resource_clock clock(rs.size());
+  using entry = std::tuple<double, double, double, std::size_t>;  // start, -urgency, -duration, op
+  std::priority_queue<entry, std::vector<entry>, std::greater<entry>> heap;
+  auto push = [&](std::size_t i) { heap.push({clock.earliest_start(*ops[i], ready[i]), -urgency(i), -ops[i]->duration, i}); };
+  for (std::size_t i = 0; i < n; ++i)
+    if (!waiting[i]) push(i);
+  r.sequence.reserve(n);
+  r.start.assign(n, 0.0);
+  r.end.assign(n, 0.0);
+  std::size_t looks = 0;
+  while (!heap.empty()) {
+    const auto [start, urgent, longest, i] = heap.top();
+    heap.pop();
+    if (++looks > 2 * max_looks) return r;
+    // Starts only grow as resources fill: an entry whose op can no longer start then goes back.
+    const op_timing& o = *ops[i];
+    if (clock.earliest_start(o, ready[i]) > start) {
+      push(i);
+      continue;
+    }
+    r.start[i] = clock.earliest_start(o, ready[i]);
+    r.end[i] = clock.occupy(o, r.start[i]);
+    for (std::size_t k = 0; k < o.resources.size(); ++k)
+      if (rs.is_port(o.resources[k])) left[static_cast<std::size_t>(o.resources[k])] -= o.held_for(k);
+    for (std::size_t d : dependents[i]) ready[d] = std::max(ready[d], r.end[i]), push(d);
+    r.sequence.push_back(i);
+  }
+  r.makespan = clock.makespan();
+  r.done = true;
+  return r;
+}
+
+}  // namespace detail
+
 /// The ops of option `choice[u]` of every unit, re-sequenced (see the file comment), with their
 /// times set; `*makespan` gets the makespan. `order` only breaks the remaining ties. Each op is
 /// looked at again whenever what it waits for moved on, which costs about the sum over NIC
@@ -4111,65 +4317,11 @@ namespace meshcast {
 /// looks do, it returns nothing (a count, not a time, so the answer is the same on any machine).
 inline std::vector<op> dispatch(const instance& in, const std::vector<std::size_t>& order,
                                 const std::vector<std::size_t>& choice, double* makespan,
-                                std::size_t max_looks = std::size_t{1} << 22) {
-  const resource_space& rs = in.resources;
-  std::vector<op> ops;
-  std::vector<std::size_t> first(in.units.size(), 0);  // where each unit's ops start in `ops`
-  for (std::size_t u : order) {
-    first[u] = ops.size();
-    for (const op& o : in.units[u].options[choice[u]].ops) ops.push_back(o);
-  }
-  const std::size_t n = ops.size();
-  std::vector<std::vector<std::size_t>> dependents(n);
-  std::vector<double> ready(n, 0.0);
-  std::vector<char> waiting(n, 0);
-  std::vector<double> left(static_cast<std::size_t>(rs.size()), 0.0);  // work not yet placed, per NIC direction
-  for (std::size_t u : order)
-    for (std::size_t j = 0; j < in.units[u].options[choice[u]].ops.size(); ++j) {
-      const std::size_t i = first[u] + j;
-      if (ops[i].after >= 0) dependents[first[u] + static_cast<std::size_t>(ops[i].after)].push_back(i), waiting[i] = 1;
-      for (std::size_t k = 0; k < ops[i].resources.size(); ++k)
-        if (rs.is_port(ops[i].resources[k])) left[static_cast<std::size_t>(ops[i].resources[k])] += ops[i].held_for(k);
-    }
-  std::vector<std::size_t> count(static_cast<std::size_t>(rs.size()), 0);
-  for (const op& o : ops)
-    for (int r : o.resources)
-      if (rs.is_port(r)) ++count[static_cast<std::size_t>(r)];
-  std::size_t estimate = n;
-  for (std::size_t k : count) estimate += k * k;
-  if (estimate > max_looks) return {};
-  auto urgency = [&](std::size_t i) {
-    double most = 0;
-    for (int r : ops[i].resources)
-      if (rs.is_port(r)) most = std::max(most, left[static_cast<std::size_t>(r)]);
-    return most;
-  };
-  resource_clock clock(rs.size());
-  using entry = std::tuple<double, double, double, std::size_t>;  // start, -urgency, -duration, op
-  std::priority_queue<entry, std::vector<entry>, std::greater<entry>> heap;
-  auto push = [&](std::size_t i) { heap.push({clock.earliest_start(ops[i], ready[i]), -urgency(i), -ops[i].duration, i}); };
-  for (std::size_t i = 0; i < n; ++i)
-    if (!waiting[i]) push(i);
-  std::vector<op> out;
-  out.reserve(n);
-  std::size_t looks = 0;
-  while (!heap.empty()) {
-    const auto [start, urgent, longest, i] = heap.top();
-    heap.pop();
-    if (++looks > 2 * max_looks) return {};
-    // Starts only grow as resources fill: an entry whose op can no longer start then goes back.
-    if (clock.earliest_start(ops[i], ready[i]) > start) {
-      push(i);
-      continue;
-    }
-    clock.place(ops[i], ready[i]);
-    for (std::size_t k = 0; k < ops[i].resources.size(); ++k)
-      if (rs.is_port(ops[i].resources[k])) left[static_cast<std::size_t>(ops[i].resources[k])] -= ops[i].held_for(k);
-    for (std::size_t d : dependents[i]) ready[d] = std::max(ready[d], ops[i].end), push(d);
-    out.push_back(std::move(ops[i]));
-  }
-  if (makespan) *makespan = clock.makespan();
-  return out;
+                                std::size_t max_looks = detail::dispatch_looks) {
+  const detail::dispatched r = detail::dispatch_sequence(in, instance_timing(in), order, choice, max_looks);
+  if (!r.done) return {};
+  if (makespan) *makespan = r.makespan;
+  return r.materialize();
 }
 
 }  // namespace meshcast
@@ -4196,11 +4348,12 @@ struct greedy {
 
   solver_result solve(const instance& in, const solver_options& options) const {
     solver_result r;
-    outcome best = search(in, options);
+    const instance_timing timing(in);
+    outcome best = search(in, timing, options);
     // The same choices, op by op (solver/dispatch.hpp), where that ends sooner.
-    double dispatched = best.makespan;
-    std::vector<op> ops = dispatch(in, best.order, best.choice, &dispatched);
-    r.ops = !ops.empty() && dispatched < best.makespan * (1 - 1e-12) ? std::move(ops) : ops_of(in, best.order, best.choice);
+    const detail::dispatched d = detail::dispatch_sequence(in, timing, best.order, best.choice, detail::dispatch_looks);
+    r.ops = d.done && !d.sequence.empty() && d.makespan < best.makespan * (1 - 1e-12) ? d.materialize()
+                                                                                   : ops_of(in, best.order, best.choice);
     return r;
   }
 
@@ -4211,7 +4364,9 @@ struct greedy {
     double makespan = 0;
   };
 
-  outcome search(const instance& in, const solver_options& options) const {
+  outcome search(const instance& in, const solver_options& options) const { return search(in, instance_timing(in), options); }
+  /// The same over the instance's timing made beforehand.
+  outcome search(const instance& in, const instance_timing& timing, const solver_options& options) const {
     const auto begin = std::chrono::steady_clock::now();
     // Everything, constructions included, stops at the time limit; the plain list (units in plan
     // order, each with its earliest-finishing sender) is the answer if nothing else fits in it.
@@ -4219,25 +4374,25 @@ struct greedy {
     const double limit = std::min(options.time_limit_s, search_limit_s);
     std::vector<double> weight(in.units.size(), 0.0);
     for (std::size_t u = 0; u < in.units.size(); ++u)
-      for (const option& o : in.units[u].options) {
+      for (std::size_t k = 0; k < in.units[u].options.size(); ++k) {
         double w = 0;
-        for (const op& x : o.ops) w += x.duration;
+        for (const op_timing& x : timing.ops(u, k)) w += x.duration;
         weight[u] = std::max(weight[u], w);
       }
     outcome best;
     best.order.resize(in.units.size());
     std::iota(best.order.begin(), best.order.end(), 0);
-    best.makespan = list_schedule(in, best.order, &best.choice);
+    best.makespan = list_schedule(in, timing, best.order, &best.choice);
     outcome trial;
     auto consider = [&](std::vector<std::size_t> order, std::vector<int> forced) {
       if (order.empty() && !in.units.empty()) return;  // the construction ran out of time
       trial.order = std::move(order);
       trial.forced = std::move(forced);
-      trial.makespan = list_schedule(in, trial.order, &trial.choice, trial.forced.empty() ? nullptr : &trial.forced);
+      trial.makespan = list_schedule(in, timing, trial.order, &trial.choice, trial.forced.empty() ? nullptr : &trial.forced);
       if (trial.makespan < best.makespan) std::swap(best, trial);
     };
-    if (!stop.expired()) consider(round_order(in, weight, stop), {});
-    if (in.units.size() <= earliest_finish_limit && !stop.expired()) consider(earliest_finish_order(in, weight), {});
+    if (!stop.expired()) consider(round_order(in, timing, weight, stop), {});
+    if (in.units.size() <= earliest_finish_limit && !stop.expired()) consider(earliest_finish_order(in, timing, weight), {});
     std::vector<std::size_t> lpt(in.units.size());
     std::iota(lpt.begin(), lpt.end(), 0);
     std::stable_sort(lpt.begin(), lpt.end(), [&](std::size_t a, std::size_t b) { return weight[a] > weight[b]; });
@@ -4255,7 +4410,7 @@ struct greedy {
       for (std::size_t u = 0; u < in.units.size(); ++u)
         if (!in.units[u].has_choice()) forced[u] = -1;
       if (!stop.expired())
-        if (std::vector<std::size_t> rounds = colour_order(in, forced, weight, stop); !rounds.empty())
+        if (std::vector<std::size_t> rounds = colour_order(in, timing, forced, weight, stop); !rounds.empty())
           consider(std::move(rounds), std::move(forced));
     }
     if (best.forced.empty()) best.forced.assign(in.units.size(), -1);
@@ -4268,25 +4423,49 @@ struct greedy {
     std::size_t placed = 1;
     for (std::size_t u = 0; u < in.units.size(); ++u) placed += in.units[u].options[best.choice[u]].ops.size();
     const std::size_t moves = std::clamp<std::size_t>(search_placements / placed, 8, 4096);
+    if (best.order.size() <= 1 || limit <= 0 || search_patience == 0) return best;
+    // A move changes the list from some position on: it starts from the best list's clock stored
+    // at or before that position, and gives up once its makespan passes the best (it only grows).
+    // Both keep every choice and time a move placed from scratch would have.
+    const std::size_t n = in.units.size(), every = std::max<std::size_t>(1, (n + 63) / 64);
+    list_clocks at_best{every, std::vector<resource_clock>(n / every + 1, resource_clock(in.resources.size()))}, at_trial = at_best;
+    {
+      const std::vector<int> chosen(best.choice.begin(), best.choice.end());
+      resource_clock clock(in.resources.size());
+      place_units(in, timing, best.order, 0, clock, nullptr, &chosen, &at_best);
+    }
+    std::vector<std::size_t> where(n);  // position of each unit in best.order
+    for (std::size_t p = 0; p < n; ++p) where[best.order[p]] = p;
     std::size_t stale = 0;
-    for (std::size_t it = 0; it < moves && best.order.size() > 1 && limit > 0 && stale < search_patience; ++it) {
+    for (std::size_t it = 0; it < moves && stale < search_patience; ++it) {
       if (std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() > limit) break;
       trial.order = best.order;
       trial.forced = best.forced;
+      std::size_t from = 0;  // the first position where the move's list may differ from the best
       if (!with_choice.empty() && (it & 1)) {
         std::size_t u = with_choice[rng() % with_choice.size()];
         for (std::size_t v = 0; v < in.units.size(); ++v)
           if (trial.forced[v] < 0) trial.forced[v] = static_cast<int>(best.choice[v]);
         trial.forced[u] = static_cast<int>(rng() % in.units[u].options.size());
+        from = where[u];
       } else {
         std::size_t i = rng() % trial.order.size(), j = rng() % trial.order.size();
         if (i == j) continue;
         if (i > j) std::swap(i, j);
         std::rotate(trial.order.begin() + i, trial.order.begin() + j, trial.order.begin() + j + 1);  // j before i
+        from = i;
       }
-      trial.makespan = list_schedule(in, trial.order, &trial.choice, &trial.forced);
+      const std::size_t k = from / every;
+      resource_clock clock = at_best.clocks[k];
+      trial.choice = best.choice;
+      trial.makespan = place_units(in, timing, trial.order, k * every, clock, &trial.choice, &trial.forced, &at_trial, best.makespan);
       stale = trial.makespan < best.makespan ? 0 : stale + 1;
-      if (trial.makespan <= best.makespan) std::swap(best, trial);
+      if (trial.makespan <= best.makespan) {
+        for (std::size_t c = 0; c < k; ++c) at_trial.clocks[c] = at_best.clocks[c];
+        std::swap(best, trial);
+        std::swap(at_best, at_trial);
+        for (std::size_t p = 0; p < n; ++p) where[best.order[p]] = p;
+      }
     }
     return best;
   }
@@ -4295,17 +4474,14 @@ struct greedy {
   /// makespan and, with `choice`, the option taken by every unit.
   static double list_schedule(const instance& in, const std::vector<std::size_t>& order,
                               std::vector<std::size_t>* choice = nullptr, const std::vector<int>* forced = nullptr) {
+    return list_schedule(in, instance_timing(in), order, choice, forced);
+  }
+  /// The same over the instance's timing made beforehand (a search places its units many times).
+  static double list_schedule(const instance& in, const instance_timing& timing, const std::vector<std::size_t>& order,
+                              std::vector<std::size_t>* choice = nullptr, const std::vector<int>* forced = nullptr) {
     if (choice) choice->assign(in.units.size(), 0);
     resource_clock clock(in.resources.size());
-    trial_clock trial(in.resources.size());
-    for (std::size_t u : order) {
-      const unit& un = in.units[u];
-      std::size_t best = forced && (*forced)[u] >= 0 ? static_cast<std::size_t>((*forced)[u])
-                                                     : best_option(in, un, clock, trial);
-      if (choice) (*choice)[u] = best;
-      clock.place_option(un.options[best].ops);
-    }
-    return clock.makespan();
+    return place_units(in, timing, order, 0, clock, choice, forced);
   }
 
   /// The ops of a list schedule, in issue order.
@@ -4320,18 +4496,44 @@ struct greedy {
   }
 
  private:
+  /// The clock of a list before every `every`-th position (clocks[k]: before position k * every).
+  struct list_clocks {
+    std::size_t every = 1;
+    std::vector<resource_clock> clocks;
+  };
+
+  // Places order[from...] on `clock` (the list's clock before position `from`), each unit with
+  // its forced option or else its earliest-finishing one; with `keep`, stores the clock at the
+  // positions it names. Stops once the makespan passes `give_up_above` and returns it (the list
+  // could only end later). Returns the makespan.
+  static double place_units(const instance& in, const instance_timing& timing, const std::vector<std::size_t>& order,
+                            std::size_t from, resource_clock& clock, std::vector<std::size_t>* choice,
+                            const std::vector<int>* forced, list_clocks* keep = nullptr,
+                            double give_up_above = std::numeric_limits<double>::infinity()) {
+    trial_clock trial(in.resources.size());
+    for (std::size_t p = from; p < order.size(); ++p) {
+      if (keep && p % keep->every == 0) keep->clocks[p / keep->every] = clock;
+      const std::size_t u = order[p];
+      std::size_t best = forced && (*forced)[u] >= 0 ? static_cast<std::size_t>((*forced)[u])
+                                                     : best_option(in.units[u], u, timing, clock, trial);
+      if (choice) (*choice)[u] = best;
+      clock.place_option(timing.ops(u, best));
+      if (clock.makespan() > give_up_above) break;
+    }
+    return clock.makespan();
+  }
+
   // When every unit (with its forced option) crosses exactly one egress and one ingress port, the
   // units are edges of a bipartite multigraph; its Koenig colouring gives rounds with no port
   // twice. Returns the units by round (longest first within one), or nothing if it does not apply.
-  static std::vector<std::size_t> colour_order(const instance& in, const std::vector<int>& forced,
+  static std::vector<std::size_t> colour_order(const instance& in, const instance_timing& timing, const std::vector<int>& forced,
                                                const std::vector<double>& weight, const detail::deadline& stop) {
     const resource_space& rs = in.resources;
     std::vector<std::pair<int, int>> ends;
     std::vector<std::size_t> nic_units, local_units;
     for (std::size_t u = 0; u < in.units.size(); ++u) {
-      const option& o = in.units[u].options[forced[u] >= 0 ? forced[u] : 0];
       int out = -1, into = -1;
-      for (const op& x : o.ops)
+      for (const op_timing& x : timing.ops(u, forced[u] >= 0 ? static_cast<std::size_t>(forced[u]) : 0))
         for (int r : x.resources) {
           if (r < rs.ports) {
             if (out >= 0 && out != r) return {};
@@ -4390,8 +4592,8 @@ struct greedy {
 
   // First-fit rounds: a unit (with the sender whose port is free earliest among the rounds) takes
   // the first round where none of its ports is used; units are then sorted by round, longest first.
-  static std::vector<std::size_t> round_order(const instance& in, const std::vector<double>& weight,
-                                              const detail::deadline& stop) {
+  static std::vector<std::size_t> round_order(const instance& in, const instance_timing& timing,
+                                              const std::vector<double>& weight, const detail::deadline& stop) {
     const resource_space& rs = in.resources;
     std::vector<std::vector<char>> used(static_cast<std::size_t>(2 * rs.ports));
     auto taken = [&](int port, std::size_t r) { return r < used[port].size() && used[port][r]; };
@@ -4409,7 +4611,7 @@ struct greedy {
       std::size_t best_round = std::numeric_limits<std::size_t>::max(), best_k = 0;
       for (std::size_t k = 0; k < in.units[u].options.size(); ++k) {
         ports.clear();
-        for (const op& x : in.units[u].options[k].ops)
+        for (const op_timing& x : timing.ops(u, k))
           for (int r : x.resources)
             if (rs.is_port(r) && std::find(ports.begin(), ports.end(), r) == ports.end()) ports.push_back(r);
         std::size_t r = 0;
@@ -4417,7 +4619,7 @@ struct greedy {
         while (std::any_of(ports.begin(), ports.end(), [&](int p) { return taken(p, r); })) ++r;
         if (r < best_round) best_round = r, best_k = k;
       }
-      for (const op& x : in.units[u].options[best_k].ops)
+      for (const op_timing& x : timing.ops(u, best_k))
         for (int r : x.resources)
           if (rs.is_port(r)) {
             if (used[r].size() <= best_round) used[r].resize(best_round + 1, 0);
@@ -4433,12 +4635,13 @@ struct greedy {
 
   // The order in which units are met when the one that can finish earliest always goes next.
   // Finish times only grow as resources fill up, so a stale heap entry is re-evaluated when popped.
-  static std::vector<std::size_t> earliest_finish_order(const instance& in, const std::vector<double>& weight) {
+  static std::vector<std::size_t> earliest_finish_order(const instance& in, const instance_timing& timing,
+                                                        const std::vector<double>& weight) {
     resource_clock clock(in.resources.size());
     trial_clock trial(in.resources.size());
     auto finish_of = [&](std::size_t u) {
       double best = std::numeric_limits<double>::infinity();
-      for (const option& o : in.units[u].options) best = std::min(best, trial.finish(o.ops, clock));
+      for (std::size_t k = 0; k < in.units[u].options.size(); ++k) best = std::min(best, trial.finish(timing.ops(u, k), clock));
       return best;
     };
     using entry = std::tuple<double, double, std::size_t>;  // finish, -weight, unit
@@ -4455,20 +4658,21 @@ struct greedy {
       }
       order.push_back(u);
       // Place it exactly as list_schedule will.
-      const unit& un = in.units[u];
-      clock.place_option(un.options[best_option(in, un, clock, trial)].ops);
+      clock.place_option(timing.ops(u, best_option(in.units[u], u, timing, clock, trial)));
     }
     return order;
   }
 
   // The option that finishes the unit earliest if placed now; ties go to the sender whose port is
   // free earliest.
-  static std::size_t best_option(const instance& in, const unit& un, const resource_clock& clock, trial_clock& trial) {
+  static std::size_t best_option(const unit& un, std::size_t u, const instance_timing& timing, const resource_clock& clock,
+                                 trial_clock& trial) {
     std::size_t best = 0;
     double best_finish = 0, best_tie = 0;
     for (std::size_t k = 0; k < un.options.size(); ++k) {
-      double finish = trial.finish(un.options[k].ops, clock);
-      double tie = un.options[k].sender >= 0 ? clock.free_at(in.resources.egress(in.net->port_of(un.options[k].sender))) : 0;
+      double finish = trial.finish(timing.ops(u, k), clock);
+      const int port = timing.sender_egress(u, k);
+      double tie = port >= 0 ? clock.free_at(port) : 0;
       if (k == 0 || finish < best_finish - 1e-15 || (finish <= best_finish + 1e-15 && tie < best_tie)) {
         best = k;
         best_finish = finish;

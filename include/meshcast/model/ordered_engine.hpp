@@ -30,8 +30,10 @@ struct connection_use {
 
 /// When a transfer whose resources are free from `t` may start, given the last transfer the
 /// other way on its connection: at `t` if that one has ended; with it, if both go by
-/// rendezvous and it starts no earlier than `t`; else once it has ended.
-inline double connection_start(const transfer_model& o, double t, const connection_use& other) noexcept {
+/// rendezvous and it starts no earlier than `t`; else once it has ended. `Op` is a
+/// transfer_model, or anything that reads like one (schedule/op_timing.hpp).
+template <class Op>
+double connection_start(const Op& o, double t, const connection_use& other) noexcept {
   if (!other.used || t >= other.end) return t;
   if (!o.eager && !other.eager && t <= other.start) return other.start;
   return other.end;
@@ -53,19 +55,21 @@ class resource_clock {
     makespan_ = 0;
   }
   /// When `o` can start if placed next (not before `not_before`).
-  double earliest_start(const transfer_model& o, double not_before = 0) const noexcept {
+  template <class Op>
+  double earliest_start(const Op& o, double not_before = 0) const noexcept {
     double t = not_before;
     for (std::size_t k = 0; k < o.resources.size(); ++k) t = std::max(t, free_[o.resources[k]] - o.held_from(k));
     return o.connection >= 0 ? connection_start(o, t, use(o.connection ^ 1)) : t;
   }
   /// Occupies `o`'s resources from `start`, each for as long as `o` holds it; returns the end.
-  double occupy(const transfer_model& o, double start) {
+  template <class Op>
+  double occupy(const Op& o, double start) {
     return occupy_as(o, start, [](double length) { return length; });
   }
   /// Occupies `o`'s resources from `start`, each until `length(when it stops holding it)` (ilp's
   /// whole slots); returns the end, `start + length(duration)`.
-  template <class Length>
-  double occupy_as(const transfer_model& o, double start, Length&& length) {
+  template <class Op, class Length>
+  double occupy_as(const Op& o, double start, Length&& length) {
     for (std::size_t k = 0; k < o.resources.size(); ++k) free_[o.resources[k]] = start + length(o.held_until(k));
     const double end = start + length(o.duration);
     if (o.connection >= 0) slot(o.connection) = {start, end, o.eager, true};
@@ -80,7 +84,8 @@ class resource_clock {
   }
   /// Places an op (not before `not_before`) without recording its times; returns its end.
   double place(const transfer_model& o) { return occupy(o, earliest_start(o)); }
-  double place_from(const transfer_model& o, double not_before) { return occupy(o, earliest_start(o, not_before)); }
+  template <class Op>
+  double place_from(const Op& o, double not_before) { return occupy(o, earliest_start(o, not_before)); }
 
   /// Places the ops of one option in order, each not before the op it waits for (op::after) has
   /// ended, as the schedule runs them (a forward after the receive it passes on); with `log`,
@@ -104,7 +109,8 @@ class resource_clock {
     log.makespan = makespan_;
   }
   /// Places an op (not before `not_before`), noting in `log` what it overwrites; returns its end.
-  double place(const transfer_model& o, undo_log& log, double not_before = 0) {
+  template <class Op>
+  double place(const Op& o, undo_log& log, double not_before = 0) {
     const double start = earliest_start(o, not_before);
     for (int r : o.resources) log.saved.push_back({r, free_[r]});
     if (o.connection >= 0) log.connections.push_back({o.connection, use(o.connection)});

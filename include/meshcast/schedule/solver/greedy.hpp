@@ -22,6 +22,7 @@
 #include "../../core/detail/edge_colour.hpp"
 #include "../../core/detail/mersenne_twister.hpp"
 #include "../../model/ordered_engine.hpp"
+#include "../op_timing.hpp"
 #include "../senders.hpp"
 #include "dispatch.hpp"
 #include "../solver.hpp"
@@ -47,11 +48,12 @@ struct greedy {
 
   solver_result solve(const instance& in, const solver_options& options) const {
     solver_result r;
-    outcome best = search(in, options);
+    const instance_timing timing(in);
+    outcome best = search(in, timing, options);
     // The same choices, op by op (solver/dispatch.hpp), where that ends sooner.
-    double dispatched = best.makespan;
-    std::vector<op> ops = dispatch(in, best.order, best.choice, &dispatched);
-    r.ops = !ops.empty() && dispatched < best.makespan * (1 - 1e-12) ? std::move(ops) : ops_of(in, best.order, best.choice);
+    const detail::dispatched d = detail::dispatch_sequence(in, timing, best.order, best.choice, detail::dispatch_looks);
+    r.ops = d.done && !d.sequence.empty() && d.makespan < best.makespan * (1 - 1e-12) ? d.materialize()
+                                                                                   : ops_of(in, best.order, best.choice);
     return r;
   }
 
@@ -62,7 +64,9 @@ struct greedy {
     double makespan = 0;
   };
 
-  outcome search(const instance& in, const solver_options& options) const {
+  outcome search(const instance& in, const solver_options& options) const { return search(in, instance_timing(in), options); }
+  /// The same over the instance's timing made beforehand.
+  outcome search(const instance& in, const instance_timing& timing, const solver_options& options) const {
     const auto begin = std::chrono::steady_clock::now();
     // Everything, constructions included, stops at the time limit; the plain list (units in plan
     // order, each with its earliest-finishing sender) is the answer if nothing else fits in it.
@@ -70,25 +74,25 @@ struct greedy {
     const double limit = std::min(options.time_limit_s, search_limit_s);
     std::vector<double> weight(in.units.size(), 0.0);
     for (std::size_t u = 0; u < in.units.size(); ++u)
-      for (const option& o : in.units[u].options) {
+      for (std::size_t k = 0; k < in.units[u].options.size(); ++k) {
         double w = 0;
-        for (const op& x : o.ops) w += x.duration;
+        for (const op_timing& x : timing.ops(u, k)) w += x.duration;
         weight[u] = std::max(weight[u], w);
       }
     outcome best;
     best.order.resize(in.units.size());
     std::iota(best.order.begin(), best.order.end(), 0);
-    best.makespan = list_schedule(in, best.order, &best.choice);
+    best.makespan = list_schedule(in, timing, best.order, &best.choice);
     outcome trial;
     auto consider = [&](std::vector<std::size_t> order, std::vector<int> forced) {
       if (order.empty() && !in.units.empty()) return;  // the construction ran out of time
       trial.order = std::move(order);
       trial.forced = std::move(forced);
-      trial.makespan = list_schedule(in, trial.order, &trial.choice, trial.forced.empty() ? nullptr : &trial.forced);
+      trial.makespan = list_schedule(in, timing, trial.order, &trial.choice, trial.forced.empty() ? nullptr : &trial.forced);
       if (trial.makespan < best.makespan) std::swap(best, trial);
     };
-    if (!stop.expired()) consider(round_order(in, weight, stop), {});
-    if (in.units.size() <= earliest_finish_limit && !stop.expired()) consider(earliest_finish_order(in, weight), {});
+    if (!stop.expired()) consider(round_order(in, timing, weight, stop), {});
+    if (in.units.size() <= earliest_finish_limit && !stop.expired()) consider(earliest_finish_order(in, timing, weight), {});
     std::vector<std::size_t> lpt(in.units.size());
     std::iota(lpt.begin(), lpt.end(), 0);
     std::stable_sort(lpt.begin(), lpt.end(), [&](std::size_t a, std::size_t b) { return weight[a] > weight[b]; });
@@ -106,7 +110,7 @@ struct greedy {
       for (std::size_t u = 0; u < in.units.size(); ++u)
         if (!in.units[u].has_choice()) forced[u] = -1;
       if (!stop.expired())
-        if (std::vector<std::size_t> rounds = colour_order(in, forced, weight, stop); !rounds.empty())
+        if (std::vector<std::size_t> rounds = colour_order(in, timing, forced, weight, stop); !rounds.empty())
           consider(std::move(rounds), std::move(forced));
     }
     if (best.forced.empty()) best.forced.assign(in.units.size(), -1);
@@ -119,25 +123,49 @@ struct greedy {
     std::size_t placed = 1;
     for (std::size_t u = 0; u < in.units.size(); ++u) placed += in.units[u].options[best.choice[u]].ops.size();
     const std::size_t moves = std::clamp<std::size_t>(search_placements / placed, 8, 4096);
+    if (best.order.size() <= 1 || limit <= 0 || search_patience == 0) return best;
+    // A move changes the list from some position on: it starts from the best list's clock stored
+    // at or before that position, and gives up once its makespan passes the best (it only grows).
+    // Both keep every choice and time a move placed from scratch would have.
+    const std::size_t n = in.units.size(), every = std::max<std::size_t>(1, (n + 63) / 64);
+    list_clocks at_best{every, std::vector<resource_clock>(n / every + 1, resource_clock(in.resources.size()))}, at_trial = at_best;
+    {
+      const std::vector<int> chosen(best.choice.begin(), best.choice.end());
+      resource_clock clock(in.resources.size());
+      place_units(in, timing, best.order, 0, clock, nullptr, &chosen, &at_best);
+    }
+    std::vector<std::size_t> where(n);  // position of each unit in best.order
+    for (std::size_t p = 0; p < n; ++p) where[best.order[p]] = p;
     std::size_t stale = 0;
-    for (std::size_t it = 0; it < moves && best.order.size() > 1 && limit > 0 && stale < search_patience; ++it) {
+    for (std::size_t it = 0; it < moves && stale < search_patience; ++it) {
       if (std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() > limit) break;
       trial.order = best.order;
       trial.forced = best.forced;
+      std::size_t from = 0;  // the first position where the move's list may differ from the best
       if (!with_choice.empty() && (it & 1)) {
         std::size_t u = with_choice[rng() % with_choice.size()];
         for (std::size_t v = 0; v < in.units.size(); ++v)
           if (trial.forced[v] < 0) trial.forced[v] = static_cast<int>(best.choice[v]);
         trial.forced[u] = static_cast<int>(rng() % in.units[u].options.size());
+        from = where[u];
       } else {
         std::size_t i = rng() % trial.order.size(), j = rng() % trial.order.size();
         if (i == j) continue;
         if (i > j) std::swap(i, j);
         std::rotate(trial.order.begin() + i, trial.order.begin() + j, trial.order.begin() + j + 1);  // j before i
+        from = i;
       }
-      trial.makespan = list_schedule(in, trial.order, &trial.choice, &trial.forced);
+      const std::size_t k = from / every;
+      resource_clock clock = at_best.clocks[k];
+      trial.choice = best.choice;
+      trial.makespan = place_units(in, timing, trial.order, k * every, clock, &trial.choice, &trial.forced, &at_trial, best.makespan);
       stale = trial.makespan < best.makespan ? 0 : stale + 1;
-      if (trial.makespan <= best.makespan) std::swap(best, trial);
+      if (trial.makespan <= best.makespan) {
+        for (std::size_t c = 0; c < k; ++c) at_trial.clocks[c] = at_best.clocks[c];
+        std::swap(best, trial);
+        std::swap(at_best, at_trial);
+        for (std::size_t p = 0; p < n; ++p) where[best.order[p]] = p;
+      }
     }
     return best;
   }
@@ -146,17 +174,14 @@ struct greedy {
   /// makespan and, with `choice`, the option taken by every unit.
   static double list_schedule(const instance& in, const std::vector<std::size_t>& order,
                               std::vector<std::size_t>* choice = nullptr, const std::vector<int>* forced = nullptr) {
+    return list_schedule(in, instance_timing(in), order, choice, forced);
+  }
+  /// The same over the instance's timing made beforehand (a search places its units many times).
+  static double list_schedule(const instance& in, const instance_timing& timing, const std::vector<std::size_t>& order,
+                              std::vector<std::size_t>* choice = nullptr, const std::vector<int>* forced = nullptr) {
     if (choice) choice->assign(in.units.size(), 0);
     resource_clock clock(in.resources.size());
-    trial_clock trial(in.resources.size());
-    for (std::size_t u : order) {
-      const unit& un = in.units[u];
-      std::size_t best = forced && (*forced)[u] >= 0 ? static_cast<std::size_t>((*forced)[u])
-                                                     : best_option(in, un, clock, trial);
-      if (choice) (*choice)[u] = best;
-      clock.place_option(un.options[best].ops);
-    }
-    return clock.makespan();
+    return place_units(in, timing, order, 0, clock, choice, forced);
   }
 
   /// The ops of a list schedule, in issue order.
@@ -171,18 +196,44 @@ struct greedy {
   }
 
  private:
+  /// The clock of a list before every `every`-th position (clocks[k]: before position k * every).
+  struct list_clocks {
+    std::size_t every = 1;
+    std::vector<resource_clock> clocks;
+  };
+
+  // Places order[from...] on `clock` (the list's clock before position `from`), each unit with
+  // its forced option or else its earliest-finishing one; with `keep`, stores the clock at the
+  // positions it names. Stops once the makespan passes `give_up_above` and returns it (the list
+  // could only end later). Returns the makespan.
+  static double place_units(const instance& in, const instance_timing& timing, const std::vector<std::size_t>& order,
+                            std::size_t from, resource_clock& clock, std::vector<std::size_t>* choice,
+                            const std::vector<int>* forced, list_clocks* keep = nullptr,
+                            double give_up_above = std::numeric_limits<double>::infinity()) {
+    trial_clock trial(in.resources.size());
+    for (std::size_t p = from; p < order.size(); ++p) {
+      if (keep && p % keep->every == 0) keep->clocks[p / keep->every] = clock;
+      const std::size_t u = order[p];
+      std::size_t best = forced && (*forced)[u] >= 0 ? static_cast<std::size_t>((*forced)[u])
+                                                     : best_option(in.units[u], u, timing, clock, trial);
+      if (choice) (*choice)[u] = best;
+      clock.place_option(timing.ops(u, best));
+      if (clock.makespan() > give_up_above) break;
+    }
+    return clock.makespan();
+  }
+
   // When every unit (with its forced option) crosses exactly one egress and one ingress port, the
   // units are edges of a bipartite multigraph; its Koenig colouring gives rounds with no port
   // twice. Returns the units by round (longest first within one), or nothing if it does not apply.
-  static std::vector<std::size_t> colour_order(const instance& in, const std::vector<int>& forced,
+  static std::vector<std::size_t> colour_order(const instance& in, const instance_timing& timing, const std::vector<int>& forced,
                                                const std::vector<double>& weight, const detail::deadline& stop) {
     const resource_space& rs = in.resources;
     std::vector<std::pair<int, int>> ends;
     std::vector<std::size_t> nic_units, local_units;
     for (std::size_t u = 0; u < in.units.size(); ++u) {
-      const option& o = in.units[u].options[forced[u] >= 0 ? forced[u] : 0];
       int out = -1, into = -1;
-      for (const op& x : o.ops)
+      for (const op_timing& x : timing.ops(u, forced[u] >= 0 ? static_cast<std::size_t>(forced[u]) : 0))
         for (int r : x.resources) {
           if (r < rs.ports) {
             if (out >= 0 && out != r) return {};
@@ -241,8 +292,8 @@ struct greedy {
 
   // First-fit rounds: a unit (with the sender whose port is free earliest among the rounds) takes
   // the first round where none of its ports is used; units are then sorted by round, longest first.
-  static std::vector<std::size_t> round_order(const instance& in, const std::vector<double>& weight,
-                                              const detail::deadline& stop) {
+  static std::vector<std::size_t> round_order(const instance& in, const instance_timing& timing,
+                                              const std::vector<double>& weight, const detail::deadline& stop) {
     const resource_space& rs = in.resources;
     std::vector<std::vector<char>> used(static_cast<std::size_t>(2 * rs.ports));
     auto taken = [&](int port, std::size_t r) { return r < used[port].size() && used[port][r]; };
@@ -260,7 +311,7 @@ struct greedy {
       std::size_t best_round = std::numeric_limits<std::size_t>::max(), best_k = 0;
       for (std::size_t k = 0; k < in.units[u].options.size(); ++k) {
         ports.clear();
-        for (const op& x : in.units[u].options[k].ops)
+        for (const op_timing& x : timing.ops(u, k))
           for (int r : x.resources)
             if (rs.is_port(r) && std::find(ports.begin(), ports.end(), r) == ports.end()) ports.push_back(r);
         std::size_t r = 0;
@@ -268,7 +319,7 @@ struct greedy {
         while (std::any_of(ports.begin(), ports.end(), [&](int p) { return taken(p, r); })) ++r;
         if (r < best_round) best_round = r, best_k = k;
       }
-      for (const op& x : in.units[u].options[best_k].ops)
+      for (const op_timing& x : timing.ops(u, best_k))
         for (int r : x.resources)
           if (rs.is_port(r)) {
             if (used[r].size() <= best_round) used[r].resize(best_round + 1, 0);
@@ -284,12 +335,13 @@ struct greedy {
 
   // The order in which units are met when the one that can finish earliest always goes next.
   // Finish times only grow as resources fill up, so a stale heap entry is re-evaluated when popped.
-  static std::vector<std::size_t> earliest_finish_order(const instance& in, const std::vector<double>& weight) {
+  static std::vector<std::size_t> earliest_finish_order(const instance& in, const instance_timing& timing,
+                                                        const std::vector<double>& weight) {
     resource_clock clock(in.resources.size());
     trial_clock trial(in.resources.size());
     auto finish_of = [&](std::size_t u) {
       double best = std::numeric_limits<double>::infinity();
-      for (const option& o : in.units[u].options) best = std::min(best, trial.finish(o.ops, clock));
+      for (std::size_t k = 0; k < in.units[u].options.size(); ++k) best = std::min(best, trial.finish(timing.ops(u, k), clock));
       return best;
     };
     using entry = std::tuple<double, double, std::size_t>;  // finish, -weight, unit
@@ -306,20 +358,21 @@ struct greedy {
       }
       order.push_back(u);
       // Place it exactly as list_schedule will.
-      const unit& un = in.units[u];
-      clock.place_option(un.options[best_option(in, un, clock, trial)].ops);
+      clock.place_option(timing.ops(u, best_option(in.units[u], u, timing, clock, trial)));
     }
     return order;
   }
 
   // The option that finishes the unit earliest if placed now; ties go to the sender whose port is
   // free earliest.
-  static std::size_t best_option(const instance& in, const unit& un, const resource_clock& clock, trial_clock& trial) {
+  static std::size_t best_option(const unit& un, std::size_t u, const instance_timing& timing, const resource_clock& clock,
+                                 trial_clock& trial) {
     std::size_t best = 0;
     double best_finish = 0, best_tie = 0;
     for (std::size_t k = 0; k < un.options.size(); ++k) {
-      double finish = trial.finish(un.options[k].ops, clock);
-      double tie = un.options[k].sender >= 0 ? clock.free_at(in.resources.egress(in.net->port_of(un.options[k].sender))) : 0;
+      double finish = trial.finish(timing.ops(u, k), clock);
+      const int port = timing.sender_egress(u, k);
+      double tie = port >= 0 ? clock.free_at(port) : 0;
       if (k == 0 || finish < best_finish - 1e-15 || (finish <= best_finish + 1e-15 && tie < best_tie)) {
         best = k;
         best_finish = finish;
