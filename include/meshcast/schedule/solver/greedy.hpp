@@ -126,8 +126,15 @@ struct greedy {
     if (best.order.size() <= 1 || limit <= 0 || search_patience == 0) return best;
     // A move changes the list from some position on: it starts from the best list's clock stored
     // at or before that position, and gives up once its makespan passes the best (it only grows).
-    // Both keep every choice and time a move placed from scratch would have.
-    const std::size_t n = in.units.size(), every = std::max<std::size_t>(1, (n + 63) / 64);
+    // Both keep every choice and time a move placed from scratch would have. Up to 64 clocks are
+    // stored, fewer where a clock is large beside the list (connection slots of a 256-device
+    // batch: copying the clocks would cost more than the placements they save); about 64 bytes of
+    // clock per op placed.
+    const std::size_t n = in.units.size();
+    const std::size_t clock_bytes = sizeof(double) * static_cast<std::size_t>(in.resources.size()) +
+                                    sizeof(connection_use) * static_cast<std::size_t>(in.connections.slots()) + 1;
+    const std::size_t stored = std::clamp<std::size_t>(placed * 64 / clock_bytes, 1, 64);
+    const std::size_t every = std::max<std::size_t>(1, (n + stored - 1) / stored);
     list_clocks at_best{every, std::vector<resource_clock>(n / every + 1, resource_clock(in.resources.size()))}, at_trial = at_best;
     {
       const std::vector<int> chosen(best.choice.begin(), best.choice.end());
