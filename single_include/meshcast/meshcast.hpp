@@ -1792,7 +1792,9 @@ inline execution parse_execution(std::string_view name) {
 //
 // resource_clock places ops for good (list schedules, the simulator), or with an undo log (the
 // searches, which take placements back); trial_clock asks what a sequence of ops appended to a
-// clock would finish at, without changing the clock (greedy's choice of a sender).
+// clock would finish at, without changing the clock (greedy's choice of a sender). Both take
+// any op that reads like a transfer_model (resources, held_from/held_until, duration,
+// connection, eager): greedy's packed op_timing (schedule/op_timing.hpp) as well as ops.
 
 #include <algorithm>
 #include <cstdint>
@@ -3959,7 +3961,8 @@ struct alpa_least_loaded {
 //     the Koenig colour classes of the (sender port, receiving port) multigraph.
 // A local search then moves units earlier, or gives one another sender, while that does not
 // lengthen the schedule. Last, the chosen options are dispatched op by op (solver/dispatch.hpp),
-// kept where that ends sooner than the list.
+// kept where that ends sooner than the list. All of it reads the instance's packed timing
+// (schedule/op_timing.hpp), made once per solve: a list places every option of every unit.
 
 #include <algorithm>
 #include <chrono>

@@ -9,7 +9,9 @@
 //
 // resource_clock places ops for good (list schedules, the simulator), or with an undo log (the
 // searches, which take placements back); trial_clock asks what a sequence of ops appended to a
-// clock would finish at, without changing the clock (greedy's choice of a sender).
+// clock would finish at, without changing the clock (greedy's choice of a sender). Both take
+// any op that reads like a transfer_model (resources, held_from/held_until, duration,
+// connection, eager): greedy's packed op_timing (schedule/op_timing.hpp) as well as ops.
 #pragma once
 
 #include <algorithm>

@@ -7,7 +7,8 @@
 //     the Koenig colour classes of the (sender port, receiving port) multigraph.
 // A local search then moves units earlier, or gives one another sender, while that does not
 // lengthen the schedule. Last, the chosen options are dispatched op by op (solver/dispatch.hpp),
-// kept where that ends sooner than the list.
+// kept where that ends sooner than the list. All of it reads the instance's packed timing
+// (schedule/op_timing.hpp), made once per solve: a list places every option of every unit.
 #pragma once
 
 #include <algorithm>
