@@ -2109,6 +2109,13 @@ inline void carry(std::vector<op>& ops, std::size_t first, const payload& what) 
   }
 }
 
+// Room in `ops` for `more` further ops before a strategy appends them: an op is 448 bytes of nine
+// vectors, and growing one option's list op by op moved them several times (a quarter of building
+// a 4096-task instance). Grows at least geometrically, so a caller appending many times stays linear.
+inline void room_for(std::vector<op>& ops, std::size_t more) {
+  if (ops.capacity() - ops.size() < more) ops.reserve(std::max(ops.size() + more, 2 * ops.capacity()));
+}
+
 // The ops of a strategy whose every op moves the region it is given, whole (send_recv, broadcast):
 // made for the lead piece with the payload's bytes, then carrying the rest.
 template <class S>
@@ -2424,6 +2431,7 @@ struct send_recv {
 
   void remote_ops(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,
                   index_t sender, std::span<const index_t> remote, std::vector<op>& out) const {
+    detail::room_for(out, remote.size());
     for (index_t r : remote) out.push_back(make_transfer(net, rs, task, region, bytes, sender, r));
   }
   /// A bundle goes whole to each receiver, as one message.
@@ -2487,6 +2495,7 @@ struct send_recv_allgather {
       }
       return it->second;
     };
+    detail::room_for(out, 2 * remote.size());  // a message and an all-gather step per receiver
     for (const auto& [host, receivers] : by_host) {
       const std::vector<slice>& slices = cut(receivers.size());
       for (std::size_t i = 0; i < slices.size(); ++i) {

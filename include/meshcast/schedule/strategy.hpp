@@ -81,6 +81,13 @@ inline void carry(std::vector<op>& ops, std::size_t first, const payload& what) 
   }
 }
 
+// Room in `ops` for `more` further ops before a strategy appends them: an op is 448 bytes of nine
+// vectors, and growing one option's list op by op moved them several times (a quarter of building
+// a 4096-task instance). Grows at least geometrically, so a caller appending many times stays linear.
+inline void room_for(std::vector<op>& ops, std::size_t more) {
+  if (ops.capacity() - ops.size() < more) ops.reserve(std::max(ops.size() + more, 2 * ops.capacity()));
+}
+
 // The ops of a strategy whose every op moves the region it is given, whole (send_recv, broadcast):
 // made for the lead piece with the payload's bytes, then carrying the rest.
 template <class S>

@@ -11,6 +11,7 @@ struct send_recv {
 
   void remote_ops(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,
                   index_t sender, std::span<const index_t> remote, std::vector<op>& out) const {
+    detail::room_for(out, remote.size());
     for (index_t r : remote) out.push_back(make_transfer(net, rs, task, region, bytes, sender, r));
   }
   /// A bundle goes whole to each receiver, as one message.

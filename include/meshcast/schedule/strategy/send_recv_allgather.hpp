@@ -52,6 +52,7 @@ struct send_recv_allgather {
       }
       return it->second;
     };
+    detail::room_for(out, 2 * remote.size());  // a message and an all-gather step per receiver
     for (const auto& [host, receivers] : by_host) {
       const std::vector<slice>& slices = cut(receivers.size());
       for (std::size_t i = 0; i < slices.size(); ++i) {
