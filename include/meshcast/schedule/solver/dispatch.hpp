@@ -101,12 +101,13 @@ inline dispatched dispatch_sequence(const instance& in, const instance_timing& t
     if (++looks > 2 * max_looks) return r;
     // Starts only grow as resources fill: an entry whose op can no longer start then goes back.
     const op_timing& o = *ops[i];
-    if (clock.earliest_start(o, ready[i]) > start) {
+    const double now = clock.earliest_start(o, ready[i]);
+    if (now > start) {
       push(i);
       continue;
     }
-    r.start[i] = clock.earliest_start(o, ready[i]);
-    r.end[i] = clock.occupy(o, r.start[i]);
+    r.start[i] = now;
+    r.end[i] = clock.occupy(o, now);
     for (std::size_t k = 0; k < o.resources.size(); ++k)
       if (rs.is_port(o.resources[k])) left[static_cast<std::size_t>(o.resources[k])] -= o.held_for(k);
     for (std::size_t d : dependents[i]) ready[d] = std::max(ready[d], r.end[i]), push(d);
