@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Runs README.md's install commands as written (the indented `cmake` lines of its "## Install"
+section) on a fresh build folder, then builds a program against the installed package: the
+header-only target, and the compiled mode where the package has it. package.install installs the
+test build, which has everything built already; this checks the sequence a user types.
+
+Usage: readme_install.py SOURCE_DIR WORK_DIR [CXX]
+README's "build" becomes WORK_DIR/build and its prefix WORK_DIR/prefix; nothing else changes.
+"""
+import os
+import pathlib
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+
+root = pathlib.Path(sys.argv[1]).resolve()
+work = pathlib.Path(sys.argv[2]).resolve()
+cxx = sys.argv[3] if len(sys.argv) > 3 else None
+
+
+def install_commands(readme):
+    """The indented command lines of the Install section, in order."""
+    section = re.search(r"^## Install\n(.*?)^## ", readme, re.S | re.M)
+    if not section:
+        sys.exit("README.md has no '## Install' section")
+    lines = [l.strip() for l in section.group(1).splitlines() if l.startswith("    cmake ")]
+    if not lines:
+        sys.exit("README.md's Install section has no indented cmake command")
+    return lines
+
+
+def rewrite(argv, prefix):
+    """README's paths, moved into the work folder: -S . is the source, build the build folder."""
+    out = []
+    for i, a in enumerate(argv):
+        before = argv[i - 1] if i else ""
+        if before == "-S" and a == ".":
+            a = str(root)
+        elif before in ("-B", "--build", "--install") and a == "build":
+            a = str(work / "build")
+        elif before == "--prefix":
+            a = str(prefix)
+        out.append(a)
+    return out
+
+
+def run(argv, **kw):
+    print("$ " + shlex.join(argv), flush=True)
+    subprocess.run(argv, check=True, **kw)
+
+
+shutil.rmtree(work, ignore_errors=True)
+work.mkdir(parents=True)
+prefix = work / "prefix"
+env = dict(os.environ, **({"CXX": cxx} if cxx else {}))
+commands = install_commands((root / "README.md").read_text())
+for line in commands:
+    run(rewrite(shlex.split(line, comments=True), prefix), cwd=root, env=env)
+if not any("--install" in l for l in commands):
+    sys.exit("README.md's Install section installs nothing (no cmake --install)")
+
+# The package is usable: a consumer that includes the umbrella, and one in compiled mode where
+# the package was built with it (it is whenever MPI was found).
+compiled = list(prefix.glob("lib*/libmeshcast.a"))
+consumer = work / "consumer"
+consumer.mkdir()
+(consumer / "CMakeLists.txt").write_text(
+    "cmake_minimum_required(VERSION 3.21)\nproject(readme_consumer LANGUAGES CXX)\n"
+    "find_package(meshcast 0.1 REQUIRED CONFIG)\n"
+    "add_executable(umbrella umbrella.cpp)\ntarget_link_libraries(umbrella PRIVATE meshcast::meshcast)\n"
+    "if(TARGET meshcast::compiled)\n  add_executable(one_call one_call.cpp)\n"
+    "  target_link_libraries(one_call PRIVATE meshcast::compiled)\nendif()\n")
+(consumer / "umbrella.cpp").write_text((root / "tests/consumer/main.cpp").read_text())
+(consumer / "one_call.cpp").write_text((root / "tests/consumer/reshard_mpi.cpp").read_text())
+run(["cmake", "-S", str(consumer), "-B", str(consumer / "build"), f"-DCMAKE_PREFIX_PATH={prefix}"], env=env)
+run(["cmake", "--build", str(consumer / "build")], env=env)
+run([str(consumer / "build" / "umbrella")])
+has_compiled = (consumer / "build" / "one_call").exists()
+if compiled and not has_compiled:
+    sys.exit("libmeshcast.a is installed but meshcast::compiled is not usable")
+print(f"README's install sequence works; compiled mode {'installed and linked' if has_compiled else 'not built (no MPI)'}")
