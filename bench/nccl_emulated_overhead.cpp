@@ -17,7 +17,7 @@
 
 #include <nccl.h>  // the emulation: this target puts tests/nccl/emulation first on the include path
 
-#include <meshcast/backend/nccl.hpp>
+#include <meshcast/exec/backend/nccl.hpp>
 #include <meshcast/meshcast.hpp>
 
 #include "thread_bootstrap.hpp"

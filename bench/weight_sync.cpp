@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include <meshcast/manifest.hpp>
+#include <meshcast/api/manifest.hpp>
 #include <meshcast/mpi.hpp>
 
 #include "cli/fill.hpp"

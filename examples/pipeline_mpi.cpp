@@ -49,7 +49,7 @@
 #include <thread>
 #include <vector>
 
-#include <meshcast/benchmark_job.hpp>
+#include <meshcast/api/benchmark_job.hpp>
 #include <meshcast/mpi.hpp>
 #include <meshcast/pipeline.hpp>
 

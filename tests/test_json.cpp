@@ -1,7 +1,7 @@
 // The JSON reader: what it accepts, the exact values it gives, and how it refuses bad documents.
 #include <doctest/doctest.h>
 
-#include <meshcast/detail/json.hpp>
+#include <meshcast/core/detail/json.hpp>
 #include <string>
 
 using namespace meshcast;

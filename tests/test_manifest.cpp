@@ -1,8 +1,8 @@
-// The model manifest (meshcast/manifest.hpp): the contract's example, every bad field named, plans
+// The model manifest (meshcast/api/manifest.hpp): the contract's example, every bad field named, plans
 // over listed source devices, and the busiest-NIC bound worked by hand.
 #include <doctest/doctest.h>
 
-#include <meshcast/manifest.hpp>
+#include <meshcast/api/manifest.hpp>
 #include <meshcast/meshcast.hpp>
 
 #include <string>

@@ -1,5 +1,5 @@
 // `meshcast-plan --manifest FILE`: a whole model's weights planned, solved as one schedule and
-// predicted, with no ranks (the manifest format: include/meshcast/manifest.hpp).
+// predicted, with no ranks (the manifest format: include/meshcast/api/manifest.hpp).
 //
 //   meshcast-plan --manifest llama70b.json --nic-gbps 400 --json
 //
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include <meshcast/manifest.hpp>
+#include <meshcast/api/manifest.hpp>
 
 #include "json_writer.hpp"
 #include "plan_options.hpp"

@@ -1,6 +1,6 @@
 // `meshcast-reshard --manifest FILE`: every weight of a model resharded on MPI ranks as one
 // schedule, every element checked (rank d is device d; the manifest format:
-// include/meshcast/manifest.hpp).
+// include/meshcast/api/manifest.hpp).
 //
 //   mpiexec -n 16 meshcast-reshard --manifest llama8b.json --json
 //

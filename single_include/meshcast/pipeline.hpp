@@ -2049,7 +2049,7 @@ inline double reshard_time_s(std::span<const tensor_edge> ts, const network_mode
 // (`reshard_time_s`, edge_time.hpp) divided by "time_unit_s", backward the reshard back (unless
 // "backward_time" is given). "network": "nic_gbps" (default 10), "intra_gbps" (800), "latency_us"
 // (10), "nics_per_host" (1), "devices_per_host" (default: the source mesh's last axis),
-// "strategy" ("send_recv", "send_recv_allgather" or "broadcast"; default "send_recv"),
+// "strategy" ("send_recv", "send_recv_allgather", "broadcast" or "auto"; default "send_recv"),
 // "split_replicas" (false), "nic_efficiency" (the payload fraction of the line rate, (0, 1],
 // default 1), "mode" ("ordered" or "concurrent": the execution mode whose model predicts, default
 // "ordered"). Members not named here are ignored. Every error is a `meshcast::error` naming the

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string>
 
-#include <meshcast/detail/json.hpp>
+#include <meshcast/core/detail/json.hpp>
 #include <meshcast/meshcast.hpp>
 
 #include "cli/plan_options.hpp"

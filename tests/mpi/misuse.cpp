@@ -7,7 +7,7 @@
 
 #include <meshcast/meshcast.hpp>
 #include <meshcast/mpi.hpp>
-#include <meshcast/backend/mpi.hpp>
+#include <meshcast/exec/backend/mpi.hpp>
 
 using namespace meshcast;
 

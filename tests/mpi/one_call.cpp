@@ -9,7 +9,7 @@
 #include <vector>
 
 #include <meshcast/mpi.hpp>
-#include <meshcast/backend/mpi_bounded.hpp>
+#include <meshcast/exec/backend/mpi_bounded.hpp>
 
 #include "cli/fill.hpp"
 

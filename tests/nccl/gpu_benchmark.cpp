@@ -1,13 +1,13 @@
 // GPU test (label gpu): <meshcast/benchmark.hpp>'s session timing NCCL reshards with CUDA events
-// (<meshcast/benchmark_nccl.hpp>), one MPI rank per GPU, real NCCL. Prints rank 0's Google
+// (<meshcast/api/benchmark_nccl.hpp>), one MPI rank per GPU, real NCCL. Prints rank 0's Google
 // Benchmark report; exits non-zero when an element is wrong, 77 (skipped) without enough GPUs.
 #include <mpi.h>
 
 #include <cstdio>
 
-#include <meshcast/backend/nccl_mpi_bootstrap.hpp>
+#include <meshcast/exec/backend/nccl_mpi_bootstrap.hpp>
 #include <meshcast/benchmark.hpp>
-#include <meshcast/benchmark_nccl.hpp>
+#include <meshcast/api/benchmark_nccl.hpp>
 
 int main(int argc, char** argv) {
   meshcast::benchmark_session session(argc, argv);

@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include <meshcast/backend/nccl_mpi_bootstrap.hpp>
+#include <meshcast/exec/backend/nccl_mpi_bootstrap.hpp>
 #include <meshcast/mpi.hpp>
 #include <meshcast/nccl.hpp>
 

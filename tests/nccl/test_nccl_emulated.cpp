@@ -10,9 +10,9 @@
 #include <random>
 #include <thread>
 
-#include <meshcast/backend/nccl.hpp>
-#include <meshcast/benchmark_nccl.hpp>
-#include <meshcast/manifest.hpp>
+#include <meshcast/exec/backend/nccl.hpp>
+#include <meshcast/api/benchmark_nccl.hpp>
+#include <meshcast/api/manifest.hpp>
 #include <meshcast/meshcast.hpp>
 #include <meshcast/nccl.hpp>
 

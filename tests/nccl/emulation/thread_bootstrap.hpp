@@ -11,7 +11,7 @@
 
 #include <nccl.h>
 
-#include <meshcast/backend/nccl.hpp>
+#include <meshcast/exec/backend/nccl.hpp>
 
 namespace meshcast {
 
