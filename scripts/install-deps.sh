@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs, with apt-get, whatever of meshcast's build and test dependencies a Debian 12 machine lacks.
 set -euo pipefail
-packages=(g++ cmake ninja-build python3 doctest-dev libbenchmark-dev meson pkg-config
+packages=(g++ cmake make ninja-build python3 doctest-dev libbenchmark-dev meson pkg-config
           libmpich-dev mpich coinor-libcbc-dev libopenblas-dev valgrind clang libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do

@@ -4,8 +4,10 @@ section) on a fresh build folder, then builds a program against the installed pa
 header-only target, and the compiled mode where the package has it. package.install installs the
 test build, which has everything built already; this checks the sequence a user types.
 
-Usage: readme_install.py SOURCE_DIR WORK_DIR [CXX]
+Usage: readme_install.py SOURCE_DIR WORK_DIR CXX EXPECT_COMPILED
 README's "build" becomes WORK_DIR/build and its prefix WORK_DIR/prefix; nothing else changes.
+EXPECT_COMPILED (1 or 0): whether the build that registered this test has meshcast::compiled
+(MPI found); with 1 the installed package must have it too.
 """
 import os
 import pathlib
@@ -17,7 +19,8 @@ import sys
 
 root = pathlib.Path(sys.argv[1]).resolve()
 work = pathlib.Path(sys.argv[2]).resolve()
-cxx = sys.argv[3] if len(sys.argv) > 3 else None
+cxx = sys.argv[3]
+expect_compiled = sys.argv[4] == "1"
 
 
 def install_commands(readme):
@@ -42,6 +45,10 @@ def rewrite(argv, prefix):
             a = str(work / "build")
         elif before == "--prefix":
             a = str(prefix)
+        elif (before in ("-S", "-B", "--build", "--install") or a.startswith(("--prefix=", "-DCMAKE_INSTALL_PREFIX"))
+              or (a[:2] in ("-S", "-B") and len(a) > 2)):
+            # A form this rewrite does not know would build or install outside the work folder.
+            sys.exit(f"README.md's install command has an argument this check cannot redirect: {a}")
         out.append(a)
     return out
 
@@ -54,7 +61,7 @@ def run(argv, **kw):
 shutil.rmtree(work, ignore_errors=True)
 work.mkdir(parents=True)
 prefix = work / "prefix"
-env = dict(os.environ, **({"CXX": cxx} if cxx else {}))
+env = dict(os.environ, CXX=cxx)
 commands = install_commands((root / "README.md").read_text())
 for line in commands:
     run(rewrite(shlex.split(line, comments=True), prefix), cwd=root, env=env)
@@ -63,7 +70,12 @@ if not any("--install" in l for l in commands):
 
 # The package is usable: a consumer that includes the umbrella, and one in compiled mode where
 # the package was built with it (it is whenever MPI was found).
+config = prefix / "share/cmake/meshcast"
+if not (config / "meshcastConfig.cmake").is_file():
+    sys.exit(f"README's install put no meshcastConfig.cmake into {config}")
 compiled = list(prefix.glob("lib*/libmeshcast.a"))
+if expect_compiled and not compiled:
+    sys.exit("README's install sequence installed no libmeshcast.a (the compiled mode), though MPI is found")
 consumer = work / "consumer"
 consumer.mkdir()
 (consumer / "CMakeLists.txt").write_text(
@@ -74,7 +86,7 @@ consumer.mkdir()
     "  target_link_libraries(one_call PRIVATE meshcast::compiled)\nendif()\n")
 (consumer / "umbrella.cpp").write_text((root / "tests/consumer/main.cpp").read_text())
 (consumer / "one_call.cpp").write_text((root / "tests/consumer/reshard_mpi.cpp").read_text())
-run(["cmake", "-S", str(consumer), "-B", str(consumer / "build"), f"-DCMAKE_PREFIX_PATH={prefix}"], env=env)
+run(["cmake", "-S", str(consumer), "-B", str(consumer / "build"), f"-Dmeshcast_DIR={config}"], env=env)
 run(["cmake", "--build", str(consumer / "build")], env=env)
 run([str(consumer / "build" / "umbrella")])
 has_compiled = (consumer / "build" / "one_call").exists()

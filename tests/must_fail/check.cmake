@@ -2,8 +2,9 @@
 # passes) only if compilation failed with the sentence given by the file's "// expect: " line, and
 # the same file compiles without MESHCAST_MISUSE (so the failure is the misuse, not a typo).
 #
-# Each file includes only the header it tests (issue 22). single_include/ has no layered headers:
-# there the file is compiled with that include turned into the umbrella's, which it amalgamates.
+# Each file includes only the header it tests (issue 22). single_include/ has only the layered
+# paths of the headers that have a single file of their own: where the tested header is not
+# there, the file is compiled with that include turned into the umbrella's, which amalgamates it.
 get_filename_component(source_dir ${SOURCE} DIRECTORY)  # its helpers (quiet_backend.hpp), wherever it is compiled from
 file(STRINGS ${SOURCE} expect_line REGEX "^// expect: ")
 file(STRINGS ${SOURCE} include_lines REGEX "^#include <meshcast/")
