@@ -233,10 +233,17 @@ int main(int argc, char** argv) {
                   std::to_string(max_mesh_axes));
     for (double g : per_axis("--axis-gbps", gbps, m.rank())) {
       checked_real(g, 0, true, "--axis-gbps");
+      // The range meshcast's network model takes (it costs the reshards), named by this flag.
+      const double lo = meshcast::network::min_bandwidth_bps * 8 / 1e9, hi = meshcast::network::max_bandwidth_bps * 8 / 1e9;
+      if (!(g >= lo && g <= hi))
+        throw error("--axis-gbps " + meshcast::detail::number(g) + " is outside [" + meshcast::detail::number(lo) + ", " +
+                    meshcast::detail::number(hi) + "] Gbit/s");
       m.bandwidth.push_back(g * 1e9 / 8);
     }
     for (double l : per_axis("--axis-latency-us", latency_us, m.rank())) {
       checked_real(l, 0, false, "--axis-latency-us");
+      if (const double hi = meshcast::network::max_latency_s * 1e6; !(l <= hi))
+        throw error("--axis-latency-us " + meshcast::detail::number(l) + " is outside [0, " + meshcast::detail::number(hi) + "]");
       m.latency.push_back(l * 1e-6);
     }
     checked_real(tflops, 0, true, "--device-tflops");

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <cmath>
 #include <functional>
 #include <random>
 #include <string>
@@ -222,6 +223,39 @@ TEST_CASE("(e) the ILP and the DP equal brute force over all assignments on smal
   CHECK(compared >= 40);
   CHECK(trees >= 10);
 }
+
+#if MESHCAST_HAS_CBC
+TEST_CASE("the ILP equals brute force when costs are huge (a slow device, slow axes)") {
+  // Scaled to microseconds these objectives passed 1e25: CBC aborted on an assertion, or claimed
+  // infeasible well before that.
+  std::mt19937_64 rng(20261127);
+  int compared = 0;
+  for (int trial = 0; trial < 24; ++trial) {
+    graph g = random_graph(rng, 3, 8);
+    mesh_model m;
+    m.sizes = {2, 2};
+    m.bandwidth = {1.0 + trial % 3, 2.0};        // bytes per second: the slowest the network takes
+    m.latency = {0.5, 1.0};
+    m.device_flops = std::pow(10.0, -12.0 - 30.0 * (trial % 9));  // 1e-12 .. 1e-252 flop/s
+    std::size_t valid = 0;
+    const double best = brute_force(g, m, &valid);
+    if (valid == 0 || !std::isfinite(best)) continue;
+    CAPTURE(trial);
+    CAPTURE(best);
+    ++compared;
+    sharding_plan p = run<ilp>(g, m);
+    CHECK(p.report.objective_s == doctest::Approx(best).epsilon(1e-9));
+  }
+  CHECK(compared >= 10);
+}
+
+TEST_CASE("the CBC wrapper refuses an objective coefficient it would abort on, naming it") {
+  meshcast::detail::mip program;
+  program.add_column(0, 1, 1e26);
+  program.add_row({{0, 1.0}}, 1, 1);
+  CHECK_THROWS_WITH_AS(program.solve({.seconds = 1}), doctest::Contains("objective coefficient is 1e+26"), meshcast::error);
+}
+#endif
 
 TEST_CASE("dp refuses graphs with cycles, unless the cycle passes through a fixed tensor") {
   t::transformer_dims d{.batch = 2, .seq = 16, .model = 64, .heads = 4, .ffn = 128};

@@ -115,6 +115,15 @@ TEST_CASE("pipeline: descriptions are validated, naming the bad input") {
   CHECK(with([](description& x) { x.microbatches = 0; }).find("microbatches is 0, outside [1, 100000]") == 0);
   CHECK(with([](description& x) { x.microbatches = 100001; }).find("microbatches is 100001") == 0);
   CHECK(with([](description& x) { x.stages.resize(5000); }).find("stages lists 5000 stages") == 0);
+  // Times each finite that add up past a double (list_scheduling read out of bounds on them).
+  CHECK(with([](description& x) { x.stages[0].forward = x.stages[1].forward = 1e308; })
+            .find("the stages' and edges' times add up to inf over " + std::to_string(d.microbatches) + " microbatches") == 0);
+  CHECK(with([](description& x) { x.edges[0].time = 1e308; x.microbatches = 2; }).find("the stages' and edges' times") == 0);
+  CHECK_NOTHROW(validate([&] {
+    description x = d;
+    x.stages[0].forward = 1e300;
+    return x;
+  }()));
   // The instruction cap: 4096 stages, a dense DAG and many microbatches overflow it, checked.
   CHECK(with([](description& x) {
           x.stages.resize(200);

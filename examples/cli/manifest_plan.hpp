@@ -19,6 +19,7 @@
 #include "json_writer.hpp"
 #include "plan_options.hpp"
 #include "schedule_options.hpp"
+#include "schedule_report.hpp"
 
 namespace meshcast::cli {
 
@@ -69,7 +70,7 @@ int plan_manifest_main(int argc, char** argv) {
       if (i + 1 >= argc) throw error("flag " + detail::printable(arg) + " needs a value");
       return argv[++i];
     };
-    if (arg == "--manifest") path = next();
+    if (arg == "--manifest") path = parse_name(arg, next());
     else if (arg == "--devices-per-host") devices_per_host = parse_count(arg, next(), 1, max_devices);
     else if (arg == "--json") json = true;
     else if (arg == "--help" || arg == "-h") help = true;
@@ -87,8 +88,11 @@ int plan_manifest_main(int argc, char** argv) {
   std::optional<schedule> s;
   if (!m.plans.empty()) s = schedule_batch_from_flags<Solvers, Strategies>(sched, m.plans, net);
   const double solve_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!sched.trace.empty())  // an empty model gives a trace with the hosts and no transfer
+    write_trace(sched.trace, s ? *s : schedule{}, net, resource_space{net.port_count(), net.device_count()});
   const double bound = busiest_nic_bound_s(m.plans, net);
   const std::string strategy = s ? s->strategy : (sched.strategy.empty() ? "auto" : sched.strategy);
+  const std::string solver = s ? s->solver : (sched.solver.empty() ? "greedy" : sched.solver);
   const auto counts = s ? tasks_by_strategy(*s, m.plans) : std::map<std::string, index_t>{};
   if (json) {
     json_writer j;
@@ -100,7 +104,7 @@ int plan_manifest_main(int argc, char** argv) {
     j.key("devices_per_host").value(static_cast<long long>(m.devices_per_host));
     j.key("hosts").value(static_cast<long long>(net.host_count()));
     j.key("strategy").value(strategy);
-    j.key("solver").value(s ? s->solver : std::string(sched.solver.empty() ? "greedy" : sched.solver));
+    j.key("solver").value(solver);
     j.key("mode").value(std::string(to_string(sched.mode)));
     j.key("predicted_seconds").precise(s ? s->makespan_s : 0.0);
     j.key("physical_bound_seconds").precise(bound);
@@ -120,7 +124,7 @@ int plan_manifest_main(int argc, char** argv) {
                 static_cast<long long>(m.m.device_count), static_cast<long long>(net.host_count()),
                 static_cast<long long>(m.devices_per_host));
     std::printf("strategy %s (tasks: %s), solver %s, %s mode: predicted %.6f s, busiest NIC bound %.6f s (x%.3f)\n",
-                strategy.c_str(), by.empty() ? "none" : by.c_str(), s ? s->solver.c_str() : "-",
+                strategy.c_str(), by.empty() ? "none" : by.c_str(), solver.c_str(),
                 std::string(to_string(sched.mode)).c_str(), s ? s->makespan_s : 0.0, bound,
                 bound > 0 && s ? s->makespan_s / bound : 1.0);
     std::printf("planned in %.3f s, solved in %.3f s\n", m.plan_s, solve_s);

@@ -92,12 +92,12 @@ int reshard_manifest_main(int argc, char** argv) {
         if (i + 1 >= argc) throw error("flag " + detail::printable(arg) + " needs a value");
         return argv[++i];
       };
-      if (arg == "--manifest") path = next();
+      if (arg == "--manifest") path = parse_name(arg, next());
       else if (arg == "--devices-per-host") devices_per_host = parse_count(arg, next(), 1, max_devices);
       else if (arg == "--json") json = true;
       else if (arg == "--help" || arg == "-h") help = true;
-      else if (arg == "--dump") dump = next();
-      else if (arg == "--exec-trace") exec_trace = next();
+      else if (arg == "--dump") dump = parse_name(arg, next());
+      else if (arg == "--exec-trace") exec_trace = parse_name(arg, next());
       else if (arg == "--timeout-s") timeout_s = parse_real(arg, next(), 0.001, max_time_limit_s);
       else if (arg == "--repeat") repeat = static_cast<int>(parse_count(arg, next(), 1, max_repeat));
       else if (!parse_schedule_flag(sched, arg, next))
@@ -127,14 +127,39 @@ int reshard_manifest_main(int argc, char** argv) {
   }
   const std::vector<plan>& plans = m->plans;
   if (plans.empty()) {  // an empty model: nothing moves; the runtime's own memory is still reported
-    if (rank == 0 && json)
-      write_stdout("{\"seconds\":0,\"predicted_seconds\":0,\"physical_bound_seconds\":0,\"bytes_delivered\":0,"
-                   "\"wrong_elements\":0,\"max_staging_bytes\":" + std::to_string(sched.max_staging_bytes) +
-                   ",\"peak_staging_bytes\":0,\"peak_rss_bytes\":" +
-                   std::to_string(bounded_allreduce(MPI_COMM_WORLD, peak_rss_bytes(), MPI_MAX, timeout_s, "summing up")) +
-                   ",\"shard_bytes\":0,\"tensors\":0,\"tasks_by_strategy\":{}}\n");
-    else
-      bounded_allreduce(MPI_COMM_WORLD, peak_rss_bytes(), MPI_MAX, timeout_s, "summing up");
+    const std::uint64_t rss = bounded_allreduce(MPI_COMM_WORLD, peak_rss_bytes(), MPI_MAX, timeout_s, "summing up");
+    const std::string strategy = sched.strategy.empty() ? "auto" : sched.strategy;
+    const std::string solver = sched.solver.empty() ? "greedy" : sched.solver;
+    if (rank == 0 && json) {  // the fields of a model that moves something, each at its empty value
+      json_writer j;
+      j.begin_object();
+      for (const char* zero : {"seconds", "predicted_seconds", "physical_bound_seconds", "lower_bound_seconds"})
+        j.key(zero).value(0.0);
+      for (const char* zero : {"bytes_delivered", "bytes", "wrong_elements"}) j.key(zero).value(0LL);
+      j.key("max_staging_bytes").value(static_cast<long long>(sched.max_staging_bytes));
+      j.key("peak_staging_bytes").value(0LL);
+      j.key("peak_rss_bytes").value(static_cast<long long>(rss));
+      j.key("shard_bytes").value(0LL);
+      write_tasks_by_strategy(j, {});
+      j.key("strategy").value(strategy).key("solver").value(solver).key("mode").value(std::string(to_string(sched.mode)));
+      for (const char* zero : {"tensors", "tasks", "transfers"}) j.key(zero).value(0LL);
+      j.key("ranks").value(static_cast<long long>(size)).key("repeat").value(static_cast<long long>(repeat));
+      j.key("nic_efficiency").value(sched.nic_efficiency);
+      j.end_object();
+      write_stdout(j.str() + "\n");
+    } else if (rank == 0) {
+      write_stdout("meshcast-reshard: " + std::to_string(size) + " ranks, 0 tensors, strategy " + strategy +
+                   ": nothing to move; 0 wrong elements\n");
+    }
+    if (rank == 0 && !sched.trace.empty()) {  // the hosts and no transfer
+      try {
+        const network net = network_from_flags(sched, m->hosts);
+        write_trace(sched.trace, schedule{}, net, resource_space{net.port_count(), net.device_count()});
+      } catch (const std::exception& e) {
+        report(describe(e, true));
+        return finish(2);
+      }
+    }
     return finish(0);
   }
 
@@ -144,6 +169,8 @@ int reshard_manifest_main(int argc, char** argv) {
   try {
     net = network_from_flags(sched, m->hosts);
     if (rank == 0) s = schedule_batch_from_flags<Solvers, Strategies>(sched, plans, net);
+    if (rank == 0 && !sched.trace.empty())  // the model's schedule (--exec-trace: what ran)
+      write_trace(sched.trace, s, net, resource_space{net.port_count(), net.device_count()});
   } catch (const std::exception& e) {
     failed = describe(e, false);
   }

@@ -46,7 +46,7 @@ int plan_main(int argc, char** argv) {
       return 0;
     }
     plan p = cli::plan_from_flags(flags);
-    if (sched.max_staging_given) cut_for_staging(p, sched.max_staging_bytes);  // what meshcast-reshard runs
+    cut_for_staging(p, sched.max_staging_bytes);  // what meshcast-reshard runs: the same default cap
     auto hosts = default_hosts(p.device_count, static_cast<index_t>(p.src_devices.size()), flags.devices_per_host);
     std::optional<schedule> s;
     std::optional<network> net;

@@ -34,6 +34,13 @@ inline index_t parse_count(const std::string& flag, const std::string& text, ind
   return v;
 }
 
+/// A flag's value that names something (a file, a solver, a strategy): an empty one is an error,
+/// not "not given".
+inline std::string parse_name(const std::string& flag, std::string text) {
+  if (text.empty()) throw error(flag + " '' names nothing: give a value or leave the flag out");
+  return text;
+}
+
 inline std::vector<index_t> parse_id_list(const std::string& flag, const std::string& text) {
   std::vector<index_t> ids;
   std::size_t pos = 0;

@@ -85,9 +85,14 @@ inline void print_summary(std::FILE* out, const plan& p, const std::vector<index
                static_cast<long long>(p.element_bytes),
                human_bytes(static_cast<double>(p.src.whole().volume() * p.element_bytes)).c_str());
   auto side = [&](const char* name, const layout_value& l, const std::vector<index_t>& ids) {
-    index_t lo = *std::min_element(ids.begin(), ids.end()), hi = *std::max_element(ids.begin(), ids.end());
-    std::fprintf(out, "  %-11s mesh %-7s spec %-8s devices %lld..%lld\n", name, l.mesh.to_string().c_str(),
-                 l.spec.to_string().c_str(), static_cast<long long>(lo), static_cast<long long>(hi));
+    // A run of consecutive ids reads "4..7"; any other list is written out (the first 16 of it).
+    bool run = true;
+    for (std::size_t i = 1; i < ids.size(); ++i) run &= ids[i] == ids[0] + static_cast<index_t>(i);
+    std::string shown = run ? std::to_string(ids.front()) + ".." + std::to_string(ids.back()) : "";
+    for (std::size_t i = 0; !run && i < ids.size() && i < 16; ++i) shown += (i ? "," : "") + std::to_string(ids[i]);
+    if (!run && ids.size() > 16) shown += ",... (" + std::to_string(ids.size()) + " devices)";
+    std::fprintf(out, "  %-11s mesh %-7s spec %-8s devices %s\n", name, l.mesh.to_string().c_str(),
+                 l.spec.to_string().c_str(), shown.c_str());
   };
   side("source", p.src, p.src_devices);
   side("destination", p.dst, p.dst_devices);

@@ -38,6 +38,7 @@
 #include "plan_options.hpp"
 #include "plan_report.hpp"
 #include "schedule_options.hpp"
+#include "schedule_report.hpp"
 
 namespace meshcast::cli::reshard_detail {
 struct reshard_flags {
@@ -296,8 +297,8 @@ int reshard_main(int argc, char** argv) {
       };
       if (cli::parse_plan_flag(flags, arg, next) || cli::parse_schedule_flag(sched, arg, next)) continue;
       // --json is a plan flag: here it asks for the result as one JSON object.
-      if (arg == "--dump") extra.dump = next();
-      else if (arg == "--exec-trace") extra.exec_trace = next();
+      if (arg == "--dump") extra.dump = cli::parse_name(arg, next());
+      else if (arg == "--exec-trace") extra.exec_trace = cli::parse_name(arg, next());
       else if (arg == "--timeout-s") extra.timeout_s = cli::parse_real(arg, next(), 0.001, max_time_limit_s);
       else if (arg == "--repeat") {
         extra.repeat = static_cast<int>(cli::parse_count(arg, next(), 1, max_repeat));
@@ -348,6 +349,8 @@ int reshard_main(int argc, char** argv) {
   try {
     net = cli::network_from_flags(sched, host_of);
     if (rank == 0) s = cli::schedule_from_flags<Solvers, Strategies>(sched, p, net);
+    if (rank == 0 && !sched.trace.empty())  // the model's schedule (--exec-trace: what ran)
+      cli::write_trace(sched.trace, s, net, resource_space{net.port_count(), net.device_count()});
   } catch (const std::exception& e) {
     failed = describe(e, false);
   }

@@ -84,8 +84,8 @@ inline std::uint64_t parse_u64(const std::string& flag, const std::string& text)
 
 template <class Next>
 bool parse_schedule_flag(schedule_flags& f, const std::string& arg, Next&& next) {
-  if (arg == "--solver") f.solver = next();
-  else if (arg == "--strategy") f.strategy = next();
+  if (arg == "--solver") f.solver = parse_name(arg, next());
+  else if (arg == "--strategy") f.strategy = parse_name(arg, next());
   else if (arg == "--split-replicas") f.split_replicas = true;
   // Bandwidths as the network accepts them (1 byte/s .. 1e15 bytes/s), latency up to an hour,
   // time limits up to meshcast::max_time_limit_s.
@@ -98,7 +98,7 @@ bool parse_schedule_flag(schedule_flags& f, const std::string& arg, Next&& next)
   else if (arg == "--nics-per-host") f.nics_per_host = static_cast<int>(parse_count(arg, next(), 1, max_nics_per_host));
   else if (arg == "--time-limit-ms") f.time_limit_ms = parse_real(arg, next(), 0, max_time_limit_s * 1000);
   else if (arg == "--seed") f.seed = parse_u64(arg, next());
-  else if (arg == "--trace") f.trace = next();
+  else if (arg == "--trace") f.trace = parse_name(arg, next());
   else if (arg == "--mode") f.mode = parse_execution(next()), f.mode_given = true;
   else if (arg == "--max-staging-bytes")
     f.max_staging_bytes = static_cast<std::size_t>(parse_count(arg, next(), 0, std::int64_t{1} << 50)), f.max_staging_given = true;

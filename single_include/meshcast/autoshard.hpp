@@ -867,7 +867,8 @@ inline std::vector<spec_value> tensor_specs(const std::vector<index_t>& shape, c
 //   - the last mesh axis lies inside a host: devices_per_host = its size, and the intra-host link
 //     has that axis's bandwidth;
 //   - every other axis crosses hosts: each device has its own NIC (rail style), whose bandwidth
-//     each way is the smallest bandwidth of those axes;
+//     each way is the smallest bandwidth of those axes (a host has at most max_nics_per_host
+//     NICs: beyond that, devices share them);
 //   - one per-message latency: the largest latency of any axis.
 //   A 1-D mesh is one host.
 // The schedule: plan with device_map::same() (resharding in place), strategy send_recv with
@@ -876,6 +877,7 @@ inline std::vector<spec_value> tensor_specs(const std::vector<index_t>& shape, c
 // them on these small plans).
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 
@@ -890,13 +892,49 @@ inline network mesh_network(const mesh_model& m) {
   for (double l : m.latency) latency = std::max(latency, l);
   std::vector<index_t> host_of(static_cast<std::size_t>(n));
   for (index_t d = 0; d < n; ++d) host_of[d] = d / per_host;
-  return network::uniform(std::move(host_of), nic, m.bandwidth.back(), latency, static_cast<int>(per_host));
+  const int nics = static_cast<int>(std::min<index_t>(per_host, max_nics_per_host));
+  return network::uniform(std::move(host_of), nic, m.bandwidth.back(), latency, nics);
+}
+
+/// Most (task, sender, receiver) triples automatic sharding lets one costed reshard have: its plan,
+/// instance (replicas split) and schedule take 0.7-2.4 KB a triple (1.6 GB for 32x32 S0,R -> R,S1,
+/// 2.4 GB for 32x32 S01,R -> R,S10, both 2^20), and a 64x64 mesh could ask for 2^24 of them,
+/// more memory than most machines have.
+inline constexpr double max_costed_pairs = 1 << 20;
+
+/// An upper bound on the (task, sender, receiver) triples of a reshard between `from` and `to` of
+/// a tensor of `shape` on mesh `m`: along each dim, the source's and the destination's chunk
+/// boundaries cut it into at most (source chunks + destination chunks - 1) pieces, a task is one
+/// piece per dim, and its senders and receivers are the replicas of its source and destination
+/// chunks (the devices along the mesh axes the spec leaves out).
+inline double pair_bound(const mesh_model& m, const std::vector<index_t>& shape, const spec_value& from,
+                         const spec_value& to) {
+  auto split = [&](const spec_value& s, std::size_t d) {
+    double k = 1;
+    for (int a = 0; a < s.dims[d].axis_count; ++a) k *= static_cast<double>(m.sizes[s.dims[d].axes[a]]);
+    return k;
+  };
+  double bound = static_cast<double>(m.devices()) * static_cast<double>(m.devices());  // replicas of both sides
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    const double f = split(from, d), t = split(to, d), n = static_cast<double>(shape[d]);
+    bound = bound / f / t * std::max(0.0, std::min(f, n) + std::min(t, n) - 1);
+  }
+  return bound;
 }
 
 /// Seconds meshcast's plan and model predict for resharding a tensor of `shape` from `from` to
-/// `to` in place on the mesh.
+/// `to` in place on the mesh. Throws `meshcast::error` when it could pass max_costed_pairs.
 inline double meshcast_reshard_seconds(const mesh_model& m, const network& net, const std::vector<index_t>& shape,
                                        index_t element_bytes, const spec_value& from, const spec_value& to) {
+  if (const double pairs = pair_bound(m, shape, from, to); pairs > max_costed_pairs) {
+    std::string dims, mesh;
+    for (index_t x : shape) dims += (dims.empty() ? "" : "x") + std::to_string(x);
+    for (index_t x : m.sizes) mesh += (mesh.empty() ? "" : "x") + std::to_string(x);
+    throw error("costing the reshard of a " + dims + " tensor from " + from.to_string() + " to " + to.to_string() +
+                " on mesh " + mesh + " could take up to " + meshcast::detail::number(pairs) +
+                " (send task, sender, receiver) triples, more than the " + meshcast::detail::number(max_costed_pairs) +
+                " automatic sharding costs (about 1-2.4 KB each): use a mesh with fewer devices");
+  }
   extents_value mesh, s;
   mesh.rank = m.rank();
   for (int a = 0; a < m.rank(); ++a) mesh.values[a] = m.sizes[a];
@@ -2299,7 +2337,7 @@ struct greedy {
 // so that e = s[u] s[v]^T on integer points. Memory: sum mem[v][i] s[v][i] <= limit. Minimise
 // sum cost[v][i] s[v][i] + sum cost[uv][i][j] e[uv][i][j]. Impossible choices and pairs get
 // upper bound 0; nodes with a single choice are folded into their neighbours. The objective is
-// scaled to microseconds for CBC's tolerances. The greedy answer is the MIP start and the
+// scaled to microseconds for CBC's tolerances (less where that passes 1e9: objective_scale). The greedy answer is the MIP start and the
 // fallback when CBC finds nothing in time.
 //
 // Large problems (more than `full_columns_limit` columns) are solved in their tied form:
@@ -2310,6 +2348,7 @@ struct greedy {
 // Needs CBC (Debian: coinor-libcbc-dev; link with `pkg-config --libs cbc`).
 
 #include <algorithm>
+#include <cmath>
 
 #include <meshcast/detail/mip.hpp>
 
@@ -2340,10 +2379,25 @@ struct ilp {
     return r;
   }
 
+  /// Seconds -> microseconds for CBC's tolerances, unless the largest finite cost would then pass
+  /// 1e9: CBC misjudges feasibility on larger objective coefficients and asserts past 1e25, and a
+  /// slow device (--device-tflops 1e-12) or a slow axis gives costs of 1e9 s and more. Then the
+  /// largest becomes 1e9 instead.
+  static double objective_scale(const std::vector<std::vector<double>>& unary, const factor_graph& p,
+                                const std::vector<int>& live_edges) {
+    double largest = 0;
+    auto see = [&](double c) {
+      if (c < infinite_cost) largest = std::max(largest, std::abs(c));
+    };
+    for (const auto& costs : unary) std::for_each(costs.begin(), costs.end(), see);
+    for (int e : live_edges) std::for_each(p.edges[e].cost.begin(), p.edges[e].cost.end(), see);
+    const double microseconds = 1e6, ceiling = 1e9;
+    return largest * microseconds <= ceiling ? microseconds : ceiling / largest;
+  }
+
   /// Solves one problem exactly (up to the deadline).
   static solve_result run(const factor_graph& p, const deadline& limit) {
     limit.check("building the integer program");
-    const double scale = 1e6;  // seconds -> microseconds
     solve_result r;
     r.nodes = p.nodes();
     // Start: the greedy answer (also the fallback).
@@ -2368,6 +2422,7 @@ struct ilp {
       else if (fv) for (int i = 0; i < p.choices(x.u); ++i) unary[x.u][i] += p.edge_cost(x, i, 0);
       else live_edges.push_back(static_cast<int>(e));
     }
+    const double scale = objective_scale(unary, p, live_edges);
     meshcast::detail::mip program;
     auto column = [&](double lo, double hi, double c) { return program.add_column(lo, hi, c); };
     std::vector<int> s_first(static_cast<std::size_t>(n));

@@ -8266,6 +8266,9 @@ class front_end {
     std::string problem;
     try {
       checked_seconds(options_.timeout_s, "reshard_options::timeout_s");
+      if (options_.devices_per_host < 0)
+        throw error("reshard_options::devices_per_host is " + std::to_string(options_.devices_per_host) +
+                    ": give 0 (ranks with one host name share a host) or a positive count");
       plans_ = batch_plans(tensors_, options_, channel_.size());
     } catch (const std::exception& e) {
       problem = e.what();

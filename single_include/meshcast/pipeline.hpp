@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -161,6 +162,16 @@ inline void validate(const description& d) {
                   std::to_string(d.edges[first].from) + " -> " + std::to_string(d.edges[first].to) +
                   "): give one edge per pair of stages");
     }
+  // Every start and finish a policy computes is a sum of some of these times, so a finite total
+  // keeps them finite (1e308 twice would overflow to inf and leave no operation that can finish).
+  double per_microbatch = 0;
+  for (const stage& s : d.stages) per_microbatch += s.forward + (d.training() ? s.backward : 0);
+  for (const edge& e : d.edges) per_microbatch += e.time + (d.training() ? e.back() : 0);
+  const double total = per_microbatch * static_cast<double>(d.microbatches);
+  if (!(total <= std::numeric_limits<double>::max() / 4))
+    throw error("the stages' and edges' times add up to " + meshcast::detail::number(total) + " over " +
+                std::to_string(d.microbatches) + " microbatches, beyond what a double holds with room to schedule; " +
+                "express them in a larger time unit");
   const index_t count = instruction_count(d);
   if (count > max_instructions)
     throw error("the pipeline has " + std::to_string(count) + " instructions (stages x passes x microbatches plus " +

@@ -251,6 +251,11 @@ bad_inputs = [
     ([g, "--mesh", "4", "--memory-gib", "0.000001"], "memory"),
     ([os.path.join(GRAPHS, "transformer_block.json"), "--mesh", "4", "--solver", "dp"], "dp"),
     ([g, "--mesh", "2x2x2x2x2"], "axes"),
+    ([g, "--mesh", "4", "--axis-gbps", "1e-12"], "--axis-gbps"),  # named the intra-host bandwidth, not the flag
+    ([g, "--mesh", "4", "--axis-gbps", "1e9"], "--axis-gbps"),
+    ([g, "--mesh", "4", "--axis-latency-us", "1e300"], "--axis-latency-us"),
+    # Its cost plans could hold 2^24 (task, sender, receiver) triples: the OOM killer ended it at 24 GB.
+    ([os.path.join(GRAPHS, "mlp.json"), "--mesh", "64x64", "--solver", "greedy"], "triples"),
 ]
 with open(os.path.join(TMP, "broken.json"), "w") as f:
     f.write("{not json")
@@ -258,6 +263,22 @@ for args, word in bad_inputs:
     r = run(args + ["--json"])
     check(r.returncode == 2 and word in r.stderr and r.stderr.startswith("meshcast-autoshard: error:") and r.stdout == "",
           f"{args}: exit {r.returncode}, stderr {r.stderr.strip()!r}")
+
+# ---- 4b. extreme but valid reals: every solver answers alike, nothing aborts ------------------------
+# A slow device makes costs of 1e9 s and more: CBC once aborted on an assertion (1e-300) or claimed
+# infeasible (1e-12) on the objective scaled to microseconds.
+mlp = os.path.join(GRAPHS, "mlp.json")
+for tflops in ("1e-300", "1e-20", "1e-12"):
+    objectives = {}
+    for solver in SOLVERS:
+        j = run_json([mlp, "--mesh", "2x4", "--device-tflops", tflops, "--solver", solver], f"--device-tflops {tflops} {solver}")
+        if j:
+            objectives[solver] = j["objective_seconds"]
+    check(len(objectives) == len(SOLVERS) and all(close(v, objectives["dp"], 1e-9) for v in objectives.values()),
+          f"--device-tflops {tflops}: objectives {objectives}")
+# More than 64 devices on the last axis: a host of at most 64 NICs (was "host 0 has 65 NICs").
+for mesh in ("65", "2x80"):
+    run_json([mlp, "--mesh", mesh, "--solver", "greedy"], f"--mesh {mesh}")
 
 # ---- 5. output errors are not silent --------------------------------------------------------------
 if os.path.exists("/dev/full"):

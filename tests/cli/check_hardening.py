@@ -5,6 +5,7 @@ and a generous time bound (a regression, not a benchmark).
 
 Usage: check_hardening.py PATH/TO/meshcast-plan [MPIEXEC PATH/TO/meshcast-reshard]
 """
+import json
 import os
 import resource
 import signal
@@ -115,6 +116,16 @@ with tempfile.TemporaryDirectory() as tmp:
     trace = os.path.join(tmp, "t.json")
     expect("--trace without --solver writes the trace", plan + BASE + ["--trace", trace], 0)
     check(os.path.exists(trace) and "traceEvents" in open(trace).read(), "--trace without --solver wrote no trace")
+# A flag naming something given '' was taken as "not given" (the defaults ran).
+for flag in ("--strategy", "--solver", "--trace"):
+    expect(f"{flag} '' is an error", plan + BASE + [flag, ""], 2, f"{flag} '' names nothing", seconds=10)
+# The default staging cap (256 MiB: tasks cut to 128 MiB) applies to the plan as to the run; the
+# plan once cut only when --max-staging-bytes was given, predicting one transfer where two ran.
+CAPPED = ["--shape", "8192x4097", "--dtype-bytes", "4", "--src-mesh", "1x1", "--src-spec", "R,R", "--dst-mesh", "1x1",
+          "--dst-spec", "R,R", "--solver", "greedy", "--nic-efficiency", "1", "--eager-bytes", "65536"]
+out, _ = expect("plan: the default staging cap", plan + CAPPED + ["--json"], 0, seconds=30)
+planned = json.loads(out)["schedule"] if out.strip() else {}
+check(len(planned.get("ops", [])) == 2, f"plan under the default cap: {len(planned.get('ops', []))} ops, expected 2")
 if not SANITIZED:  # needs the address-space limit to run out of memory (see SANITIZED)
     expect("out of memory is a message, not terminate", plan + ["--shape", "1048576x1048576", "--src-mesh", "1024x1024",
            "--src-spec", "S0,S1", "--dst-mesh", "1024x1024", "--dst-spec", "S1,S0", "--same-mesh", "--json"], 2,
@@ -144,6 +155,22 @@ if RESHARD:
         check(names == [f"rank{r}.bin" for r in range(4, 8)], f"dump files {names}")
         check(os.path.exists(os.path.join(tmp, "rank7.bin")) and os.path.getsize(os.path.join(tmp, "rank7.bin")) == 0,
               "the empty shard's file is missing or not empty")
+    for flag in ("--dump", "--exec-trace", "--trace"):
+        expect(f"reshard: {flag} '' is an error", mpi + ["4", RESHARD] + BASE + [flag, ""], 2, f"{flag} '' names nothing",
+               seconds=30)
+    with tempfile.TemporaryDirectory() as tmp:  # --trace was accepted and ignored
+        trace = os.path.join(tmp, "t.json")
+        expect("reshard: --trace writes the model's schedule", mpi + ["4", RESHARD] + BASE + ["--trace", trace], 0,
+               seconds=60)
+        events = json.load(open(trace))["traceEvents"] if os.path.exists(trace) else []
+        check(any(e.get("ph") == "X" for e in events), "reshard: --trace wrote no transfer")
+    expect("reshard: --trace on a full disk", mpi + ["4", RESHARD] + BASE + ["--trace", "/dev/full"], 2,
+           "cannot write trace file", seconds=60)
+    out, _ = expect("reshard: the default staging cap", mpi + ["2", RESHARD] + CAPPED + ["--json"], 0, seconds=120)
+    ran = json.loads(out) if out.strip() else {}
+    check(ran.get("transfers") == 2 and ran.get("predicted_seconds") == planned.get("makespan_s"),
+          f"reshard under the default cap: {ran.get('transfers')} transfers, predicted {ran.get('predicted_seconds')}; "
+          f"the plan: {planned.get('makespan_s')}")
     with open("/dev/full", "w") as full:
         # mpiexec forwards the ranks' output: it is the one that meets the full disk.
         expect("reshard: summary on a full disk", mpi + ["4", RESHARD] + BASE, None, stdout=full, seconds=60)

@@ -357,6 +357,42 @@ def main():
                   f"for {j['tasks']} tasks")
             check_dump(what, m, dump)
 
+    # 4. An empty model: the same fields as any other, at their empty values; --trace is written
+    # by both tools (it was accepted and ignored).
+    one = {"src": {"mesh": "2"}, "dst": {"mesh": "2"},
+           "tensors": [{"name": "w", "shape": [8, 6], "dtype_bytes": 4, "src_spec": "S0,R", "dst_spec": "R,S0"}]}
+    empty = dict(one, tensors=[])
+    fields = {}
+    for name, m in (("one", one), ("empty", empty)):
+        path = os.path.join(tmp, f"{name}.json")
+        with open(path, "w") as f:
+            json.dump(m, f)
+        trace = os.path.join(tmp, f"{name}.plan.trace.json")
+        r = run([a.plan, "--manifest", path, "--json", "--trace", trace])
+        check(r.returncode == 0 and os.path.exists(trace) and "traceEvents" in open(trace).read(),
+              f"plan --manifest {name} --trace: exit {r.returncode} {r.stderr[-300:]}")
+        if r.returncode == 0:
+            fields[f"plan {name}"] = json.loads(r.stdout)
+        r = run([a.plan, "--manifest", path])
+        check(r.returncode == 0 and "solver greedy" in r.stdout, f"plan --manifest {name}: the summary names the solver: "
+              f"{r.stdout!r}")
+        trace = os.path.join(tmp, f"{name}.reshard.trace.json")
+        r = run([a.mpiexec, "-n", "4", a.reshard, "--manifest", path, "--json", "--trace", trace, "--timeout-s", "60"])
+        check(r.returncode == 0 and os.path.exists(trace) and "traceEvents" in open(trace).read(),
+              f"reshard --manifest {name} --trace: exit {r.returncode} {r.stderr[-300:]}")
+        if r.returncode == 0:
+            fields[f"reshard {name}"] = json.loads(r.stdout.strip().splitlines()[-1])
+        r = run([a.mpiexec, "-n", "4", a.reshard, "--manifest", path, "--timeout-s", "60"])
+        check(r.returncode == 0 and r.stdout.startswith("meshcast-reshard: 4 ranks"),
+              f"reshard --manifest {name}: rank 0 prints one line: {r.stdout!r}")
+    for tool in ("plan", "reshard"):
+        if f"{tool} one" in fields and f"{tool} empty" in fields:
+            check(set(fields[f"{tool} one"]) == set(fields[f"{tool} empty"]),
+                  f"{tool} --manifest: an empty model's fields {sorted(fields[f'{tool} empty'])} differ from "
+                  f"{sorted(fields[f'{tool} one'])}")
+            e = fields[f"{tool} empty"]
+            check(e["tensors"] == 0 and e.get("predicted_seconds") == 0, f"{tool} --manifest: empty model {e}")
+
     if failures:
         print(f"{len(failures)} failures")
         return 1

@@ -319,6 +319,19 @@ for k, (doc, needle) in enumerate(bad):
     r = run([path, "--json"])
     check(r.returncode == 2 and needle in r.stderr and r.stdout == "",
           f"bad input {k} ({str(doc)[:80]}): exit {r.returncode}, stderr {r.stderr!r}, expected to name {needle!r}")
+# Times that are each finite but add up past the largest double: every policy once read out of
+# bounds (list_scheduling, optimal) or printed a makespan of inf (the others).
+for k, doc in enumerate([{"stages": [{"forward": 1e308}], "microbatches": 2},
+                         {"stages": [{"forward": 1e308}] * 2, "microbatches": 1},
+                         {"stages": [{"forward": 1e308}] * 2, "microbatches": 1,
+                          "edges": [{"from": 0, "to": 1, "time": 1e308}]}]):
+    path = write(doc, f"overflow{k}.json")
+    for policy in POLICIES:
+        r = run([path, "--policy", policy, "--json"])
+        check(r.returncode == 2 and "add up to" in r.stderr and r.stdout == "",
+              f"times adding up past a double ({doc}, {policy}): exit {r.returncode}, stderr {r.stderr[-300:]!r}")
+r = run([write({"stages": [{"forward": 1e300}], "microbatches": 2}, "large.json"), "--json"])
+check(r.returncode == 0 and json.loads(r.stdout)["makespan"] == 2e300, f"large finite times: exit {r.returncode} {r.stderr!r}")
 path = write(ok, "ok.json")
 for args, needle in ((["--policy", "fastest"], "fastest"), (["--bogus"], "--bogus"), (["--policy"], "--policy"),
                      ([os.path.join(TMP, "missing.json")], "missing.json"), (["--time-limit-ms", "x"], "--time-limit-ms"),

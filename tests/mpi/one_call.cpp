@@ -136,6 +136,14 @@ int main(int argc, char** argv) {
   dynamic_layout a(dynamic_mesh{size}, dynamic_spec("S0"), dynamic_shape{16}), b(dynamic_mesh{size}, dynamic_spec("R"), dynamic_shape{16});
   std::vector<float> in = shard<float>(a.value(), iota(0, size), rank), out(16);
   expect_error_everywhere([&] { reshard(MPI_COMM_WORLD, a, b, in, out, across); }, "ranks", "communicator size");
+  // Misuse: a negative devices_per_host (was taken as 0, "ask the communicator").
+  expect_error_everywhere(
+      [&] {
+        reshard_options o = in_place;
+        o.devices_per_host = -5;
+        reshard(MPI_COMM_WORLD, a, b, in, out, o);
+      },
+      "devices_per_host is -5", "negative devices_per_host");
   // Misuse: one rank's destination shard is too small: every rank fails.
   std::vector<float> small(rank == 0 ? 3 : 16);
   expect_error_everywhere([&] { reshard(MPI_COMM_WORLD, a, b, in, small, in_place); }, "elements", "shard size");

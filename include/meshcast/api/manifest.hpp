@@ -260,6 +260,8 @@ inline manifest read_manifest(const std::string& path) {
   std::ostringstream text;
   text << f.rdbuf();
   if (!f.good() && !f.eof()) throw error("cannot read the manifest file '" + detail::printable(path) + "'");
+  // A directory opens but reads as nothing, like an empty file: both are named as such.
+  if (text.str().empty()) throw error("the manifest file '" + detail::printable(path) + "' is empty or not a regular file");
   return parse_manifest(std::string_view(text.str()));
 }
 

@@ -6,7 +6,8 @@
 //   - the last mesh axis lies inside a host: devices_per_host = its size, and the intra-host link
 //     has that axis's bandwidth;
 //   - every other axis crosses hosts: each device has its own NIC (rail style), whose bandwidth
-//     each way is the smallest bandwidth of those axes;
+//     each way is the smallest bandwidth of those axes (a host has at most max_nics_per_host
+//     NICs: beyond that, devices share them);
 //   - one per-message latency: the largest latency of any axis.
 //   A 1-D mesh is one host.
 // The schedule: plan with device_map::same() (resharding in place), strategy send_recv with
@@ -16,10 +17,12 @@
 #pragma once
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "../schedule/instance.hpp"
 #include "../layout/layout.hpp"
+#include "../core/detail/number_text.hpp"
 #include "../model/network.hpp"
 #include "../plan/plan.hpp"
 #include "../schedule/solve.hpp"
@@ -38,13 +41,49 @@ inline network mesh_network(const mesh_model& m) {
   for (double l : m.latency) latency = std::max(latency, l);
   std::vector<index_t> host_of(static_cast<std::size_t>(n));
   for (index_t d = 0; d < n; ++d) host_of[d] = d / per_host;
-  return network::uniform(std::move(host_of), nic, m.bandwidth.back(), latency, static_cast<int>(per_host));
+  const int nics = static_cast<int>(std::min<index_t>(per_host, max_nics_per_host));
+  return network::uniform(std::move(host_of), nic, m.bandwidth.back(), latency, nics);
+}
+
+/// Most (task, sender, receiver) triples automatic sharding lets one costed reshard have: its plan,
+/// instance (replicas split) and schedule take 0.7-2.4 KB a triple (1.6 GB for 32x32 S0,R -> R,S1,
+/// 2.4 GB for 32x32 S01,R -> R,S10, both 2^20), and a 64x64 mesh could ask for 2^24 of them,
+/// more memory than most machines have.
+inline constexpr double max_costed_pairs = 1 << 20;
+
+/// An upper bound on the (task, sender, receiver) triples of a reshard between `from` and `to` of
+/// a tensor of `shape` on mesh `m`: along each dim, the source's and the destination's chunk
+/// boundaries cut it into at most (source chunks + destination chunks - 1) pieces, a task is one
+/// piece per dim, and its senders and receivers are the replicas of its source and destination
+/// chunks (the devices along the mesh axes the spec leaves out).
+inline double pair_bound(const mesh_model& m, const std::vector<index_t>& shape, const spec_value& from,
+                         const spec_value& to) {
+  auto split = [&](const spec_value& s, std::size_t d) {
+    double k = 1;
+    for (int a = 0; a < s.dims[d].axis_count; ++a) k *= static_cast<double>(m.sizes[s.dims[d].axes[a]]);
+    return k;
+  };
+  double bound = static_cast<double>(m.devices()) * static_cast<double>(m.devices());  // replicas of both sides
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    const double f = split(from, d), t = split(to, d), n = static_cast<double>(shape[d]);
+    bound = bound / f / t * std::max(0.0, std::min(f, n) + std::min(t, n) - 1);
+  }
+  return bound;
 }
 
 /// Seconds meshcast's plan and model predict for resharding a tensor of `shape` from `from` to
-/// `to` in place on the mesh.
+/// `to` in place on the mesh. Throws `meshcast::error` when it could pass max_costed_pairs.
 inline double meshcast_reshard_seconds(const mesh_model& m, const network& net, const std::vector<index_t>& shape,
                                        index_t element_bytes, const spec_value& from, const spec_value& to) {
+  if (const double pairs = pair_bound(m, shape, from, to); pairs > max_costed_pairs) {
+    std::string dims, mesh;
+    for (index_t x : shape) dims += (dims.empty() ? "" : "x") + std::to_string(x);
+    for (index_t x : m.sizes) mesh += (mesh.empty() ? "" : "x") + std::to_string(x);
+    throw error("costing the reshard of a " + dims + " tensor from " + from.to_string() + " to " + to.to_string() +
+                " on mesh " + mesh + " could take up to " + meshcast::detail::number(pairs) +
+                " (send task, sender, receiver) triples, more than the " + meshcast::detail::number(max_costed_pairs) +
+                " automatic sharding costs (about 1-2.4 KB each): use a mesh with fewer devices");
+  }
   extents_value mesh, s;
   mesh.rank = m.rank();
   for (int a = 0; a < m.rank(); ++a) mesh.values[a] = m.sizes[a];

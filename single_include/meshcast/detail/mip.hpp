@@ -16,11 +16,14 @@
 #include <coin/Cbc_C_Interface.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <memory>
 #include <numeric>
 #include <utility>
 #include <vector>
+
+#include <meshcast/meshcast.hpp>
 
 namespace meshcast::detail {
 
@@ -30,6 +33,7 @@ class mip {
  public:
   using row = std::vector<std::pair<int, double>>;
   static constexpr double infinity = 1e30;
+  static constexpr double largest_cost = 1e20;
 
   /// A column in [lo, hi] costing `cost` per unit; returns its index.
   int add_column(double lo, double hi, double cost) {
@@ -63,6 +67,12 @@ class mip {
   };
 
   answer solve(const settings& s) const {
+    // CBC's simplex asserts (aborting the process) on objective coefficients past 1e25 and
+    // misjudges feasibility well before; callers scale their objective, this catches any that does not.
+    for (double c : cost_)
+      if (!(std::abs(c) <= largest_cost))
+        throw error("an integer program's objective coefficient is " + number(c) + ", beyond the " +
+                    number(largest_cost) + " CBC is given at most: its costs need another scale");
     const int n = columns();
     std::vector<row> by_column(static_cast<std::size_t>(n));
     for (std::size_t i = 0; i < rows_.size(); ++i)

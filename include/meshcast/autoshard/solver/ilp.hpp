@@ -5,7 +5,7 @@
 // so that e = s[u] s[v]^T on integer points. Memory: sum mem[v][i] s[v][i] <= limit. Minimise
 // sum cost[v][i] s[v][i] + sum cost[uv][i][j] e[uv][i][j]. Impossible choices and pairs get
 // upper bound 0; nodes with a single choice are folded into their neighbours. The objective is
-// scaled to microseconds for CBC's tolerances. The greedy answer is the MIP start and the
+// scaled to microseconds for CBC's tolerances (less where that passes 1e9: objective_scale). The greedy answer is the MIP start and the
 // fallback when CBC finds nothing in time.
 //
 // Large problems (more than `full_columns_limit` columns) are solved in their tied form:
@@ -17,6 +17,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 
 #include "../../core/detail/mip.hpp"
 #include "../solver.hpp"
@@ -49,10 +50,25 @@ struct ilp {
     return r;
   }
 
+  /// Seconds -> microseconds for CBC's tolerances, unless the largest finite cost would then pass
+  /// 1e9: CBC misjudges feasibility on larger objective coefficients and asserts past 1e25, and a
+  /// slow device (--device-tflops 1e-12) or a slow axis gives costs of 1e9 s and more. Then the
+  /// largest becomes 1e9 instead.
+  static double objective_scale(const std::vector<std::vector<double>>& unary, const factor_graph& p,
+                                const std::vector<int>& live_edges) {
+    double largest = 0;
+    auto see = [&](double c) {
+      if (c < infinite_cost) largest = std::max(largest, std::abs(c));
+    };
+    for (const auto& costs : unary) std::for_each(costs.begin(), costs.end(), see);
+    for (int e : live_edges) std::for_each(p.edges[e].cost.begin(), p.edges[e].cost.end(), see);
+    const double microseconds = 1e6, ceiling = 1e9;
+    return largest * microseconds <= ceiling ? microseconds : ceiling / largest;
+  }
+
   /// Solves one problem exactly (up to the deadline).
   static solve_result run(const factor_graph& p, const deadline& limit) {
     limit.check("building the integer program");
-    const double scale = 1e6;  // seconds -> microseconds
     solve_result r;
     r.nodes = p.nodes();
     // Start: the greedy answer (also the fallback).
@@ -77,6 +93,7 @@ struct ilp {
       else if (fv) for (int i = 0; i < p.choices(x.u); ++i) unary[x.u][i] += p.edge_cost(x, i, 0);
       else live_edges.push_back(static_cast<int>(e));
     }
+    const double scale = objective_scale(unary, p, live_edges);
     meshcast::detail::mip program;
     auto column = [&](double lo, double hi, double c) { return program.add_column(lo, hi, c); };
     std::vector<int> s_first(static_cast<std::size_t>(n));
