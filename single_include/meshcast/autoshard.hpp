@@ -898,7 +898,7 @@ inline network mesh_network(const mesh_model& m) {
 
 /// Most (task, sender, receiver) triples automatic sharding lets one costed reshard have: its plan,
 /// instance (replicas split) and schedule take 0.7-2.4 KB a triple (1.6 GB for 32x32 S0,R -> R,S1,
-/// 2.4 GB for 32x32 S01,R -> R,S10, both 2^20), and a 64x64 mesh could ask for 2^24 of them,
+/// 2.5 GB for 32x32 S01,R -> R,S10, both 2^20), and a 64x64 mesh could ask for 2^24 of them,
 /// more memory than most machines have.
 inline constexpr double max_costed_pairs = 1 << 20;
 
