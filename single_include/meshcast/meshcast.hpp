@@ -1459,6 +1459,9 @@ class network {
   /// Every host alike: `nics` NICs of `nic_bps` each way.
   static network uniform(std::vector<index_t> host_of, double nic_bps, double intra_bps, double latency_s,
                          int nics = 1) {
+    for (std::size_t d = 0; d < host_of.size(); ++d)  // before counting hosts by the largest id
+      if (host_of[d] < 0)
+        throw error("device " + std::to_string(d) + " is on host " + std::to_string(host_of[d]) + ": hosts are numbered from 0");
     index_t hosts = host_of.empty() ? 0 : *std::max_element(host_of.begin(), host_of.end()) + 1;
     if (hosts > max_devices) throw error("a network may have at most meshcast::max_devices hosts");
     return network(std::move(host_of), std::vector<host_nics>(hosts, {nics, nic_bps, nic_bps}), intra_bps, latency_s);
@@ -8158,6 +8161,7 @@ struct checked_channel {
 // shards fit its tiles. Each returns or throws a message; the transport makes every rank learn it.
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -8189,6 +8193,10 @@ inline std::uint64_t agreement_key(const layout_value& src, const layout_value& 
   mix(static_cast<std::int64_t>(o.max_staging_bytes)), mix(o.buckets);
   for (index_t h : o.host_of) mix(h);
   mix(static_cast<std::int64_t>(o.seed));
+  // The network model, the solver's limit and the deadline too: each rank would otherwise run with
+  // rank 0's schedule made under other numbers than its own, or wait on others differently.
+  for (double v : {o.nic_gbps, o.nic_efficiency, o.intra_gbps, o.latency_us, o.time_limit_s, o.timeout_s})
+    mix(std::bit_cast<std::int64_t>(v));
   for (char c : policies) mix(c);
   return h;
 }

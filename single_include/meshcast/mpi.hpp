@@ -347,14 +347,44 @@ MESHCAST_INLINE std::vector<index_t> discover_hosts(MPI_Comm comm) {
 
 namespace meshcast::detail {
 
-// The state is the front end written once for every transport, here over MPI.
-struct batch_core::state : front_end<mpi_channel> {
-  using front_end<mpi_channel>::front_end;
+/// A duplicate of the caller's communicator, freed with the state: meshcast's messages never meet
+/// the application's (a pending MPI_ANY_TAG receive of its own once took one of ours).
+class own_communicator {
+ public:
+  own_communicator(MPI_Comm comm, double timeout_s) : comm_(bounded_dup(comm, timeout_s)) {}
+  ~own_communicator() {  // a resharder may outlive MPI_Finalize (declared before it in main): then nothing to free
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);
+  }
+  own_communicator(const own_communicator&) = delete;
+  own_communicator& operator=(const own_communicator&) = delete;
+  MPI_Comm get() const noexcept { return comm_; }
+
+ private:
+  MPI_Comm comm_;
+};
+
+/// The deadline of the channel's own collectives: the user's timeout, or the default where it is
+/// not one. A rank given a bad timeout then still agrees with the others on the error naming it
+/// (the front end checks it), instead of leaving them to time out.
+inline double channel_timeout_s(double timeout_s) {
+  return timeout_s >= 0 && timeout_s <= max_time_limit_s ? timeout_s : reshard_options{}.timeout_s;
+}
+
+// The state is the front end written once for every transport, here over MPI, on a communicator
+// of its own (declared first: built before the front end, freed after it).
+struct batch_core::state {
+  own_communicator comm;
+  front_end<mpi_channel> fe;
+  state(MPI_Comm c, std::vector<tensor_layouts> tensors, const reshard_options& options, const erased_policies& policies)
+      : comm(c, channel_timeout_s(options.timeout_s)),
+        fe(mpi_channel{comm.get(), channel_timeout_s(options.timeout_s)}, std::move(tensors), options, policies) {}
 };
 
 MESHCAST_INLINE batch_core::batch_core(MPI_Comm comm, std::vector<tensor_layouts> tensors, const reshard_options& options,
                                        const erased_policies& policies)
-    : state_(new state(mpi_channel{comm, options.timeout_s}, std::move(tensors), options, policies)) {}
+    : state_(new state(comm, std::move(tensors), options, policies)) {}
 
 MESHCAST_INLINE batch_core::~batch_core() { delete state_; }
 MESHCAST_INLINE batch_core::batch_core(batch_core&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
@@ -366,19 +396,19 @@ MESHCAST_INLINE batch_core& batch_core::operator=(batch_core&& other) noexcept {
   return *this;
 }
 
-MESHCAST_INLINE std::size_t batch_core::size() const noexcept { return state_->size(); }
-MESHCAST_INLINE std::size_t batch_core::source_elements(std::size_t k) const noexcept { return state_->source_elements(k); }
+MESHCAST_INLINE std::size_t batch_core::size() const noexcept { return state_->fe.size(); }
+MESHCAST_INLINE std::size_t batch_core::source_elements(std::size_t k) const noexcept { return state_->fe.source_elements(k); }
 MESHCAST_INLINE std::size_t batch_core::destination_elements(std::size_t k) const noexcept {
-  return state_->destination_elements(k);
+  return state_->fe.destination_elements(k);
 }
-MESHCAST_INLINE const std::vector<plan>& batch_core::plans() const noexcept { return state_->plans(); }
-MESHCAST_INLINE const meshcast::schedule& batch_core::schedule() const noexcept { return state_->schedule(); }
-MESHCAST_INLINE const meshcast::network& batch_core::network() const noexcept { return state_->network(); }
-MESHCAST_INLINE std::size_t batch_core::staging_bytes() const noexcept { return state_->staging_bytes(); }
+MESHCAST_INLINE const std::vector<plan>& batch_core::plans() const noexcept { return state_->fe.plans(); }
+MESHCAST_INLINE const meshcast::schedule& batch_core::schedule() const noexcept { return state_->fe.schedule(); }
+MESHCAST_INLINE const meshcast::network& batch_core::network() const noexcept { return state_->fe.network(); }
+MESHCAST_INLINE std::size_t batch_core::staging_bytes() const noexcept { return state_->fe.staging_bytes(); }
 
 MESHCAST_INLINE void batch_core::run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out,
                                      std::string problem) {
-  state_->run(in, out, std::move(problem));
+  state_->fe.run(in, out, std::move(problem));
 }
 
 }  // namespace meshcast::detail

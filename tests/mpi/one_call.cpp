@@ -4,7 +4,9 @@
 // rank. Run with an even number of ranks (2, 4, 6).
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -136,6 +138,59 @@ int main(int argc, char** argv) {
   dynamic_layout a(dynamic_mesh{size}, dynamic_spec("S0"), dynamic_shape{16}), b(dynamic_mesh{size}, dynamic_spec("R"), dynamic_shape{16});
   std::vector<float> in = shard<float>(a.value(), iota(0, size), rank), out(16);
   expect_error_everywhere([&] { reshard(MPI_COMM_WORLD, a, b, in, out, across); }, "ranks", "communicator size");
+  // The application's own pending receive (any source, any tag) on the same communicator: the
+  // one call's messages travel on a communicator of its own, so it neither takes nor is taken by
+  // them (it once got a meshcast message, or MPI aborted on a truncated one).
+  {
+    int mine = -1;
+    MPI_Request app = MPI_REQUEST_NULL;
+    if (rank == 0) MPI_Irecv(&mine, 1, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &app);
+    check_reshard<float>(a, b, in_place, "beside a pending MPI_ANY_TAG receive of the application");
+    int done = 0;
+    MPI_Status st{};
+    if (rank == 0) MPI_Test(&app, &done, &st);
+    expect(done == 0, "the application's receive completed during the reshard: from rank " + std::to_string(st.MPI_SOURCE) +
+                          ", tag " + std::to_string(st.MPI_TAG));
+    // Only once rank 0 has looked does the last rank send the message that receive waits for.
+    const int value = 4242;
+    int go = 1;
+    if (rank == 0 && size > 1) MPI_Send(&go, 1, MPI_INT, size - 1, 78, MPI_COMM_WORLD);
+    if (rank == size - 1 && size > 1) MPI_Recv(&go, 1, MPI_INT, 0, 78, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (rank == size - 1) MPI_Send(&value, 1, MPI_INT, 0, 77, MPI_COMM_WORLD);
+    if (rank == 0) {
+      MPI_Wait(&app, MPI_STATUS_IGNORE);
+      expect(mine == value, "the application's receive got " + std::to_string(mine));
+    }
+  }
+  // Misuse: ranks that disagree on the network model (rank 0's values once won silently).
+  expect_error_everywhere(
+      [&] {
+        reshard_options o = in_place;
+        if (rank == size - 1) o.nic_gbps = 1;
+        reshard(MPI_COMM_WORLD, a, b, in, out, o);
+      },
+      "different", "ranks that disagree on nic_gbps");
+  // Misuse: a bad timeout on one rank: every rank fails at once naming it (the others waited out
+  // their own timeout, then named no input).
+  {
+    const auto t0 = std::chrono::steady_clock::now();
+    expect_error_everywhere(
+        [&] {
+          reshard_options o = in_place;
+          o.timeout_s = rank == size - 1 ? std::numeric_limits<double>::quiet_NaN() : 20;
+          reshard(MPI_COMM_WORLD, a, b, in, out, o);
+        },
+        "timeout_s (nan s)", "a NaN timeout on one rank");
+    expect(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(15), "a NaN timeout on one rank: the others waited");
+  }
+  // Misuse: every host_of entry negative (was "cannot create std::vector larger than max_size()").
+  expect_error_everywhere(
+      [&] {
+        reshard_options o = in_place;
+        o.host_of.assign(static_cast<std::size_t>(size), -5);
+        reshard(MPI_COMM_WORLD, a, b, in, out, o);
+      },
+      "is on host -5", "negative hosts");
   // Misuse: a negative devices_per_host (was taken as 0, "ask the communicator").
   expect_error_everywhere(
       [&] {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -40,6 +41,10 @@ inline std::uint64_t agreement_key(const layout_value& src, const layout_value& 
   mix(static_cast<std::int64_t>(o.max_staging_bytes)), mix(o.buckets);
   for (index_t h : o.host_of) mix(h);
   mix(static_cast<std::int64_t>(o.seed));
+  // The network model, the solver's limit and the deadline too: each rank would otherwise run with
+  // rank 0's schedule made under other numbers than its own, or wait on others differently.
+  for (double v : {o.nic_gbps, o.nic_efficiency, o.intra_gbps, o.latency_us, o.time_limit_s, o.timeout_s})
+    mix(std::bit_cast<std::int64_t>(v));
   for (char c : policies) mix(c);
   return h;
 }

@@ -233,6 +233,18 @@ inline std::vector<op_strategy> strategies_of(const graph& g, const op_desc& o, 
     std::vector<char> takes(base.size(), 0);
     for (std::size_t d = 0; d < base.size(); ++d) takes[d] = f.out_dims[d] >= 0;
     for (const axis_lists& variant : assignments(partial, m, out_extent, takes, base)) {
+      // A reduce-scatter gives each member a part of the partial tile it holds: scattering a dim
+      // already split needs the finer chunks nested in the coarser, which the chunk rule gives
+      // when the extent divides by the finer count (batch 5 split 2 then 4 ways: [2, 4) straddles
+      // [0, 3) and [3, 5)).
+      bool nested = true;
+      for (std::size_t d = 0; d < variant.size() && nested; ++d) {
+        if (base[d].empty() || variant[d].size() == base[d].size()) continue;
+        index_t k = 1;
+        for (int a : variant[d]) k *= m.sizes[a];
+        nested = out_extent[d] % k == 0;
+      }
+      if (!nested) continue;
       op_strategy s;
       s.iteration = it;
       s.output = spec_of_lists(variant);

@@ -64,6 +64,9 @@ class network {
   /// Every host alike: `nics` NICs of `nic_bps` each way.
   static network uniform(std::vector<index_t> host_of, double nic_bps, double intra_bps, double latency_s,
                          int nics = 1) {
+    for (std::size_t d = 0; d < host_of.size(); ++d)  // before counting hosts by the largest id
+      if (host_of[d] < 0)
+        throw error("device " + std::to_string(d) + " is on host " + std::to_string(host_of[d]) + ": hosts are numbered from 0");
     index_t hosts = host_of.empty() ? 0 : *std::max_element(host_of.begin(), host_of.end()) + 1;
     if (hosts > max_devices) throw error("a network may have at most meshcast::max_devices hosts");
     return network(std::move(host_of), std::vector<host_nics>(hosts, {nics, nic_bps, nic_bps}), intra_bps, latency_s);

@@ -81,6 +81,21 @@ inline void bounded_broadcast(MPI_Comm comm, void* data, int bytes, int root, do
                         {root});
 }
 
+/// A communicator of its own, duplicating `comm` (MPI_Comm_idup, bounded in time like the rest):
+/// messages on it never meet the application's, whatever tags or wildcards those use. The caller
+/// frees it (MPI_Comm_free).
+inline MPI_Comm bounded_dup(MPI_Comm comm, double timeout_s) {
+  const detail::deadline stop(timeout_s, "the timeout");
+  MPI_Comm copy = MPI_COMM_NULL;
+  MPI_Request r = MPI_REQUEST_NULL;
+  detail::mpi_check(MPI_Comm_idup(comm, &copy, &r), "MPI_Comm_idup");
+  if (!detail::wait_until(r, stop))
+    throw timeout_error(std::string("no answer from the other ranks within ") + detail::number(timeout_s) +
+                            " s while setting up a communicator of meshcast's own",
+                        {});
+  return copy;
+}
+
 /// A barrier that names the ranks that did not arrive by its deadline: every rank sends a token
 /// to every other one (on `tag`) and waits for all of theirs.
 inline void bounded_barrier(MPI_Comm comm, double timeout_s, int tag = 32767) {
