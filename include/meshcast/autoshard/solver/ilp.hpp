@@ -5,8 +5,8 @@
 // so that e = s[u] s[v]^T on integer points. Memory: sum mem[v][i] s[v][i] <= limit. Minimise
 // sum cost[v][i] s[v][i] + sum cost[uv][i][j] e[uv][i][j]. Impossible choices and pairs get
 // upper bound 0; nodes with a single choice are folded into their neighbours. The objective is
-// scaled to microseconds for CBC's tolerances (less where that passes 1e9: objective_scale). The greedy answer is the MIP start and the
-// fallback when CBC finds nothing in time.
+// scaled to microseconds for CBC's tolerances (less where that passes 1e9: objective_scale). The
+// greedy answer is the MIP start and the fallback when CBC finds nothing in time.
 //
 // Large problems (more than `full_columns_limit` columns) are solved in their tied form:
 // followers merged into their producers and repeated layers coalesced (cost_model.hpp); the tied
