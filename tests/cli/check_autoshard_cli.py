@@ -277,8 +277,9 @@ for tflops in ("1e-300", "1e-20", "1e-12"):
     check(len(objectives) == len(SOLVERS) and all(close(v, objectives["dp"], 1e-9) for v in objectives.values()),
           f"--device-tflops {tflops}: objectives {objectives}")
 # More than 64 devices on the last axis: a host of at most 64 NICs (was "host 0 has 65 NICs").
-for mesh in ("65", "2x80"):
-    run_json([mlp, "--mesh", mesh, "--solver", "greedy"], f"--mesh {mesh}")
+# The small MLP on 2x65: mlp.json there takes 14 s to cost, past the time limit under ASan.
+for graph, mesh in ((mlp, "65"), (g, "2x65")):
+    run_json([graph, "--mesh", mesh, "--solver", "greedy"], f"--mesh {mesh}")
 
 # ---- 5. output errors are not silent --------------------------------------------------------------
 if os.path.exists("/dev/full"):
