@@ -147,9 +147,17 @@ TEST_CASE("pipeline JSON: the network's payload fraction and execution mode; the
   const tensor_edge& t = f.tensors[0][0];
   const plan p = make_plan(dynamic_layout(t.src_mesh, t.src_spec, t.shape), dynamic_layout(t.dst_mesh, t.dst_spec, t.shape),
                            {.element_bytes = 4, .devices = device_map::disjoint()});
-  const instance in = make_instance(p, network_from(o, default_hosts(4, 2, 2)), send_recv{},
-                                    {.split_replicas = o.split_replicas, .mode = o.mode});
+  const network model = network_from(o, default_hosts(4, 2, 2));
+  const instance in = make_instance(p, model, send_recv{}, {.split_replicas = o.split_replicas, .mode = o.mode});
   CHECK(reshard_time_s(t, *f.network) == solve(in, greedy{}).makespan_s);
+  // Under auto, what solve_batch keeps: never longer than the auto instance alone.
+  network_model under_auto = *f.network;
+  under_auto.strategy = "auto";
+  const schedule kept = solve_batch(std::span(&p, 1), model, auto_strategy{}, greedy{},
+                                    {.split_replicas = o.split_replicas, .mode = o.mode}, {});
+  CHECK(reshard_time_s(t, under_auto) == kept.makespan_s);
+  CHECK(kept.makespan_s <= solve(make_instance(p, model, auto_strategy{}, {.split_replicas = o.split_replicas, .mode = o.mode}),
+                                 greedy{}).makespan_s);
   // Concurrent mode is accepted (its own model); bad values name the member.
   network_model c = *f.network;
   c.mode = execution::concurrent;

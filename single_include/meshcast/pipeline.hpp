@@ -2002,8 +2002,9 @@ inline plan edge_plan(const tensor_edge& t, bool backward) {
 /// Predicted time, in seconds, of resharding `t` from its source mesh (devices 0..N-1) to its
 /// destination mesh (devices N..N+M-1, starting on a fresh host), or back when `backward`
 /// (gradients: destination layout to source layout): meshcast's plan, `net`'s strategy, and
-/// greedy's schedule, `solve(...).makespan_s` under the model of `net.mode` (ordered by default).
-/// Throws `meshcast::error` for a bad tensor or network.
+/// greedy's schedule as `solve_batch` makes it for the resharder (under `auto`, the best of the
+/// instances it compares), under the model of `net.mode` (ordered by default). Throws
+/// `meshcast::error` for a bad tensor or network.
 inline double reshard_time_s(const tensor_edge& t, const network_model& net, bool backward = false) {
   detail::check_edge_tensor(t);
   detail::check_network(net);
@@ -2012,8 +2013,8 @@ inline double reshard_time_s(const tensor_edge& t, const network_model& net, boo
   const reshard_options o = to_reshard_options(net, devices_per_host(net, t.src_mesh));
   const network model = network_from(o, default_hosts(p.device_count, sender_mesh.size(), o.devices_per_host));
   return visit_strategy(net.strategy, [&](auto strategy) {
-    const instance in = make_instance(p, model, strategy, {.split_replicas = o.split_replicas, .mode = o.mode});
-    return solve(in, greedy{}).makespan_s;
+    return solve_batch(std::span(&p, 1), model, strategy, greedy{}, {.split_replicas = o.split_replicas, .mode = o.mode}, {})
+        .makespan_s;
   });
 }
 

@@ -23,6 +23,7 @@
 #include "../schedule/instance.hpp"
 #include "../layout/layout.hpp"
 #include "../core/detail/number_text.hpp"
+#include "../core/extents.hpp"
 #include "../model/network.hpp"
 #include "../plan/plan.hpp"
 #include "../schedule/solve.hpp"
@@ -76,11 +77,9 @@ inline double pair_bound(const mesh_model& m, const std::vector<index_t>& shape,
 inline double meshcast_reshard_seconds(const mesh_model& m, const network& net, const std::vector<index_t>& shape,
                                        index_t element_bytes, const spec_value& from, const spec_value& to) {
   if (const double pairs = pair_bound(m, shape, from, to); pairs > max_costed_pairs) {
-    std::string dims, mesh;
-    for (index_t x : shape) dims += (dims.empty() ? "" : "x") + std::to_string(x);
-    for (index_t x : m.sizes) mesh += (mesh.empty() ? "" : "x") + std::to_string(x);
-    throw error("costing the reshard of a " + dims + " tensor from " + from.to_string() + " to " + to.to_string() +
-                " on mesh " + mesh + " could take up to " + meshcast::detail::number(pairs) +
+    throw error("costing the reshard of a " + meshcast::detail::describe_extents(shape) + " tensor from " +
+                from.to_string() + " to " + to.to_string() + " on mesh " + meshcast::detail::describe_extents(m.sizes) +
+                " could take up to " + meshcast::detail::number(pairs) +
                 " (send task, sender, receiver) triples, more than the " + meshcast::detail::number(max_costed_pairs) +
                 " automatic sharding costs (about 1-2.4 KB each): use a mesh with fewer devices");
   }

@@ -1,9 +1,12 @@
 // Solving a batch of plans under a strategy in one call, and what each strategy serves. Under
 // `auto_strategy` the solver runs on the instance whose units offer every strategy's ops and on
 // each single strategy's instance, sharing the time limit, and the shortest schedule is kept: so
-// `auto` is never predicted slower than the best single strategy that solver reaches. A single
-// strategy whose instance cannot move its bytes in less than the best schedule found (its
-// latency-free lower bound) is not solved: it could not be kept.
+// `auto` is never predicted slower than the best single strategy that solver reaches. With
+// replica splitting it runs on each of these unsplit too, since slices pay a message's latency
+// each and can lose to whole tasks (small tensors, few receivers): so splitting, where `auto`
+// may use it, is never predicted slower than not splitting. An instance that cannot move its
+// bytes in less than the best schedule found (its latency-free lower bound) is not solved: it
+// could not be kept.
 #pragma once
 
 #include <map>
@@ -42,27 +45,37 @@ schedule solve_batch(std::vector<std::shared_ptr<const plan>> plans, std::shared
   if constexpr (!std::is_same_v<Strategy, auto_strategy>) {
     return with_buckets(solve(make_instance(std::move(plans), net, st, io), sv, so), *net, bucket);
   } else {
-    so.time_limit_s = detail::checked_seconds(so.time_limit_s, "the solver time limit") / 4;
-    if (bucket > 0) io.bundles = std::make_shared<const std::vector<bundle>>(make_bundles(plans, *net, bucket, io.split_replicas, max_slices));
+    const bool split = io.split_replicas;
+    so.time_limit_s = detail::checked_seconds(so.time_limit_s, "the solver time limit") / (split ? 8 : 4);
+    if (bucket > 0) io.bundles = std::make_shared<const std::vector<bundle>>(make_bundles(plans, *net, bucket, split, max_slices));
     std::optional<schedule> best;
+    double bound_s = 0;  // the least lower bound of the instances solved: certified for all of them
     std::string why;
-    auto consider = [&](const auto& strategy) {
-      instance in = make_instance(plans, net, strategy, io);
+    auto consider = [&](const auto& strategy, const instance_options& options) {
+      instance in = make_instance(plans, net, strategy, options);
       if (const char* no = sv.supports(in)) {
         why = no;
         return;
       }
-      // A strategy whose every schedule moves bytes for longer than the best found cannot win.
+      // An instance whose every schedule moves bytes for longer than the best found cannot win.
       if (best && lower_bound(in, /*latencies=*/false).value() >= best->makespan_s) return;
       schedule s = with_buckets(solve(in, sv, so), *net, bucket);
+      bound_s = best ? std::min(bound_s, s.lower_bound_s) : s.lower_bound_s;
       if (!best || s.makespan_s < best->makespan_s) best = std::move(s);
     };
-    consider(st);
-    consider(send_recv{});
-    consider(send_recv_allgather{});
-    consider(broadcast{});
+    instance_options whole = io;  // the same without replica splitting
+    whole.split_replicas = false;
+    if (split && bucket > 0) whole.bundles = std::make_shared<const std::vector<bundle>>(make_bundles(plans, *net, bucket, false, max_slices));
+    for (const instance_options* options : {&io, &whole}) {
+      if (options == &whole && !split) break;
+      consider(st, *options);
+      consider(send_recv{}, *options);
+      consider(send_recv_allgather{}, *options);
+      consider(broadcast{}, *options);
+    }
     if (!best) throw error("solver '" + std::string(Solver::name) + "' does not apply to any strategy: " + why);
     best->strategy = std::string(auto_strategy::name);
+    best->lower_bound_s = std::min(best->lower_bound_s, bound_s);
     return *best;
   }
 }
