@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include <meshcast/meshcast.hpp>
 
@@ -196,4 +197,28 @@ TEST_CASE("hardening: every solver keeps its time limit on a large instance, fir
   timed(greedy{});
   timed(branch_and_bound{});
   timed(open_shop{});
+}
+
+TEST_CASE("hardening: the checked host pack, unpack and copy_region refuse a tile whose size wraps") {
+  // 2^32 x 2^32 elements of 1 byte came to 0 bytes, so a 16-byte buffer passed the size check and
+  // pack read 2^63 bytes past it (SIGSEGV).
+  box huge;
+  huge.rank = 2;
+  huge[0] = {0, index_t{1} << 32};
+  huge[1] = {0, index_t{1} << 32};
+  box small;
+  small.rank = 2;
+  small[0] = {0, 2};
+  small[1] = {0, 2};
+  std::vector<std::byte> a(16), b(16);
+  CHECK_THROWS_WITH_AS(pack(huge, a, small, 1, b), doctest::Contains("no size that fits"), error);
+  CHECK_THROWS_WITH_AS(unpack(a, huge, b, small, 1), doctest::Contains("no size that fits"), error);
+  CHECK_THROWS_WITH_AS(copy_region(huge, a, small, b, small, 1), doctest::Contains("no size that fits"), error);
+  CHECK_THROWS_WITH_AS(copy_region(small, a, huge, b, small, 1), doctest::Contains("no size that fits"), error);
+  // 2^31 x 2^31 elements of 4 bytes: 2^64 bytes, one past size_t.
+  huge[0] = {0, index_t{1} << 31};
+  huge[1] = {0, index_t{1} << 31};
+  CHECK_THROWS_AS(pack(huge, a, small, 4, b), error);
+  // Sizes that fit still pass: 2x2 of 4 bytes in 16.
+  CHECK_NOTHROW(pack(small, a, small, 4, b));
 }

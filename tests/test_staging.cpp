@@ -4,6 +4,7 @@
 
 #include <meshcast/meshcast.hpp>
 
+#include <limits>
 #include <map>
 #include <vector>
 
@@ -106,6 +107,38 @@ TEST_CASE("cut_for_staging: a cap below two elements is an error with a sentence
   CHECK_THROWS_WITH_AS(cut_for_staging(plans, 15), doctest::Contains("must hold two of its 8-byte elements"), error);
   CHECK_NOTHROW(cut_for_staging(plans, 16));
   for (const send_task& t : plans[0].tasks) CHECK(t.bytes == 8);
+}
+
+TEST_CASE("cut_region: pieces ending at 2^63 - 1 do not wrap; a count past the limit is refused before any is made") {
+  constexpr index_t top = std::numeric_limits<index_t>::max();
+  std::vector<box> pieces;
+  CHECK(cut_region(make_box({{top - 10, top}}), 4, pieces));  // lo + run passed 2^63 (UBSan; a loop without end)
+  REQUIRE(pieces.size() == 3);
+  CHECK(pieces[2][0].lo == top - 2);
+  CHECK(pieces[2][0].hi == top);
+  check_cut(make_box({{3, 5}, {top - 7, top}}), 3);
+  // 2^40 one-element pieces asked for, at most 1000 allowed: false at once, nothing added.
+  pieces.assign(1, make_box({{0, 1}}));
+  CHECK_FALSE(cut_region(make_box({{0, index_t{1} << 40}}), 1, pieces, 1000));
+  CHECK(pieces.size() == 1);
+  CHECK_FALSE(cut_region(make_box({{0, 1000}, {0, 2}}), 1, pieces, 2000));  // 2000 more than the one held
+  CHECK(cut_region(make_box({{0, 1000}, {0, 2}}), 1, pieces, 2001));
+  CHECK(pieces.size() == 2001);
+}
+
+TEST_CASE("cut_for_staging: past max_staging_pieces is an error before the pieces fill memory") {
+  // A 1 TiB tensor of bytes under a 2-byte cap: 2^39 pieces were made (136 B each) before the
+  // limit was checked, so the process ran out of memory instead of naming the cap.
+  const dynamic_layout src(dynamic_mesh{2}, dynamic_spec("S0"), dynamic_shape{index_t{1} << 40});
+  const dynamic_layout dst(dynamic_mesh{2}, dynamic_spec("R"), dynamic_shape{index_t{1} << 40});
+  std::vector<plan> plans{make_plan(src, dst, {.element_bytes = 1})};
+  CHECK_THROWS_WITH_AS(cut_for_staging(plans, 2), doctest::Contains("pieces"), error);
+  // 2^63 - 1 bytes in pieces of 2^49: 16384 of them, the last ending at the top.
+  const dynamic_layout whole(dynamic_mesh{1}, dynamic_spec("R"), dynamic_shape{std::numeric_limits<index_t>::max()});
+  std::vector<plan> top{make_plan(whole, whole, {.element_bytes = 1})};
+  cut_for_staging(top, std::size_t{1} << 50);
+  CHECK(top[0].tasks.size() == 16384);
+  CHECK(top[0].tasks.back().region[0].hi == std::numeric_limits<index_t>::max());
 }
 
 TEST_CASE("staging_arena: first fit, given back in any order, never past its capacity") {

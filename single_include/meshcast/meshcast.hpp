@@ -1265,6 +1265,8 @@ constexpr plan make_plan(const Src& src, const Dst& dst, const plan_options& opt
 // cap, and the model, which schedules the pieces, describes what runs. The executor keeps the cap
 // (exec/executor.hpp, plan_staging).
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -1294,7 +1296,10 @@ constexpr std::size_t staging_piece_bytes(std::size_t cap) noexcept { return cap
 
 /// Cuts `region` into boxes of at most `max_elements` elements, in row-major order: whole
 /// slabs of the outermost dims where they fit, so that each piece stays as contiguous as it was.
-inline void cut_region(const box& region, index_t max_elements, std::vector<box>& out) {
+/// Returns false, adding nothing, where `out` would then hold more than `max_boxes` (counted
+/// first: a tiny piece size must not fill memory before the caller's limit is checked).
+inline bool cut_region(const box& region, index_t max_elements, std::vector<box>& out,
+                       std::size_t max_boxes = static_cast<std::size_t>(-1)) {
   // The outermost dim d whose slabs (one index of it and of every dim before it) fit.
   int d = -1;
   index_t inner = region.volume();
@@ -1303,20 +1308,27 @@ inline void cut_region(const box& region, index_t max_elements, std::vector<box>
     inner /= region[d].size();
   }
   if (d < 0) {
+    if (out.size() >= max_boxes) return false;
     out.push_back(region);
-    return;
+    return true;
   }
   const index_t run = max_elements / inner;  // indices of dim d per piece (>= 1)
+  // How many pieces, before making any: runs per slab times slabs (in double: it cannot wrap).
+  double count = std::ceil(static_cast<double>(region[d].size()) / static_cast<double>(run));
+  for (int k = 0; k < d; ++k) count *= static_cast<double>(region[k].size());
+  if (count > static_cast<double>(max_boxes - std::min(out.size(), max_boxes))) return false;
   box piece = region;
   for (int k = 0; k < d; ++k) piece[k] = {region[k].lo, region[k].lo + 1};
   while (true) {
-    for (index_t lo = region[d].lo; lo < region[d].hi; lo += run) {
-      piece[d] = {lo, std::min(lo + run, region[d].hi)};
+    for (index_t lo = region[d].lo; lo < region[d].hi;) {
+      const index_t hi = region[d].hi - lo > run ? lo + run : region[d].hi;  // lo + run may pass 2^63
+      piece[d] = {lo, hi};
       out.push_back(piece);
+      lo = hi;
     }
     int k = d - 1;  // the next index of the dims before d, odometer-wise
     while (k >= 0 && piece[k].hi == region[k].hi) piece[k] = {region[k].lo, region[k].lo + 1}, --k;
-    if (k < 0) return;
+    if (k < 0) return true;
     piece[k] = {piece[k].lo + 1, piece[k].hi + 1};
   }
 }
@@ -1350,8 +1362,7 @@ inline void cut_for_staging(std::vector<plan>& plans, std::size_t cap) {
       const send_task& t = p.tasks[i];
       const index_t origin = t.origin >= 0 ? t.origin : static_cast<index_t>(i);
       boxes.clear();
-      cut_region(t.region, max_elements, boxes);
-      if (boxes.size() > max_staging_pieces || pieces + boxes.size() > max_staging_pieces)
+      if (!cut_region(t.region, max_elements, boxes, max_staging_pieces - std::min(pieces, max_staging_pieces)))
         throw error("the staging cap of " + std::to_string(cap) + " bytes cuts the tasks into more than " +
                     std::to_string(max_staging_pieces) + " pieces (at " + tensor + "): give a larger cap");
       pieces += boxes.size();
@@ -5920,6 +5931,7 @@ concept backend = requires(B& b, const B& cb, std::byte* out, const std::byte* i
 
 #include <cstddef>
 #include <span>
+#include <string>
 
 
 namespace meshcast {
@@ -6003,10 +6015,24 @@ void for_each_block(const box& tile, const box& region, std::size_t element_byte
 }
 }  // namespace detail
 
-/// Bytes of `tile` (dense row-major, `element_bytes` per element) a buffer must have.
+/// Bytes of `tile` (dense row-major, `element_bytes` per element) a buffer must have. Unchecked:
+/// for tiles of a validated tensor; boxes from elsewhere go through detail::checked_tile_bytes.
 constexpr std::size_t tile_bytes(const box& tile, std::size_t element_bytes) noexcept {
   return static_cast<std::size_t>(tile.volume()) * element_bytes;
 }
+
+namespace detail {
+/// tile_bytes for a box a caller gave: throws naming `what` where a dim is negative or the
+/// product does not fit (a 2^32 x 2^32 tile came to 0 bytes, and pack read past its buffer).
+inline std::size_t checked_tile_bytes(const box& tile, std::size_t element_bytes, const char* what) {
+  std::size_t bytes = element_bytes;
+  for (int d = 0; d < tile.rank; ++d)
+    if (tile[d].size() < 0 || __builtin_mul_overflow(bytes, static_cast<std::size_t>(tile[d].size()), &bytes))
+      throw error(std::string(what) + ": the tile or region " + tile.to_string() + " of " + std::to_string(element_bytes) +
+                  "-byte elements has no size that fits in memory");
+  return bytes;
+}
+}  // namespace detail
 
 /// Copies `region` of the tile held in `from` into the contiguous `to`.
 template <memory_policy M>
@@ -6064,14 +6090,16 @@ void copy_region(M& memory, const box& from_tile, const std::byte* from, const b
 /// Host forms with their sizes checked, for callers outside an executor.
 inline void pack(const box& tile, std::span<const std::byte> from, const box& region, std::size_t element_bytes,
                  std::span<std::byte> to) {
-  if (!tile.contains(region) || from.size() < tile_bytes(tile, element_bytes) || to.size() < tile_bytes(region, element_bytes))
+  if (!tile.contains(region) || from.size() < detail::checked_tile_bytes(tile, element_bytes, "pack") ||
+      to.size() < detail::checked_tile_bytes(region, element_bytes, "pack"))
     throw error("pack: buffer smaller than its tile or region " + region.to_string());
   host_memory m;
   pack(m, tile, from.data(), region, element_bytes, to.data());
 }
 inline void unpack(std::span<const std::byte> from, const box& tile, std::span<std::byte> to, const box& region,
                    std::size_t element_bytes) {
-  if (!tile.contains(region) || to.size() < tile_bytes(tile, element_bytes) || from.size() < tile_bytes(region, element_bytes))
+  if (!tile.contains(region) || to.size() < detail::checked_tile_bytes(tile, element_bytes, "unpack") ||
+      from.size() < detail::checked_tile_bytes(region, element_bytes, "unpack"))
     throw error("unpack: buffer smaller than its tile or region " + region.to_string());
   host_memory m;
   unpack(m, from.data(), tile, to.data(), region, element_bytes);
@@ -6079,8 +6107,9 @@ inline void unpack(std::span<const std::byte> from, const box& tile, std::span<s
 inline void copy_region(const box& from_tile, std::span<const std::byte> from, const box& to_tile, std::span<std::byte> to,
                         const box& region, std::size_t element_bytes) {
   if (region.empty()) return;
-  if (!from_tile.contains(region) || !to_tile.contains(region) || from.size() < tile_bytes(from_tile, element_bytes) ||
-      to.size() < tile_bytes(to_tile, element_bytes))
+  if (!from_tile.contains(region) || !to_tile.contains(region) ||
+      from.size() < detail::checked_tile_bytes(from_tile, element_bytes, "copy_region") ||
+      to.size() < detail::checked_tile_bytes(to_tile, element_bytes, "copy_region"))
     throw error("copy_region: buffer smaller than its tile, or region outside it");
   host_memory m;
   copy_region(m, from_tile, from.data(), to_tile, to.data(), region, element_bytes);
@@ -8286,7 +8315,9 @@ class front_end {
       : channel_(std::move(channel)), options_(std::move(options)), tensors_(std::move(tensors)) {
     std::string problem;
     try {
-      checked_seconds(options_.timeout_s, "reshard_options::timeout_s");
+      if (checked_seconds(options_.timeout_s, "reshard_options::timeout_s") == 0)
+        throw error("reshard_options::timeout_s is 0 s: every wait on the other ranks would expire at once; give a "
+                    "positive deadline (default 60 s)");
       if (options_.devices_per_host < 0)
         throw error("reshard_options::devices_per_host is " + std::to_string(options_.devices_per_host) +
                     ": give 0 (ranks with one host name share a host) or a positive count");

@@ -65,8 +65,10 @@ MESHCAST_INLINE void share_schedule(MPI_Comm comm, const plan& p, schedule& s, i
 MESHCAST_INLINE void agree_or_throw(MPI_Comm comm, const std::string& problem, double timeout_s);
 
 /// The host of every rank of `comm`: ranks that share memory (MPI_COMM_TYPE_SHARED) are on one
-/// host; hosts are numbered in the order of their lowest rank.
-MESHCAST_INLINE std::vector<index_t> discover_hosts(MPI_Comm comm);
+/// host; hosts are numbered in the order of their lowest rank. Bounded in time like the rest but
+/// for MPI_Comm_split_type itself (MPI has no nonblocking form), which it enters only once every
+/// rank has arrived.
+MESHCAST_INLINE std::vector<index_t> discover_hosts(MPI_Comm comm, double timeout_s = 60);
 
 namespace detail {
 
@@ -225,6 +227,10 @@ struct mpi_channel {
   using backend_type = mpi_backend;
   MPI_Comm comm;
   double timeout_s;
+  /// How much longer than `timeout_s` an agreement may wait: the solver's time limit, since the
+  /// other ranks wait there while rank 0 solves (a solver allowed 8 s under a 5 s timeout made
+  /// every rank fail with a timeout though none had stopped).
+  double solve_s = 0;
 
   int rank() const {
     int r = 0;
@@ -236,13 +242,13 @@ struct mpi_channel {
     MPI_Comm_size(comm, &n);
     return n;
   }
-  void agree_or_throw(const std::string& problem) { meshcast::agree_or_throw(comm, problem, timeout_s); }
+  void agree_or_throw(const std::string& problem) { meshcast::agree_or_throw(comm, problem, timeout_s + solve_s); }
   bool all_equal(std::uint64_t key) {
     const auto low = bounded_allreduce(comm, key, MPI_MIN, timeout_s, "comparing the ranks' arguments");
     const auto high = bounded_allreduce(comm, key, MPI_MAX, timeout_s, "comparing the ranks' arguments");
     return low == high;
   }
-  std::vector<index_t> hosts() { return discover_hosts(comm); }
+  std::vector<index_t> hosts() { return discover_hosts(comm, timeout_s); }
   void share(std::span<const plan> plans, schedule& s) { share_schedule(comm, plans, s, 0, timeout_s); }
   // The MPI backend's eager messages are acknowledged in ordered mode (connections.hpp).
   network fitted(network net) const { return net.with_eager_bytes(static_cast<index_t>(eager_limit_bytes)); }
@@ -319,17 +325,24 @@ MESHCAST_INLINE void agree_or_throw(MPI_Comm comm, const std::string& problem, d
   throw error(rank == first ? text : "rank " + std::to_string(first) + " reports: " + text);
 }
 
-MESHCAST_INLINE std::vector<index_t> discover_hosts(MPI_Comm comm) {
+MESHCAST_INLINE std::vector<index_t> discover_hosts(MPI_Comm comm, double timeout_s) {
   int rank = 0, size = 0;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
+  // Every rank is here before the one blocking call: a rank that stopped earlier is a timeout.
+  bounded_allreduce(comm, 0, MPI_MAX, timeout_s, "finding the ranks' hosts");
   MPI_Comm node = MPI_COMM_NULL;
   detail::mpi_check(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
   int leader = rank;
-  detail::mpi_check(MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, node), "MPI_Allreduce");
+  try {
+    leader = static_cast<int>(bounded_allreduce(node, static_cast<std::uint64_t>(rank), MPI_MIN, timeout_s,
+                                                "finding the lowest rank of each host"));
+  } catch (...) {
+    MPI_Comm_free(&node);
+    throw;
+  }
   MPI_Comm_free(&node);
-  std::vector<int> leaders(static_cast<std::size_t>(size));
-  detail::mpi_check(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, comm), "MPI_Allgather");
+  const std::vector<int> leaders = bounded_allgather(comm, leader, timeout_s, "gathering the ranks' hosts");
   std::vector<int> distinct = leaders;
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
@@ -369,7 +382,10 @@ class own_communicator {
 /// not one. A rank given a bad timeout then still agrees with the others on the error naming it
 /// (the front end checks it), instead of leaving them to time out.
 inline double channel_timeout_s(double timeout_s) {
-  return timeout_s >= 0 && timeout_s <= max_time_limit_s ? timeout_s : reshard_options{}.timeout_s;
+  return timeout_s > 0 && timeout_s <= max_time_limit_s ? timeout_s : reshard_options{}.timeout_s;
+}
+inline double channel_solve_s(double time_limit_s) {
+  return time_limit_s >= 0 && time_limit_s <= max_time_limit_s ? time_limit_s : 0;
 }
 
 // The state is the front end written once for every transport, here over MPI, on a communicator
@@ -379,7 +395,8 @@ struct batch_core::state {
   front_end<mpi_channel> fe;
   state(MPI_Comm c, std::vector<tensor_layouts> tensors, const reshard_options& options, const erased_policies& policies)
       : comm(c, channel_timeout_s(options.timeout_s)),
-        fe(mpi_channel{comm.get(), channel_timeout_s(options.timeout_s)}, std::move(tensors), options, policies) {}
+        fe(mpi_channel{comm.get(), channel_timeout_s(options.timeout_s), channel_solve_s(options.time_limit_s)},
+           std::move(tensors), options, policies) {}
 };
 
 MESHCAST_INLINE batch_core::batch_core(MPI_Comm comm, std::vector<tensor_layouts> tensors, const reshard_options& options,

@@ -126,6 +126,15 @@ CAPPED = ["--shape", "8192x4097", "--dtype-bytes", "4", "--src-mesh", "1x1", "--
 out, _ = expect("plan: the default staging cap", plan + CAPPED + ["--json"], 0, seconds=30)
 planned = json.loads(out)["schedule"] if out.strip() else {}
 check(len(planned.get("ops", [])) == 2, f"plan under the default cap: {len(planned.get('ops', []))} ops, expected 2")
+# A staging cap cutting 1 TiB into 2^39 pieces built them all before counting (out of memory);
+# pieces ending at 2^63 - 1 wrapped (UBSan; a loop pushing boxes until memory ran out).
+expect("plan: pieces past the limit are counted before they are made", plan + ["--shape", "1099511627776", "--dtype-bytes",
+       "1", "--src-mesh", "2", "--src-spec", "S0", "--dst-mesh", "2", "--dst-spec", "R", "--max-staging-bytes", "2"], 2,
+       "pieces", seconds=10, memory_gib=1)
+out, _ = expect("plan: pieces up to 2^63 - 1", plan + ["--shape", "9223372036854775807", "--dtype-bytes", "1", "--src-mesh", "1",
+                "--src-spec", "R", "--dst-mesh", "1", "--dst-spec", "R", "--max-staging-bytes", str(1 << 50), "--json"], 0,
+                seconds=30, memory_gib=2)
+check(out.strip() != "" and len(json.loads(out).get("tasks", [])) == 16384, "plan: 2^63 - 1 bytes in 2^49-byte pieces")
 if not SANITIZED:  # needs the address-space limit to run out of memory (see SANITIZED)
     expect("out of memory is a message, not terminate", plan + ["--shape", "1048576x1048576", "--src-mesh", "1024x1024",
            "--src-spec", "S0,S1", "--dst-mesh", "1024x1024", "--dst-spec", "S1,S0", "--same-mesh", "--json"], 2,

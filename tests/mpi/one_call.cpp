@@ -11,7 +11,11 @@
 #include <vector>
 
 #include <meshcast/mpi.hpp>
+#include <meshcast/api/policies_impl.hpp>  // a solver of the test's own, also in compiled mode
 #include <meshcast/exec/backend/mpi_bounded.hpp>
+#include <meshcast/schedule/strategy/send_recv.hpp>
+
+#include <thread>
 
 #include "cli/fill.hpp"
 
@@ -54,6 +58,16 @@ void check_reshard(const Src& src, const Dst& dst, reshard_options o, const std:
     expect(false, name + ": " + e.what());
   }
 }
+
+// Greedy after 3 s of "search": a solver within a 5 s time limit that outlasts a 2 s timeout.
+struct slow_greedy {
+  static constexpr std::string_view name = "slow_greedy";
+  const char* supports(const instance& in) const { return greedy{}.supports(in); }
+  solver_result solve(const instance& in, const solver_options& o) const {
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    return greedy{}.solve(in, o);
+  }
+};
 
 template <class F>
 void expect_error_everywhere(F&& f, const std::string& needle, const std::string& name) {
@@ -220,6 +234,31 @@ int main(int argc, char** argv) {
         }
       },
       "different", "ranks that disagree");
+  // A timeout of 0 s: every wait would expire at once (it failed "within 0 s while setting up a
+  // communicator"); now an error naming it, on every rank, whether all or one rank gave it.
+  for (bool all : {true, false})
+    expect_error_everywhere(
+        [&] {
+          reshard_options o = in_place;
+          if (all || rank == 0) o.timeout_s = 0;
+          reshard(MPI_COMM_WORLD, a, b, in, out, o);
+        },
+        "timeout_s is 0 s", all ? "a zero timeout" : "a zero timeout on rank 0");
+  // Rank 0 solves for 3 s within a 5 s time limit; the others wait for it under a 2 s timeout
+  // (they failed with a timeout though no rank had stopped): the solver's limit extends that wait.
+  {
+    reshard_options o = in_place;
+    o.timeout_s = 2;
+    o.time_limit_s = 5;
+    const layout_value s = a.value(), d = b.value();
+    std::vector<float> got(out.size(), -1.0f);
+    try {
+      reshard<slow_greedy, send_recv>(MPI_COMM_WORLD, a, b, std::span<const float>(in), std::span<float>(got), o);
+      expect(got == shard<float>(d, iota(0, s.device_count()), rank), "a solve longer than the timeout: wrong elements");
+    } catch (const error& e) {
+      expect(false, std::string("a solve longer than the timeout, within the time limit: ") + e.what());
+    }
+  }
   // Everyone is still in step: a last correct reshard.
   check_reshard<float>(a, b, in_place, "after the misuses");
   const bool all = all_ok(MPI_COMM_WORLD, failures == 0, 30, "collecting results");

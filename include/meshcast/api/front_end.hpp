@@ -37,7 +37,9 @@ class front_end {
       : channel_(std::move(channel)), options_(std::move(options)), tensors_(std::move(tensors)) {
     std::string problem;
     try {
-      checked_seconds(options_.timeout_s, "reshard_options::timeout_s");
+      if (checked_seconds(options_.timeout_s, "reshard_options::timeout_s") == 0)
+        throw error("reshard_options::timeout_s is 0 s: every wait on the other ranks would expire at once; give a "
+                    "positive deadline (default 60 s)");
       if (options_.devices_per_host < 0)
         throw error("reshard_options::devices_per_host is " + std::to_string(options_.devices_per_host) +
                     ": give 0 (ranks with one host name share a host) or a positive count");

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <span>
+#include <string>
 
 #include "../core/box.hpp"
 #include "../core/error.hpp"
@@ -94,10 +95,24 @@ void for_each_block(const box& tile, const box& region, std::size_t element_byte
 }
 }  // namespace detail
 
-/// Bytes of `tile` (dense row-major, `element_bytes` per element) a buffer must have.
+/// Bytes of `tile` (dense row-major, `element_bytes` per element) a buffer must have. Unchecked:
+/// for tiles of a validated tensor; boxes from elsewhere go through detail::checked_tile_bytes.
 constexpr std::size_t tile_bytes(const box& tile, std::size_t element_bytes) noexcept {
   return static_cast<std::size_t>(tile.volume()) * element_bytes;
 }
+
+namespace detail {
+/// tile_bytes for a box a caller gave: throws naming `what` where a dim is negative or the
+/// product does not fit (a 2^32 x 2^32 tile came to 0 bytes, and pack read past its buffer).
+inline std::size_t checked_tile_bytes(const box& tile, std::size_t element_bytes, const char* what) {
+  std::size_t bytes = element_bytes;
+  for (int d = 0; d < tile.rank; ++d)
+    if (tile[d].size() < 0 || __builtin_mul_overflow(bytes, static_cast<std::size_t>(tile[d].size()), &bytes))
+      throw error(std::string(what) + ": the tile or region " + tile.to_string() + " of " + std::to_string(element_bytes) +
+                  "-byte elements has no size that fits in memory");
+  return bytes;
+}
+}  // namespace detail
 
 /// Copies `region` of the tile held in `from` into the contiguous `to`.
 template <memory_policy M>
@@ -155,14 +170,16 @@ void copy_region(M& memory, const box& from_tile, const std::byte* from, const b
 /// Host forms with their sizes checked, for callers outside an executor.
 inline void pack(const box& tile, std::span<const std::byte> from, const box& region, std::size_t element_bytes,
                  std::span<std::byte> to) {
-  if (!tile.contains(region) || from.size() < tile_bytes(tile, element_bytes) || to.size() < tile_bytes(region, element_bytes))
+  if (!tile.contains(region) || from.size() < detail::checked_tile_bytes(tile, element_bytes, "pack") ||
+      to.size() < detail::checked_tile_bytes(region, element_bytes, "pack"))
     throw error("pack: buffer smaller than its tile or region " + region.to_string());
   host_memory m;
   pack(m, tile, from.data(), region, element_bytes, to.data());
 }
 inline void unpack(std::span<const std::byte> from, const box& tile, std::span<std::byte> to, const box& region,
                    std::size_t element_bytes) {
-  if (!tile.contains(region) || to.size() < tile_bytes(tile, element_bytes) || from.size() < tile_bytes(region, element_bytes))
+  if (!tile.contains(region) || to.size() < detail::checked_tile_bytes(tile, element_bytes, "unpack") ||
+      from.size() < detail::checked_tile_bytes(region, element_bytes, "unpack"))
     throw error("unpack: buffer smaller than its tile or region " + region.to_string());
   host_memory m;
   unpack(m, from.data(), tile, to.data(), region, element_bytes);
@@ -170,8 +187,9 @@ inline void unpack(std::span<const std::byte> from, const box& tile, std::span<s
 inline void copy_region(const box& from_tile, std::span<const std::byte> from, const box& to_tile, std::span<std::byte> to,
                         const box& region, std::size_t element_bytes) {
   if (region.empty()) return;
-  if (!from_tile.contains(region) || !to_tile.contains(region) || from.size() < tile_bytes(from_tile, element_bytes) ||
-      to.size() < tile_bytes(to_tile, element_bytes))
+  if (!from_tile.contains(region) || !to_tile.contains(region) ||
+      from.size() < detail::checked_tile_bytes(from_tile, element_bytes, "copy_region") ||
+      to.size() < detail::checked_tile_bytes(to_tile, element_bytes, "copy_region"))
     throw error("copy_region: buffer smaller than its tile, or region outside it");
   host_memory m;
   copy_region(m, from_tile, from.data(), to_tile, to.data(), region, element_bytes);

@@ -5,6 +5,8 @@
 // (exec/executor.hpp, plan_staging).
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -24,7 +26,10 @@ constexpr std::size_t staging_piece_bytes(std::size_t cap) noexcept { return cap
 
 /// Cuts `region` into boxes of at most `max_elements` elements, in row-major order: whole
 /// slabs of the outermost dims where they fit, so that each piece stays as contiguous as it was.
-inline void cut_region(const box& region, index_t max_elements, std::vector<box>& out) {
+/// Returns false, adding nothing, where `out` would then hold more than `max_boxes` (counted
+/// first: a tiny piece size must not fill memory before the caller's limit is checked).
+inline bool cut_region(const box& region, index_t max_elements, std::vector<box>& out,
+                       std::size_t max_boxes = static_cast<std::size_t>(-1)) {
   // The outermost dim d whose slabs (one index of it and of every dim before it) fit.
   int d = -1;
   index_t inner = region.volume();
@@ -33,20 +38,27 @@ inline void cut_region(const box& region, index_t max_elements, std::vector<box>
     inner /= region[d].size();
   }
   if (d < 0) {
+    if (out.size() >= max_boxes) return false;
     out.push_back(region);
-    return;
+    return true;
   }
   const index_t run = max_elements / inner;  // indices of dim d per piece (>= 1)
+  // How many pieces, before making any: runs per slab times slabs (in double: it cannot wrap).
+  double count = std::ceil(static_cast<double>(region[d].size()) / static_cast<double>(run));
+  for (int k = 0; k < d; ++k) count *= static_cast<double>(region[k].size());
+  if (count > static_cast<double>(max_boxes - std::min(out.size(), max_boxes))) return false;
   box piece = region;
   for (int k = 0; k < d; ++k) piece[k] = {region[k].lo, region[k].lo + 1};
   while (true) {
-    for (index_t lo = region[d].lo; lo < region[d].hi; lo += run) {
-      piece[d] = {lo, std::min(lo + run, region[d].hi)};
+    for (index_t lo = region[d].lo; lo < region[d].hi;) {
+      const index_t hi = region[d].hi - lo > run ? lo + run : region[d].hi;  // lo + run may pass 2^63
+      piece[d] = {lo, hi};
       out.push_back(piece);
+      lo = hi;
     }
     int k = d - 1;  // the next index of the dims before d, odometer-wise
     while (k >= 0 && piece[k].hi == region[k].hi) piece[k] = {region[k].lo, region[k].lo + 1}, --k;
-    if (k < 0) return;
+    if (k < 0) return true;
     piece[k] = {piece[k].lo + 1, piece[k].hi + 1};
   }
 }
@@ -80,8 +92,7 @@ inline void cut_for_staging(std::vector<plan>& plans, std::size_t cap) {
       const send_task& t = p.tasks[i];
       const index_t origin = t.origin >= 0 ? t.origin : static_cast<index_t>(i);
       boxes.clear();
-      cut_region(t.region, max_elements, boxes);
-      if (boxes.size() > max_staging_pieces || pieces + boxes.size() > max_staging_pieces)
+      if (!cut_region(t.region, max_elements, boxes, max_staging_pieces - std::min(pieces, max_staging_pieces)))
         throw error("the staging cap of " + std::to_string(cap) + " bytes cuts the tasks into more than " +
                     std::to_string(max_staging_pieces) + " pieces (at " + tensor + "): give a larger cap");
       pieces += boxes.size();

@@ -97,6 +97,21 @@ class mpi_backend {
   }
   group make_group(std::span<const index_t> members, int tag) {
     std::vector<int> ranks(members.begin(), members.end());
+    // MPI_Comm_create_group blocks and has no nonblocking form: enter it only once every member
+    // is known to be here (a token from each, on the group's tag, under the deadline), so that a
+    // member that stopped is a timeout_error naming it rather than a hang.
+    std::vector<MPI_Request> tokens;
+    char mine = 1;
+    std::vector<char> theirs(ranks.size());
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+      if (ranks[i] == rank_) continue;
+      tokens.push_back(MPI_REQUEST_NULL);
+      check(MPI_Irecv(&theirs[i], 1, MPI_BYTE, ranks[i], tag, comm_, &tokens.back()), "MPI_Irecv", ranks[i]);
+      tokens.push_back(MPI_REQUEST_NULL);
+      check(MPI_Isend(&mine, 1, MPI_BYTE, ranks[i], tag, comm_, &tokens.back()), "MPI_Isend", ranks[i]);
+    }
+    for (std::size_t i = 0, k = 0; i < ranks.size(); ++i)
+      if (ranks[i] != rank_) wait_mpi(tokens[k++], ranks[i]), wait_mpi(tokens[k++], ranks[i]);
     MPI_Group world, sub;
     MPI_Comm_group(comm_, &world);
     MPI_Group_incl(world, static_cast<int>(ranks.size()), ranks.data(), &sub);

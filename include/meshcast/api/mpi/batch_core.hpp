@@ -35,8 +35,10 @@ MESHCAST_INLINE void share_schedule(MPI_Comm comm, const plan& p, schedule& s, i
 MESHCAST_INLINE void agree_or_throw(MPI_Comm comm, const std::string& problem, double timeout_s);
 
 /// The host of every rank of `comm`: ranks that share memory (MPI_COMM_TYPE_SHARED) are on one
-/// host; hosts are numbered in the order of their lowest rank.
-MESHCAST_INLINE std::vector<index_t> discover_hosts(MPI_Comm comm);
+/// host; hosts are numbered in the order of their lowest rank. Bounded in time like the rest but
+/// for MPI_Comm_split_type itself (MPI has no nonblocking form), which it enters only once every
+/// rank has arrived.
+MESHCAST_INLINE std::vector<index_t> discover_hosts(MPI_Comm comm, double timeout_s = 60);
 
 namespace detail {
 

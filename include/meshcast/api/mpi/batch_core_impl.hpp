@@ -37,7 +37,10 @@ class own_communicator {
 /// not one. A rank given a bad timeout then still agrees with the others on the error naming it
 /// (the front end checks it), instead of leaving them to time out.
 inline double channel_timeout_s(double timeout_s) {
-  return timeout_s >= 0 && timeout_s <= max_time_limit_s ? timeout_s : reshard_options{}.timeout_s;
+  return timeout_s > 0 && timeout_s <= max_time_limit_s ? timeout_s : reshard_options{}.timeout_s;
+}
+inline double channel_solve_s(double time_limit_s) {
+  return time_limit_s >= 0 && time_limit_s <= max_time_limit_s ? time_limit_s : 0;
 }
 
 // The state is the front end written once for every transport, here over MPI, on a communicator
@@ -47,7 +50,8 @@ struct batch_core::state {
   front_end<mpi_channel> fe;
   state(MPI_Comm c, std::vector<tensor_layouts> tensors, const reshard_options& options, const erased_policies& policies)
       : comm(c, channel_timeout_s(options.timeout_s)),
-        fe(mpi_channel{comm.get(), channel_timeout_s(options.timeout_s)}, std::move(tensors), options, policies) {}
+        fe(mpi_channel{comm.get(), channel_timeout_s(options.timeout_s), channel_solve_s(options.time_limit_s)},
+           std::move(tensors), options, policies) {}
 };
 
 MESHCAST_INLINE batch_core::batch_core(MPI_Comm comm, std::vector<tensor_layouts> tensors, const reshard_options& options,

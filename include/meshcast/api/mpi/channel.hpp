@@ -25,6 +25,10 @@ struct mpi_channel {
   using backend_type = mpi_backend;
   MPI_Comm comm;
   double timeout_s;
+  /// How much longer than `timeout_s` an agreement may wait: the solver's time limit, since the
+  /// other ranks wait there while rank 0 solves (a solver allowed 8 s under a 5 s timeout made
+  /// every rank fail with a timeout though none had stopped).
+  double solve_s = 0;
 
   int rank() const {
     int r = 0;
@@ -36,13 +40,13 @@ struct mpi_channel {
     MPI_Comm_size(comm, &n);
     return n;
   }
-  void agree_or_throw(const std::string& problem) { meshcast::agree_or_throw(comm, problem, timeout_s); }
+  void agree_or_throw(const std::string& problem) { meshcast::agree_or_throw(comm, problem, timeout_s + solve_s); }
   bool all_equal(std::uint64_t key) {
     const auto low = bounded_allreduce(comm, key, MPI_MIN, timeout_s, "comparing the ranks' arguments");
     const auto high = bounded_allreduce(comm, key, MPI_MAX, timeout_s, "comparing the ranks' arguments");
     return low == high;
   }
-  std::vector<index_t> hosts() { return discover_hosts(comm); }
+  std::vector<index_t> hosts() { return discover_hosts(comm, timeout_s); }
   void share(std::span<const plan> plans, schedule& s) { share_schedule(comm, plans, s, 0, timeout_s); }
   // The MPI backend's eager messages are acknowledged in ordered mode (connections.hpp).
   network fitted(network net) const { return net.with_eager_bytes(static_cast<index_t>(eager_limit_bytes)); }

@@ -71,17 +71,24 @@ MESHCAST_INLINE void agree_or_throw(MPI_Comm comm, const std::string& problem, d
   throw error(rank == first ? text : "rank " + std::to_string(first) + " reports: " + text);
 }
 
-MESHCAST_INLINE std::vector<index_t> discover_hosts(MPI_Comm comm) {
+MESHCAST_INLINE std::vector<index_t> discover_hosts(MPI_Comm comm, double timeout_s) {
   int rank = 0, size = 0;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
+  // Every rank is here before the one blocking call: a rank that stopped earlier is a timeout.
+  bounded_allreduce(comm, 0, MPI_MAX, timeout_s, "finding the ranks' hosts");
   MPI_Comm node = MPI_COMM_NULL;
   detail::mpi_check(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
   int leader = rank;
-  detail::mpi_check(MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, node), "MPI_Allreduce");
+  try {
+    leader = static_cast<int>(bounded_allreduce(node, static_cast<std::uint64_t>(rank), MPI_MIN, timeout_s,
+                                                "finding the lowest rank of each host"));
+  } catch (...) {
+    MPI_Comm_free(&node);
+    throw;
+  }
   MPI_Comm_free(&node);
-  std::vector<int> leaders(static_cast<std::size_t>(size));
-  detail::mpi_check(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, comm), "MPI_Allgather");
+  const std::vector<int> leaders = bounded_allgather(comm, leader, timeout_s, "gathering the ranks' hosts");
   std::vector<int> distinct = leaders;
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());

@@ -70,6 +70,20 @@ inline bool all_ok(MPI_Comm comm, bool ok, double timeout_s, const char* what = 
   return bounded_allreduce(comm, ok ? 1 : 0, MPI_MIN, timeout_s, what) == 1;
 }
 
+/// Every rank's `value`, in rank order, bounded in time like `bounded_allreduce`.
+inline std::vector<int> bounded_allgather(MPI_Comm comm, int value, double timeout_s, const char* what) {
+  const detail::deadline stop(timeout_s, "the timeout");
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  std::vector<int> all(static_cast<std::size_t>(size));
+  MPI_Request r = MPI_REQUEST_NULL;
+  detail::mpi_check(MPI_Iallgather(&value, 1, MPI_INT, all.data(), 1, MPI_INT, comm, &r), "MPI_Iallgather");
+  if (!detail::wait_until(r, stop))
+    throw timeout_error(std::string("no answer from the other ranks within ") + detail::number(timeout_s) + " s while " + what,
+                        {});
+  return all;
+}
+
 /// Broadcasts `bytes` from `root`, bounded in time.
 inline void bounded_broadcast(MPI_Comm comm, void* data, int bytes, int root, double timeout_s, const char* what) {
   const detail::deadline stop(timeout_s, "the timeout");
