@@ -6416,6 +6416,10 @@ struct backend_protocol {
   bool port_tokens = true;
   /// Where sends may complete early, the ordered executor waits for the receiver's acknowledgement.
   send_completion sends = send_completion::early_always;
+  /// The most bytes one message may carry (MPI: its int count). The executor refuses a schedule
+  /// with a larger message when it is built, on every rank alike, instead of failing mid-run on
+  /// the two ranks of that message.
+  std::size_t max_message_bytes = static_cast<std::size_t>(-1);
 };
 
 /// The protocol of backend `B`, checked: what the executor reads, never `B`'s members directly.
@@ -6431,6 +6435,7 @@ struct backend_traits {
                 "send_completes_early(std::size_t bytes) const`.");
   static constexpr bool port_tokens = protocol.port_tokens;
   static constexpr send_completion sends = protocol.sends;
+  static constexpr std::size_t max_message_bytes = protocol.max_message_bytes;
 };
 
 }  // namespace meshcast
@@ -6785,6 +6790,7 @@ class executor {
   using request = typename Backend::request;
   using step = detail::step<request>;  // what the schedule fixes, ordered links, per-run state
 
+  void check_message_sizes(std::span<const plan> plans, const schedule& s);
   void make_groups(const schedule& s);
 
   void plan_steps(const schedule& s, std::span<const plan> plans);
@@ -7016,6 +7022,7 @@ executor<Backend>::executor(Backend b, std::span<const plan> plans, const schedu
     throw error("the plan uses " + std::to_string(devices) + " devices but the communicator has " +
                 std::to_string(b_.size()) + " ranks; run one rank per device");
   check_schedule_fits(plans, s);
+  check_message_sizes(plans, s);
   for (const plan& p : plans) {
     tensor_state t;
     t.eb = static_cast<std::size_t>(p.element_bytes);
@@ -7035,6 +7042,26 @@ executor<Backend>::executor(Backend b, std::span<const plan> plans, const schedu
   if (mode_ == execution::ordered && !s.model.empty() && backend_traits<Backend>::port_tokens) plan_tokens(s);
   if (mode_ == execution::ordered && !s.model.empty()) plan_exchanges(s);
   if (acknowledged()) plan_acknowledgements();
+}
+
+template <class Backend>
+void executor<Backend>::check_message_sizes(std::span<const plan> plans, const schedule& s) {
+  constexpr std::size_t most = backend_traits<Backend>::max_message_bytes;
+  if constexpr (most != static_cast<std::size_t>(-1)) {
+    for (std::size_t i = 0; i < s.transfers.size(); ++i) {
+      const transfer& t = s.transfers[i];
+      if (t.kind == transfer_kind::local_copy) continue;
+      // A chain goes in pieces (the schedule's, else chain_piece_bytes, far below any limit).
+      const std::size_t bytes =
+          t.kind == transfer_kind::chain ? static_cast<std::size_t>(t.piece_bytes)
+          : t.parts.empty() ? tile_bytes(t.region, static_cast<std::size_t>(plans[static_cast<std::size_t>(t.tensor)].element_bytes))
+                            : static_cast<std::size_t>(t.bytes);
+      if (bytes > most)
+        throw error("transfer " + std::to_string(i) + " moves " + std::to_string(bytes) + " bytes in one message, more than the " +
+                    std::to_string(most) + " this transport's messages carry: give a staging cap " +
+                    "(reshard_options::max_staging_bytes, --max-staging-bytes), which cuts tasks to half of it");
+    }
+  }
 }
 
 template <class Backend>

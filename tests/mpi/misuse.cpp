@@ -49,6 +49,18 @@ int main(int argc, char** argv) {
   // A schedule made for another plan: ops that name devices the plan does not have.
   expect_error("a schedule from another plan", [&] { executor<mpi_backend> x(mpi_backend(MPI_COMM_WORLD, 5), four, s8); },
                "another plan");
+  // A message past MPI's int count (3 GiB of bytes, no staging cap): refused when the executor is
+  // built, on every rank alike (it failed mid-run on the message's two ranks, the others timed
+  // out). No buffer of that size is ever made.
+  plan big = make_plan(dynamic_layout(parse_mesh("1"), dynamic_spec("R"), dynamic_shape{index_t{3} << 30}),
+                       dynamic_layout(parse_mesh("1"), dynamic_spec("R"), dynamic_shape{index_t{3} << 30}));
+  schedule sbig = solve(make_instance(big, network::alpa_testbed(default_hosts(2, 1, 1)), send_recv{}), greedy{});
+  expect_error("a 3 GiB message", [&] { executor<mpi_backend> x(mpi_backend(MPI_COMM_WORLD, 5), big, sbig); },
+               "this transport's messages carry");
+  expect_error("a 3 GiB message in the one call's resharder", [&] {
+    const dynamic_layout half(dynamic_mesh{size / 2}, dynamic_spec("R"), dynamic_shape{index_t{3} << 30});
+    resharder<> r(MPI_COMM_WORLD, half, half, 1, reshard_options{.timeout_s = 20, .max_staging_bytes = 0});
+  }, "staging cap");
   // The timeout itself is checked.
   expect_error("a NaN timeout", [&] { mpi_backend b(MPI_COMM_WORLD, std::numeric_limits<double>::quiet_NaN()); }, "timeout");
   // Everyone still agrees at the end (bounded): no rank was left behind.

@@ -29,6 +29,10 @@ struct backend_protocol {
   bool port_tokens = true;
   /// Where sends may complete early, the ordered executor waits for the receiver's acknowledgement.
   send_completion sends = send_completion::early_always;
+  /// The most bytes one message may carry (MPI: its int count). The executor refuses a schedule
+  /// with a larger message when it is built, on every rank alike, instead of failing mid-run on
+  /// the two ranks of that message.
+  std::size_t max_message_bytes = static_cast<std::size_t>(-1);
 };
 
 /// The protocol of backend `B`, checked: what the executor reads, never `B`'s members directly.
@@ -44,6 +48,7 @@ struct backend_traits {
                 "send_completes_early(std::size_t bytes) const`.");
   static constexpr bool port_tokens = protocol.port_tokens;
   static constexpr send_completion sends = protocol.sends;
+  static constexpr std::size_t max_message_bytes = protocol.max_message_bytes;
 };
 
 }  // namespace meshcast

@@ -116,6 +116,7 @@ class executor {
   using request = typename Backend::request;
   using step = detail::step<request>;  // what the schedule fixes, ordered links, per-run state
 
+  void check_message_sizes(std::span<const plan> plans, const schedule& s);
   void make_groups(const schedule& s);
 
   void plan_steps(const schedule& s, std::span<const plan> plans);

@@ -91,7 +91,9 @@ class mpi_backend {
   /// receiver's acknowledgement.
   bool send_completes_early(std::size_t n) const noexcept { return n <= eager_limit_; }
   /// Tag-matched: ordered mode passes NIC tokens; sends up to the eager threshold complete early.
-  static constexpr backend_protocol protocol{.port_tokens = true, .sends = send_completion::early_by_size};
+  static constexpr backend_protocol protocol{.port_tokens = true,
+                                             .sends = send_completion::early_by_size,
+                                             .max_message_bytes = static_cast<std::size_t>(std::numeric_limits<int>::max())};
   request recv(std::byte* data, std::size_t n, index_t peer, int tag) {
     request r;
     r.peer = static_cast<int>(peer);

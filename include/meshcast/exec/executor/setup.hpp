@@ -15,6 +15,7 @@ executor<Backend>::executor(Backend b, std::span<const plan> plans, const schedu
     throw error("the plan uses " + std::to_string(devices) + " devices but the communicator has " +
                 std::to_string(b_.size()) + " ranks; run one rank per device");
   check_schedule_fits(plans, s);
+  check_message_sizes(plans, s);
   for (const plan& p : plans) {
     tensor_state t;
     t.eb = static_cast<std::size_t>(p.element_bytes);
@@ -34,6 +35,26 @@ executor<Backend>::executor(Backend b, std::span<const plan> plans, const schedu
   if (mode_ == execution::ordered && !s.model.empty() && backend_traits<Backend>::port_tokens) plan_tokens(s);
   if (mode_ == execution::ordered && !s.model.empty()) plan_exchanges(s);
   if (acknowledged()) plan_acknowledgements();
+}
+
+template <class Backend>
+void executor<Backend>::check_message_sizes(std::span<const plan> plans, const schedule& s) {
+  constexpr std::size_t most = backend_traits<Backend>::max_message_bytes;
+  if constexpr (most != static_cast<std::size_t>(-1)) {
+    for (std::size_t i = 0; i < s.transfers.size(); ++i) {
+      const transfer& t = s.transfers[i];
+      if (t.kind == transfer_kind::local_copy) continue;
+      // A chain goes in pieces (the schedule's, else chain_piece_bytes, far below any limit).
+      const std::size_t bytes =
+          t.kind == transfer_kind::chain ? static_cast<std::size_t>(t.piece_bytes)
+          : t.parts.empty() ? tile_bytes(t.region, static_cast<std::size_t>(plans[static_cast<std::size_t>(t.tensor)].element_bytes))
+                            : static_cast<std::size_t>(t.bytes);
+      if (bytes > most)
+        throw error("transfer " + std::to_string(i) + " moves " + std::to_string(bytes) + " bytes in one message, more than the " +
+                    std::to_string(most) + " this transport's messages carry: give a staging cap " +
+                    "(reshard_options::max_staging_bytes, --max-staging-bytes), which cuts tasks to half of it");
+    }
+  }
 }
 
 template <class Backend>
