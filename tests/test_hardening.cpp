@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <meshcast/meshcast.hpp>
@@ -219,6 +220,14 @@ TEST_CASE("hardening: the checked host pack, unpack and copy_region refuse a til
   huge[0] = {0, index_t{1} << 31};
   huge[1] = {0, index_t{1} << 31};
   CHECK_THROWS_AS(pack(huge, a, small, 4, b), error);
-  // Sizes that fit still pass: 2x2 of 4 bytes in 16.
+  // Sizes that fit still pass: 2x2 of 4 bytes in 16; an empty tile is 0 bytes whichever dim is
+  // empty (dims multiplied before the empty one overflowed).
   CHECK_NOTHROW(pack(small, a, small, 4, b));
+  box empty;
+  empty.rank = 2;
+  empty[0] = {0, index_t{1} << 62};
+  empty[1] = {0, 0};
+  CHECK(detail::checked_tile_bytes(empty, 8, "pack") == 0);
+  std::swap(empty[0], empty[1]);
+  CHECK(detail::checked_tile_bytes(empty, 8, "pack") == 0);
 }

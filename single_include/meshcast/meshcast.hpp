@@ -5701,15 +5701,18 @@ schedule solve_batch(std::vector<std::shared_ptr<const plan>> plans, std::shared
       bound_s = best ? std::min(bound_s, s.lower_bound_s) : s.lower_bound_s;
       if (!best || s.makespan_s < best->makespan_s) best = std::move(s);
     };
-    instance_options whole = io;  // the same without replica splitting
-    whole.split_replicas = false;
-    if (split && bucket > 0) whole.bundles = std::make_shared<const std::vector<bundle>>(make_bundles(plans, *net, bucket, false, max_slices));
-    for (const instance_options* options : {&io, &whole}) {
-      if (options == &whole && !split) break;
-      consider(st, *options);
-      consider(send_recv{}, *options);
-      consider(send_recv_allgather{}, *options);
-      consider(broadcast{}, *options);
+    auto consider_each = [&](const instance_options& options) {
+      consider(st, options);
+      consider(send_recv{}, options);
+      consider(send_recv_allgather{}, options);
+      consider(broadcast{}, options);
+    };
+    consider_each(io);
+    if (split) {  // the same without replica splitting
+      instance_options whole = io;
+      whole.split_replicas = false;
+      if (bucket > 0) whole.bundles = std::make_shared<const std::vector<bundle>>(make_bundles(plans, *net, bucket, false, max_slices));
+      consider_each(whole);
     }
     if (!best) throw error("solver '" + std::string(Solver::name) + "' does not apply to any strategy: " + why);
     best->strategy = std::string(auto_strategy::name);
@@ -6026,6 +6029,8 @@ namespace detail {
 /// product does not fit (a 2^32 x 2^32 tile came to 0 bytes, and pack read past its buffer).
 inline std::size_t checked_tile_bytes(const box& tile, std::size_t element_bytes, const char* what) {
   std::size_t bytes = element_bytes;
+  for (int d = 0; d < tile.rank; ++d)
+    if (tile[d].size() == 0) return 0;  // empty, whatever the other dims (before they can overflow)
   for (int d = 0; d < tile.rank; ++d)
     if (tile[d].size() < 0 || __builtin_mul_overflow(bytes, static_cast<std::size_t>(tile[d].size()), &bytes))
       throw error(std::string(what) + ": the tile or region " + tile.to_string() + " of " + std::to_string(element_bytes) +

@@ -213,6 +213,7 @@ void reshard(MPI_Comm comm, const batch& b, reshard_options options = {}) {
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -242,7 +243,9 @@ struct mpi_channel {
     MPI_Comm_size(comm, &n);
     return n;
   }
-  void agree_or_throw(const std::string& problem) { meshcast::agree_or_throw(comm, problem, timeout_s + solve_s); }
+  void agree_or_throw(const std::string& problem) {
+    meshcast::agree_or_throw(comm, problem, std::min(timeout_s + solve_s, max_time_limit_s));
+  }
   bool all_equal(std::uint64_t key) {
     const auto low = bounded_allreduce(comm, key, MPI_MIN, timeout_s, "comparing the ranks' arguments");
     const auto high = bounded_allreduce(comm, key, MPI_MAX, timeout_s, "comparing the ranks' arguments");

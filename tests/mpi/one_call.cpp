@@ -259,6 +259,14 @@ int main(int argc, char** argv) {
       expect(false, std::string("a solve longer than the timeout, within the time limit: ") + e.what());
     }
   }
+  // The largest timeout and time limit the options take (the wait for rank 0's solve added them and
+  // passed the deadline's 1e6 s cap: every rank failed).
+  {
+    reshard_options o = in_place;
+    o.timeout_s = 1e6;
+    o.time_limit_s = 1e6;
+    check_reshard<float>(a, b, o, "a timeout and time limit of 1e6 s");
+  }
   // Everyone is still in step: a last correct reshard.
   check_reshard<float>(a, b, in_place, "after the misuses");
   const bool all = all_ok(MPI_COMM_WORLD, failures == 0, 30, "collecting results");

@@ -107,6 +107,8 @@ namespace detail {
 inline std::size_t checked_tile_bytes(const box& tile, std::size_t element_bytes, const char* what) {
   std::size_t bytes = element_bytes;
   for (int d = 0; d < tile.rank; ++d)
+    if (tile[d].size() == 0) return 0;  // empty, whatever the other dims (before they can overflow)
+  for (int d = 0; d < tile.rank; ++d)
     if (tile[d].size() < 0 || __builtin_mul_overflow(bytes, static_cast<std::size_t>(tile[d].size()), &bytes))
       throw error(std::string(what) + ": the tile or region " + tile.to_string() + " of " + std::to_string(element_bytes) +
                   "-byte elements has no size that fits in memory");

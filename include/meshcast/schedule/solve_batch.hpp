@@ -63,15 +63,18 @@ schedule solve_batch(std::vector<std::shared_ptr<const plan>> plans, std::shared
       bound_s = best ? std::min(bound_s, s.lower_bound_s) : s.lower_bound_s;
       if (!best || s.makespan_s < best->makespan_s) best = std::move(s);
     };
-    instance_options whole = io;  // the same without replica splitting
-    whole.split_replicas = false;
-    if (split && bucket > 0) whole.bundles = std::make_shared<const std::vector<bundle>>(make_bundles(plans, *net, bucket, false, max_slices));
-    for (const instance_options* options : {&io, &whole}) {
-      if (options == &whole && !split) break;
-      consider(st, *options);
-      consider(send_recv{}, *options);
-      consider(send_recv_allgather{}, *options);
-      consider(broadcast{}, *options);
+    auto consider_each = [&](const instance_options& options) {
+      consider(st, options);
+      consider(send_recv{}, options);
+      consider(send_recv_allgather{}, options);
+      consider(broadcast{}, options);
+    };
+    consider_each(io);
+    if (split) {  // the same without replica splitting
+      instance_options whole = io;
+      whole.split_replicas = false;
+      if (bucket > 0) whole.bundles = std::make_shared<const std::vector<bundle>>(make_bundles(plans, *net, bucket, false, max_slices));
+      consider_each(whole);
     }
     if (!best) throw error("solver '" + std::string(Solver::name) + "' does not apply to any strategy: " + why);
     best->strategy = std::string(auto_strategy::name);

@@ -55,11 +55,12 @@ class mpi_backend {
   };
 
   /// Rank r of `comm` plays device r. `timeout_s` bounds every wait (0: no bound); chains move
-  /// `chain_chunk` bytes per message.
+  /// `chain_chunk` bytes per message (at most MPI's int count, 2^31 - 1).
   explicit mpi_backend(MPI_Comm comm = MPI_COMM_WORLD, double timeout_s = 60, std::size_t chain_chunk = chain_chunk_bytes,
                        std::size_t eager_limit = eager_limit_bytes)
       : comm_(comm), timeout_s_(detail::checked_seconds(timeout_s, "the MPI backend's timeout")),
-        chunk_(chain_chunk < 1 ? 1 : chain_chunk), eager_limit_(eager_limit) {
+        chunk_(chain_chunk < 1 ? 1 : std::min(chain_chunk, static_cast<std::size_t>(std::numeric_limits<int>::max()))),
+        eager_limit_(eager_limit) {
     int r = 0, n = 0, found = 0;
     MPI_Comm_rank(comm_, &r);
     MPI_Comm_size(comm_, &n);
@@ -112,8 +113,11 @@ class mpi_backend {
       tokens.push_back(MPI_REQUEST_NULL);
       check(MPI_Isend(&mine, 1, MPI_BYTE, ranks[i], tag, comm_, &tokens.back()), "MPI_Isend", ranks[i]);
     }
+    const detail::deadline stop(timeout_s_);  // one deadline for all of them (0: none)
     for (std::size_t i = 0, k = 0; i < ranks.size(); ++i)
-      if (ranks[i] != rank_) wait_mpi(tokens[k++], ranks[i]), wait_mpi(tokens[k++], ranks[i]);
+      for (int twice = 0; twice < 2 && ranks[i] != rank_; ++twice, ++k)
+        if (timeout_s_ <= 0) check(MPI_Wait(&tokens[k], MPI_STATUS_IGNORE), "MPI_Wait", ranks[i]);
+        else if (!detail::wait_until(tokens[k], stop, ranks[i])) [[unlikely]] timed_out(ranks[i]);
     MPI_Group world, sub;
     MPI_Comm_group(comm_, &world);
     MPI_Group_incl(world, static_cast<int>(ranks.size()), ranks.data(), &sub);
