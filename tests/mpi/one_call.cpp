@@ -11,9 +11,8 @@
 #include <vector>
 
 #include <meshcast/mpi.hpp>
-#include <meshcast/api/policies_impl.hpp>  // a solver of the test's own, also in compiled mode
+#include <meshcast/meshcast.hpp>  // a solver of the test's own (policies_impl.hpp), also in compiled mode
 #include <meshcast/exec/backend/mpi_bounded.hpp>
-#include <meshcast/schedule/strategy/send_recv.hpp>
 
 #include <thread>
 
