@@ -36,6 +36,7 @@ class counting_backend {
   index_t device() const noexcept { return inner_.device(); }
   index_t size() const noexcept { return inner_.size(); }
   double timeout_s() const noexcept { return inner_.timeout_s(); }
+  void cancel(request& r) noexcept { inner_.cancel(r); }
   request send(const std::byte* data, std::size_t n, index_t peer, int tag) {
     bytes_sent_ += n;
     return inner_.send(data, n, peer, tag);

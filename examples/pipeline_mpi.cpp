@@ -191,21 +191,19 @@ flags parse_flags(int argc, char** argv) {
 
 // ---- waiting without taking the cores from ranks that have work --------------------------------
 
-void wait_request(MPI_Request& r, double timeout_s, const char* what) {
-  if (!detail::wait_until(r, detail::deadline(timeout_s, "the timeout")))
-    throw timeout_error(std::string("no answer from the other ranks within ") + detail::number(timeout_s) + " s while " + what, {});
-}
+// The buffers of an operation given up on are kept, not freed, by bounded_wait: a late rank may
+// still complete it.
 void sleepy_barrier(MPI_Comm comm, double timeout_s, const char* what) {
   MPI_Request r = MPI_REQUEST_NULL;
   detail::mpi_check(MPI_Ibarrier(comm, &r), "MPI_Ibarrier");
-  wait_request(r, timeout_s, what);
+  bounded_wait(r, timeout_s, what);
 }
 double allreduce_max(MPI_Comm comm, double v, double timeout_s) {
-  double out = 0;
+  std::vector<double> in{v}, out{0.0};
   MPI_Request r = MPI_REQUEST_NULL;
-  detail::mpi_check(MPI_Iallreduce(&v, &out, 1, MPI_DOUBLE, MPI_MAX, comm, &r), "MPI_Iallreduce");
-  wait_request(r, timeout_s, "reducing times");
-  return out;
+  detail::mpi_check(MPI_Iallreduce(in.data(), out.data(), 1, MPI_DOUBLE, MPI_MAX, comm, &r), "MPI_Iallreduce");
+  bounded_wait(r, timeout_s, "reducing times", in, out);
+  return out[0];
 }
 template <class T>
 void broadcast_vector(std::vector<T>& v, int root, double timeout_s, const char* what) {
@@ -808,7 +806,7 @@ int main(int argc, char** argv) {
       detail::mpi_check(MPI_Iallreduce(mine.data(), got.data(), static_cast<int>(mine.size()), MPI_DOUBLE, MPI_MAX,
                                        MPI_COMM_WORLD, &r),
                         "MPI_Iallreduce");
-      wait_request(r, timeout_s, "gathering the transfer times");
+      bounded_wait(r, timeout_s, "gathering the transfer times", mine, got);
       for (std::size_t i = 0; i < specs.size(); ++i) {
         alone[i] = got[i];
         transfer_spec& t = specs[i];
@@ -853,7 +851,7 @@ int main(int argc, char** argv) {
         detail::mpi_check(MPI_Igatherv(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, gathered.data(), counts.data(),
                                        offsets.data(), MPI_DOUBLE, 0, MPI_COMM_WORLD, &req),
                           "MPI_Igatherv");
-        wait_request(req, timeout_s, "gathering the measured times");
+        bounded_wait(req, timeout_s, "gathering the measured times", mine, gathered, counts, offsets);
         if (rank != 0) continue;
         std::vector<rank_times> times(static_cast<std::size_t>(size));
         double origin = 1e300, makespan = 0;

@@ -119,18 +119,18 @@ void gather_trace(const Executor& exec, const meshcast::schedule& s, const std::
   std::vector<double> mine;
   for (const auto& t : exec.times())
     mine.insert(mine.end(), {static_cast<double>(t.transfer), t.wait, t.start, t.end, exec.run_began_s()});
-  int count = static_cast<int>(mine.size());
-  std::vector<int> counts(static_cast<std::size_t>(size)), offsets(static_cast<std::size_t>(size));
-  const detail::deadline stop(timeout_s, "the timeout");
+  const int count = static_cast<int>(mine.size());
+  // bounded_wait keeps these vectors' storage should it give up (a late rank may still write it).
+  std::vector<int> sent{count}, counts(static_cast<std::size_t>(size)), offsets(static_cast<std::size_t>(size));
   MPI_Request r = MPI_REQUEST_NULL;
-  detail::mpi_check(MPI_Igather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD, &r), "MPI_Igather");
-  if (!detail::wait_until(r, stop)) throw timeout_error("no answer while gathering the trace", {});
+  detail::mpi_check(MPI_Igather(sent.data(), 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD, &r), "MPI_Igather");
+  bounded_wait(r, timeout_s, "gathering the trace's sizes", sent, counts);
   int total = 0;
   for (int k = 0; k < size; ++k) offsets[static_cast<std::size_t>(k)] = total, total += counts[static_cast<std::size_t>(k)];
   std::vector<double> all(static_cast<std::size_t>(std::max(total, 1)));
   detail::mpi_check(MPI_Igatherv(mine.data(), count, MPI_DOUBLE, all.data(), counts.data(), offsets.data(), MPI_DOUBLE, 0,
                                  MPI_COMM_WORLD, &r), "MPI_Igatherv");
-  if (!detail::wait_until(r, stop)) throw timeout_error("no answer while gathering the trace", {});
+  bounded_wait(r, timeout_s, "gathering the trace", mine, all, counts, offsets);
   if (rank != 0) return;
   cli::json_writer j;
   j.begin_object().key("displayTimeUnit").value("ms").key("traceEvents").begin_array();

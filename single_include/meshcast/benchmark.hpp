@@ -41,11 +41,16 @@ namespace meshcast {
 namespace detail {
 // The most of `value` over the ranks, bounded in time.
 inline double bounded_max(MPI_Comm comm, double value, double timeout_s) {
-  double out = 0;
-  MPI_Request r = MPI_REQUEST_NULL;
-  mpi_check(MPI_Iallreduce(&value, &out, 1, MPI_DOUBLE, MPI_MAX, comm, &r), "MPI_Iallreduce");
-  if (!wait_until(r, deadline(timeout_s, "the timeout"))) throw timeout_error("no answer while taking the slowest rank's time", {});
-  return out;
+  struct operation {
+    double mine = 0, out = 0;
+    MPI_Request r = MPI_REQUEST_NULL;
+  };
+  auto o = std::make_unique<operation>();
+  o->mine = value;
+  mpi_check(MPI_Iallreduce(&o->mine, &o->out, 1, MPI_DOUBLE, MPI_MAX, comm, &o->r), "MPI_Iallreduce");
+  if (!completed_or_kept(o, o->r, deadline(timeout_s, "the timeout")))
+    throw timeout_error("no answer while taking the slowest rank's time", {});
+  return o->out;
 }
 
 // A reporter that reports nothing: the other ranks' output.

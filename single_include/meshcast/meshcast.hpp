@@ -5912,6 +5912,9 @@ concept backend = requires(B& b, const B& cb, std::byte* out, const std::byte* i
   b.wait(req);
   /// Whether `req` is complete, without blocking (a chain member passes on what has arrived).
   { b.test(req) } -> std::convertible_to<bool>;
+  /// A failed run's unfinished request: withdrawn where the transport can, so that it no longer
+  /// writes into its buffer (a pending MPI receive is cancelled; NCCL cannot withdraw its work).
+  { b.cancel(req) } noexcept;  ///< on any request it made, finished or not, even twice
   /// Seconds a wait may last without progress before it fails (0: no bound).
   { cb.timeout_s() } -> std::convertible_to<double>;
   b.begin_round();
@@ -6515,6 +6518,7 @@ struct step_state {
     clear_reqs.clear();
     token_reqs.clear();
     reqs.clear();
+    req = Request{};
     data_sent = posted = done = false;
   }
 };
@@ -6551,6 +6555,31 @@ constexpr int message_tag(message_kind kind, std::size_t transfer) noexcept {
 
 }  // namespace meshcast
 // ---- end meshcast/exec/message_tags.hpp ----
+// ---- begin meshcast/core/detail/kept.hpp ----
+// Memory a transport may still write after meshcast gave up waiting for it. A wait that expires
+// leaves its operation pending (a rank that arrives late can still complete it), and what that
+// operation writes into must not be freed: it is kept here for the life of the process, past the
+// destruction of statics (an MPI_Finalize registered with atexit still makes progress then).
+// Reachable from a static pointer, so leak checkers do not count it; small, since only failed
+// waits leave anything.
+
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+namespace meshcast::detail {
+
+/// Keeps `what` alive for the rest of the process; never freed.
+inline void keep_until_exit(std::shared_ptr<void> what) {
+  static auto* guard = new std::mutex;
+  static auto* kept = new std::vector<std::shared_ptr<void>>;
+  const std::lock_guard<std::mutex> lock(*guard);
+  kept->push_back(std::move(what));
+}
+
+}  // namespace meshcast::detail
+// ---- end meshcast/core/detail/kept.hpp ----
 // ---- begin meshcast/core/detail/pause.hpp ----
 // Giving the core away while a wait polls: the back-off between polls that every wait uses, and
 // a sleep and a yield without <thread>, which would cost every includer of <meshcast/mpi.hpp> a
@@ -6743,7 +6772,8 @@ template <class Backend>
 class executor {
   static_assert(backend<Backend>,
                 "The executor's transport must model meshcast::backend (exec/backend.hpp): memory_type, request, group, "
-                "send, recv, make_group, broadcast, chain, wait, test, rounds, flush, device, size and timeout_s.");
+                "send, recv, make_group, broadcast, chain, wait, test, cancel (noexcept), rounds, flush, device, size and "
+                "timeout_s.");
   static_assert(sizeof(backend_traits<Backend>) > 0);  // instantiates the protocol's checks
 
  public:
@@ -6777,6 +6807,8 @@ class executor {
   std::size_t destination_bytes(std::size_t k = 0) const noexcept { return tensors_[k].destination_bytes; }
   std::size_t tensors() const noexcept { return tensors_.size(); }
   execution mode() const noexcept { return mode_; }
+  /// Whether a run failed: the executor then runs no more (exec/executor/run.hpp).
+  bool failed() const noexcept { return failed_; }
   /// Bytes of message buffers this rank holds (packing, receiving, forwarding), beyond its shards:
   /// one block, allocated at construction and never above the staging cap.
   std::size_t staging_bytes() const noexcept { return arena_.capacity(); }
@@ -6829,6 +6861,7 @@ class executor {
   }
   // Before a run: every step's per-run state afresh, the shared block empty.
   void reset_steps();
+  void abandon_run() noexcept;  // a run failed: withdraw what can be, keep the buffers (run.hpp)
 
   // Ordered mode: each step's lanes and the step before it on each.
   void plan_lanes(const schedule& s);
@@ -7004,6 +7037,7 @@ class executor {
   bool held_clear_ = false;                   // held_ is sized and all zero (the last pass did not throw)
   std::size_t first_send_ = none, first_receive_ = none;  // ordered mode: each lane's first step
   std::vector<request> tokens_sent_;
+  bool failed_ = false;  // a run failed: this executor runs no more
   std::vector<std::optional<typename Backend::group>> groups_;
   std::vector<std::size_t> group_of_;  // transfer -> its group (none: not a collective)
 };
@@ -7236,6 +7270,10 @@ namespace meshcast {
 template <class Backend>
 void executor<Backend>::run(std::span<const std::span<const std::byte>> sources,
                           std::span<const std::span<std::byte>> destinations) {
+  if (failed_)
+    throw error("device " + std::to_string(me_) +
+                ": an earlier run of this executor failed, and what it left pending could match this run's messages; "
+                "make a new executor, on a fresh communicator (bounded_dup): this one may still hold its late messages");
   if (sources.size() != tensors_.size() || destinations.size() != tensors_.size())
     throw error("device " + std::to_string(me_) + ": " + std::to_string(sources.size()) + " source and " +
                 std::to_string(destinations.size()) + " destination shards for a batch of " +
@@ -7255,16 +7293,49 @@ void executor<Backend>::run(std::span<const std::span<const std::byte>> sources,
   if (record_) times_.resize(steps_.size());
   tokens_sent_.clear();
   reset_steps();
-  if (mode_ == execution::ordered) {
-    if constexpr (backend_traits<Backend>::port_tokens) run_ordered();
-    else run_ordered_in_rounds();
+  try {
+    if (mode_ == execution::ordered) {
+      if constexpr (backend_traits<Backend>::port_tokens) run_ordered();
+      else run_ordered_in_rounds();
+    }
+    else run_concurrent();
+    for (auto& r : tokens_sent_) b_.wait(r);
+    b_.flush();
+  } catch (...) {
+    abandon_run();
+    throw;
   }
-  else run_concurrent();
-  for (auto& r : tokens_sent_) b_.wait(r);
-  b_.flush();
   if (record_)  // sends end here at the latest
     for (std::size_t k = 0; k < steps_.size(); ++k)
       if (times_[k].end == 0) times_[k].end = clock();
+}
+
+// A run that failed (a peer gone or late, a transport error) leaves operations pending that a late
+// peer can still complete. Receives not yet matched are withdrawn; what cannot be withdrawn
+// (sends, broadcasts, chains' pieces in flight) may still read or write the message buffers,
+// which are kept until the process ends instead of freed with the executor. The executor runs no
+// more: a stale receive would match the next run's messages.
+template <class Backend>
+void executor<Backend>::abandon_run() noexcept {
+  failed_ = true;
+  for (step& x : steps_) {
+    b_.cancel(x.req);
+    for (request& r : x.reqs) b_.cancel(r);
+    for (request& r : x.clear_reqs) b_.cancel(r);
+    for (request& r : x.token_reqs) b_.cancel(r);
+  }
+  for (request& r : tokens_sent_) b_.cancel(r);
+  try {
+    struct kept_buffers {
+      decltype(block_) block;
+      decltype(scratch_) scratch;
+      decltype(acks_) acks;
+      decltype(clears_) clears;
+    };
+    detail::keep_until_exit(std::make_shared<kept_buffers>(
+        kept_buffers{std::move(block_), std::move(scratch_), std::move(acks_), std::move(clears_)}));
+  } catch (...) {  // out of memory: nothing better than letting them go
+  }
 }
 
 }  // namespace meshcast
@@ -8398,6 +8469,11 @@ class front_end {
     problem = shard_problem(static_cast<index_t>(channel_.rank()), std::move(problem), in, out, tensors_,
                             [&](std::size_t k) { return run_->source_bytes(k); },
                             [&](std::size_t k) { return run_->destination_bytes(k); });
+    // Said before the agreement, so that every rank fails alike instead of the others waiting out
+    // their timeout for this one.
+    if (problem.empty() && run_->failed())
+      problem = "device " + std::to_string(channel_.rank()) +
+                ": an earlier run failed here, and what it left pending could match this run's messages; make a new resharder";
     channel_.agree_or_throw(problem);
     run_->run(in, out);
   }

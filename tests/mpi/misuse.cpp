@@ -2,12 +2,17 @@
 // Run with 4 ranks.
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include <meshcast/meshcast.hpp>
 #include <meshcast/mpi.hpp>
 #include <meshcast/exec/backend/mpi.hpp>
+#if __has_include(<meshcast/api/mpi/channel.hpp>)  // the layered tree; single_include/'s mpi.hpp holds it
+#include <meshcast/api/mpi/channel.hpp>  // in compiled mode too, for a channel of the test's own
+#endif
 
 using namespace meshcast;
 
@@ -25,6 +30,55 @@ void expect_error(const char* what, auto&& f, const char* needle) {
     }
   }
 }
+
+// Wraps the MPI backend; on device 1, the first wait or test after `fail_once` is set throws, as
+// a transport error inside a run would.
+bool fail_once = false;
+class failing_backend {
+ public:
+  using memory_type = mpi_backend::memory_type;
+  using request = mpi_backend::request;
+  using group = mpi_backend::group;
+  static constexpr backend_protocol protocol = mpi_backend::protocol;
+  bool send_completes_early(std::size_t n) const noexcept { return inner_.send_completes_early(n); }
+  failing_backend(MPI_Comm comm, double timeout_s) : inner_(comm, timeout_s) {}
+  memory_type& memory() noexcept { return inner_.memory(); }
+  index_t device() const noexcept { return inner_.device(); }
+  index_t size() const noexcept { return inner_.size(); }
+  double timeout_s() const noexcept { return inner_.timeout_s(); }
+  void cancel(request& r) noexcept { inner_.cancel(r); }
+  request send(const std::byte* data, std::size_t n, index_t peer, int tag) { return inner_.send(data, n, peer, tag); }
+  request recv(std::byte* data, std::size_t n, index_t peer, int tag) { return inner_.recv(data, n, peer, tag); }
+  group make_group(std::span<const index_t> members, int tag) { return inner_.make_group(members, tag); }
+  request broadcast(std::byte* data, std::size_t n, index_t root, group& g) { return inner_.broadcast(data, n, root, g); }
+  request chain(std::byte* data, std::size_t n, group& g, int tag, std::size_t piece = 0) {
+    return inner_.chain(data, n, g, tag, piece);
+  }
+  void wait(request& r) {
+    injected();
+    inner_.wait(r);
+  }
+  bool test(request& r) {
+    injected();
+    return inner_.test(r);
+  }
+  void begin_round() { inner_.begin_round(); }
+  void end_round() { inner_.end_round(); }
+  void flush() { inner_.flush(); }
+
+ private:
+  void injected() {
+    if (fail_once && inner_.device() == 1) {
+      fail_once = false;
+      throw error("device 1: an injected transport failure");
+    }
+  }
+  mpi_backend inner_;
+};
+struct failing_channel : detail::mpi_channel {
+  using backend_type = failing_backend;
+  failing_backend make_backend() const { return failing_backend(comm, timeout_s); }
+};
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -63,6 +117,110 @@ int main(int argc, char** argv) {
   }, "staging cap");
   // The timeout itself is checked.
   expect_error("a NaN timeout", [&] { mpi_backend b(MPI_COMM_WORLD, std::numeric_limits<double>::quiet_NaN()); }, "timeout");
+  // A barrier among members names the member that did not come, within its deadline; the same
+  // barrier guards make_group's MPI_Comm_create_group. Rank 2 comes late: it finds the tokens of
+  // 0 and 1 and its own match their abandoned receives, so nothing is left pending.
+  {
+    MPI_Comm own = bounded_dup(MPI_COMM_WORLD, 30);
+    const std::vector<int> three{0, 1, 2};
+    if (rank < 2) {
+      expect_error("a barrier with member 2 absent", [&] { bounded_barrier(own, three, 2, 901, "the test's barrier"); },
+                   "2 did not reach the test's barrier within 2 s");
+      mpi_backend b(own, 2);
+      const std::vector<index_t> group_of_three{0, 1, 2};
+      expect_error("make_group with member 2 absent", [&] { b.make_group(group_of_three, 902); },
+                   "2 did not reach the setup of a broadcast group");
+    }
+    bounded_barrier(MPI_COMM_WORLD, 30);  // 0 and 1 have given up
+    if (rank == 2) {
+      bounded_barrier(own, three, 30, 901);  // late
+      bounded_barrier(own, three, 30, 902);  // make_group's tokens, late
+    }
+    // Timeout 0 waits without bound, as mpi_backend does; 1 and 3 meet.
+    const std::vector<int> odd{1, 3};
+    if (rank % 2 == 1) bounded_barrier(own, odd, 0, 903);
+    expect_error("a negative barrier timeout", [&] { bounded_barrier(own, three, -1, 904); }, "timeout");
+    bounded_barrier(own, 30);
+    MPI_Comm_free(&own);
+  }
+  // A run that fails leaves nothing that writes into the destination later. Rank 0 comes late:
+  // ranks 1-3 time out waiting for its piece, refill their destinations with a sentinel, and after
+  // rank 0 has run (its messages reach them), the sentinel must be intact and the late message
+  // must still be unreceived on the communicator (its receive was withdrawn, not left to land).
+  {
+    MPI_Comm own = bounded_dup(MPI_COMM_WORLD, 30);
+    plan gather = make_plan(dynamic_layout(parse_mesh("4"), dynamic_spec("S0"), dynamic_shape{64}),
+                            dynamic_layout(parse_mesh("4"), dynamic_spec("R"), dynamic_shape{64}),
+                            {.element_bytes = 4, .devices = device_map::same()});
+    schedule sg = solve(make_instance(gather, network::alpa_testbed(default_hosts(4, 4, 2)), send_recv{},
+                                      {.mode = execution::concurrent}),
+                        greedy{});
+    std::vector<std::byte> in(256, std::byte{1}), out(256, std::byte{0});
+    for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<std::byte>(rank * 16 + static_cast<int>(i % 16));
+    if (rank != 0) {
+      executor<mpi_backend> e(mpi_backend(own, 2), gather, sg);
+      expect_error("a run with device 0 late", [&] { e.run(in, out); }, "waiting on device(s) 0");  // 0 comes first in the list
+      expect_error("a second run after a failed one", [&] { e.run(in, out); }, "make a new executor");
+      std::fill(out.begin(), out.end(), std::byte{0x5a});
+    }
+    bounded_barrier(MPI_COMM_WORLD, 30);  // 1-3 gave up
+    if (rank == 0) {
+      executor<mpi_backend> e(mpi_backend(own, 30), gather, sg);
+      e.run(in, out);  // its pieces go out; the others' are already here
+    }
+    bounded_barrier(MPI_COMM_WORLD, 30);
+    if (rank != 0) {
+      // Progress, then look: rank 0's message must be waiting unreceived, the sentinel untouched.
+      int found = 0;
+      MPI_Status st;
+      const detail::deadline stop(10);
+      while (!found && !stop.expired()) MPI_Iprobe(0, MPI_ANY_TAG, own, &found, &st);
+      if (!found) std::fprintf(stderr, "rank %d: rank 0's late message never arrived\n", rank), ++failures;
+      if (found) {
+        int n = 0;
+        MPI_Get_count(&st, MPI_BYTE, &n);
+        std::vector<std::byte> drain(static_cast<std::size_t>(n));
+        MPI_Recv(drain.data(), n, MPI_BYTE, 0, st.MPI_TAG, own, MPI_STATUS_IGNORE);
+      }
+      for (std::byte b : out)
+        if (b != std::byte{0x5a}) {
+          std::fprintf(stderr, "rank %d: a failed run's receive wrote into the destination later\n", rank);
+          ++failures;
+          break;
+        }
+    }
+    bounded_barrier(MPI_COMM_WORLD, 30);
+    MPI_Comm_free(&own);
+  }
+  // The front end after a run failed on one rank: the next run fails on every rank alike, at
+  // the agreement, instead of the others waiting out their timeout for that rank.
+  {
+    MPI_Comm own = bounded_dup(MPI_COMM_WORLD, 30);
+    std::vector<tensor_layouts> t{{dynamic_layout(parse_mesh("4"), dynamic_spec("S0"), dynamic_shape{64}).value(),
+                                   dynamic_layout(parse_mesh("4"), dynamic_spec("R"), dynamic_shape{64}).value(), 4}};
+    detail::front_end<failing_channel> fe(failing_channel{{own, 2, 0}}, t,
+                                          reshard_options{.devices = device_map::same(), .timeout_s = 2},
+                                          detail::erase_policies<greedy, auto_strategy>());
+    std::vector<std::byte> in(64), out(256);
+    const std::span<const std::byte> from(in);
+    const std::span<std::byte> to(out);
+    const auto run = [&] {
+      fe.run(std::span<const std::span<const std::byte>>(&from, 1), std::span<const std::span<std::byte>>(&to, 1), {});
+    };
+    run();  // a good run first
+    fail_once = true;
+    if (rank == 1) expect_error("a run with an injected failure", run, "an injected transport failure");
+    else {
+      try {
+        run();  // the others may finish (device 1's sends went out) or time out waiting for it
+      } catch (const error&) {
+      }
+    }
+    bounded_barrier(MPI_COMM_WORLD, 30);  // the others have finished or timed out
+    expect_error("the front end's next run", run, "an earlier run failed here");
+    bounded_barrier(MPI_COMM_WORLD, 30);
+    MPI_Comm_free(&own);
+  }
   // Everyone still agrees at the end (bounded): no rank was left behind.
   const bool all = all_ok(MPI_COMM_WORLD, failures == 0, 30, "collecting results");
   if (rank == 0) std::printf("mpi misuse: %s\n", all ? "all checks passed" : "FAILED");

@@ -1,6 +1,7 @@
 // A transport with every member of the backend concept that does nothing: what the must-fail
 // tests of the executor and the front end build on. Defining QUIET_BACKEND_WITHOUT_PROTOCOL
-// leaves out its protocol (backend_without_protocol.cpp's misuse). It includes no meshcast header:
+// leaves out its protocol (backend_without_protocol.cpp's misuse); QUIET_BACKEND_CANCEL_MAY_THROW
+// drops `noexcept` from its cancel (backend_cancel_may_throw.cpp's). It includes no meshcast header:
 // each test includes the one it tests (and exec/memory/host.hpp) first, so that the file stands
 // for the umbrella against single_include/ (check.cmake).
 #pragma once
@@ -19,6 +20,11 @@ struct quiet_backend {
   index_t device() const { return 0; }
   index_t size() const { return 1; }
   double timeout_s() const { return 0; }
+#ifndef QUIET_BACKEND_CANCEL_MAY_THROW
+  void cancel(request&) noexcept {}
+#else
+  void cancel(request&) {}
+#endif
   request send(const std::byte*, std::size_t, index_t, int) { return {}; }
   request recv(std::byte*, std::size_t, index_t, int) { return {}; }
   group make_group(std::span<const index_t>, int) { return {}; }

@@ -88,6 +88,11 @@ class front_end {
     problem = shard_problem(static_cast<index_t>(channel_.rank()), std::move(problem), in, out, tensors_,
                             [&](std::size_t k) { return run_->source_bytes(k); },
                             [&](std::size_t k) { return run_->destination_bytes(k); });
+    // Said before the agreement, so that every rank fails alike instead of the others waiting out
+    // their timeout for this one.
+    if (problem.empty() && run_->failed())
+      problem = "device " + std::to_string(channel_.rank()) +
+                ": an earlier run failed here, and what it left pending could match this run's messages; make a new resharder";
     channel_.agree_or_throw(problem);
     run_->run(in, out);
   }

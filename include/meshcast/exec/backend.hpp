@@ -35,6 +35,9 @@ concept backend = requires(B& b, const B& cb, std::byte* out, const std::byte* i
   b.wait(req);
   /// Whether `req` is complete, without blocking (a chain member passes on what has arrived).
   { b.test(req) } -> std::convertible_to<bool>;
+  /// A failed run's unfinished request: withdrawn where the transport can, so that it no longer
+  /// writes into its buffer (a pending MPI receive is cancelled; NCCL cannot withdraw its work).
+  { b.cancel(req) } noexcept;  ///< on any request it made, finished or not, even twice
   /// Seconds a wait may last without progress before it fails (0: no bound).
   { cb.timeout_s() } -> std::convertible_to<double>;
   b.begin_round();

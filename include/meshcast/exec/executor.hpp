@@ -52,6 +52,7 @@
 #include "../plan/plan.hpp"
 #include "../model/schedule.hpp"
 #include "../core/error.hpp"
+#include "../core/detail/kept.hpp"
 #include "../core/detail/pause.hpp"
 #include "../core/detail/number_text.hpp"
 #include "pack.hpp"
@@ -64,7 +65,8 @@ template <class Backend>
 class executor {
   static_assert(backend<Backend>,
                 "The executor's transport must model meshcast::backend (exec/backend.hpp): memory_type, request, group, "
-                "send, recv, make_group, broadcast, chain, wait, test, rounds, flush, device, size and timeout_s.");
+                "send, recv, make_group, broadcast, chain, wait, test, cancel (noexcept), rounds, flush, device, size and "
+                "timeout_s.");
   static_assert(sizeof(backend_traits<Backend>) > 0);  // instantiates the protocol's checks
 
  public:
@@ -98,6 +100,8 @@ class executor {
   std::size_t destination_bytes(std::size_t k = 0) const noexcept { return tensors_[k].destination_bytes; }
   std::size_t tensors() const noexcept { return tensors_.size(); }
   execution mode() const noexcept { return mode_; }
+  /// Whether a run failed: the executor then runs no more (exec/executor/run.hpp).
+  bool failed() const noexcept { return failed_; }
   /// Bytes of message buffers this rank holds (packing, receiving, forwarding), beyond its shards:
   /// one block, allocated at construction and never above the staging cap.
   std::size_t staging_bytes() const noexcept { return arena_.capacity(); }
@@ -150,6 +154,7 @@ class executor {
   }
   // Before a run: every step's per-run state afresh, the shared block empty.
   void reset_steps();
+  void abandon_run() noexcept;  // a run failed: withdraw what can be, keep the buffers (run.hpp)
 
   // Ordered mode: each step's lanes and the step before it on each.
   void plan_lanes(const schedule& s);
@@ -325,6 +330,7 @@ class executor {
   bool held_clear_ = false;                   // held_ is sized and all zero (the last pass did not throw)
   std::size_t first_send_ = none, first_receive_ = none;  // ordered mode: each lane's first step
   std::vector<request> tokens_sent_;
+  bool failed_ = false;  // a run failed: this executor runs no more
   std::vector<std::optional<typename Backend::group>> groups_;
   std::vector<std::size_t> group_of_;  // transfer -> its group (none: not a collective)
 };

@@ -4,13 +4,18 @@
 // ---- begin meshcast/exec/backend/mpi_bounded.hpp ----
 // Collectives with a deadline. A rank that is gone, stopped or stuck must not keep the others in
 // a barrier or a reduction forever: every wait here polls a nonblocking operation and gives up
-// with a `meshcast::error` at its deadline, naming what it waited for.
+// with a `meshcast::error` at its deadline, naming what it waited for. A timeout of 0 is no
+// bound, as for `mpi_backend`.
 
 #include <mpi.h>
 
 #include <chrono>
 #include <cstdint>
+#include <cstring>
+#include <memory>
+#include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <meshcast/meshcast.hpp>
@@ -50,19 +55,82 @@ inline bool wait_until(MPI_Request& r, const deadline& stop, int peer = -1) {
       },
       stop);
 }
+
+/// The deadline of a bounded collective: `timeout_s` from now; 0 is no bound, as for
+/// `mpi_backend` (the longest limit, `max_time_limit_s`).
+inline deadline collective_deadline(double timeout_s) {
+  return deadline(checked_seconds(timeout_s, "the timeout") == 0 ? max_time_limit_s : timeout_s, "the timeout");
+}
+
+/// Waits like `wait_until` for `r`, a request of the operation `state` owns with the buffers it
+/// writes. Should the wait give up (or fail), `state` is kept for the rest of the process with
+/// the pending request (core/detail/kept.hpp): a rank that arrives late and completes the
+/// operation then writes into memory still reserved for it, not into a freed stack frame or
+/// vector (a test caught that: SIGSEGV in a later MPI_Test).
+template <class State>
+bool completed_or_kept(std::unique_ptr<State>& state, MPI_Request& r, const deadline& stop, int peer = -1) {
+  bool done = false;
+  try {
+    done = wait_until(r, stop, peer);
+  } catch (...) {
+    keep_until_exit(std::shared_ptr<State>(std::move(state)));
+    throw;
+  }
+  if (!done) keep_until_exit(std::shared_ptr<State>(std::move(state)));
+  return done;
+}
+
+/// Withdraws a pending receive (MPI_Cancel) so that it never writes into its buffer: one not yet
+/// matched is cancelled at once. One already matched still completes when its data is in; no
+/// wait for that here (a sender that is gone may never finish it).
+inline void withdraw_receive(MPI_Request& r) noexcept {
+  if (r == MPI_REQUEST_NULL || MPI_Cancel(&r) != MPI_SUCCESS) return;
+  int done = 0;
+  MPI_Test(&r, &done, MPI_STATUS_IGNORE);
+}
 }  // namespace detail
 
 /// `value` reduced over the ranks of `comm` by `op` (MPI_SUM, MPI_MAX, MPI_MIN, ...); throws
 /// `timeout_error` after `timeout_s` seconds without an answer.
 inline std::uint64_t bounded_allreduce(MPI_Comm comm, std::uint64_t value, MPI_Op op, double timeout_s, const char* what) {
-  const detail::deadline stop(timeout_s, "the timeout");
-  unsigned long long mine = value, result = 0;
-  MPI_Request r = MPI_REQUEST_NULL;
-  detail::mpi_check(MPI_Iallreduce(&mine, &result, 1, MPI_UNSIGNED_LONG_LONG, op, comm, &r), "MPI_Iallreduce");
-  if (!detail::wait_until(r, stop))
+  const detail::deadline stop = detail::collective_deadline(timeout_s);
+  struct operation {
+    unsigned long long mine = 0, result = 0;
+    MPI_Request r = MPI_REQUEST_NULL;
+  };
+  // Every run of a resharder agrees through here: the operation is reused, so that a run
+  // allocates nothing (only one given up on is replaced).
+  thread_local std::unique_ptr<operation> spare;
+  std::unique_ptr<operation> o = spare ? std::move(spare) : std::make_unique<operation>();
+  o->mine = value;
+  o->result = 0;
+  detail::mpi_check(MPI_Iallreduce(&o->mine, &o->result, 1, MPI_UNSIGNED_LONG_LONG, op, comm, &o->r), "MPI_Iallreduce");
+  if (!detail::completed_or_kept(o, o->r, stop))
     throw timeout_error(std::string("no answer from the other ranks within ") + detail::number(timeout_s) + " s while " + what,
                         {});
+  const std::uint64_t result = o->result;
+  spare = std::move(o);
   return result;
+}
+
+/// Waits for `r`, a nonblocking operation on the storage of the vectors `buffers`, at most
+/// `timeout_s` (0: no bound); on giving up throws `timeout_error` naming `what`. The vectors'
+/// storage is then kept for the rest of the process (moving a vector keeps its storage), so a
+/// late rank completing the operation never writes into freed memory; the vectors are left empty.
+template <class... Vectors>
+void bounded_wait(MPI_Request& r, double timeout_s, const char* what, Vectors&... buffers) {
+  const detail::deadline stop = detail::collective_deadline(timeout_s);
+  bool done = false;
+  try {
+    done = detail::wait_until(r, stop);
+  } catch (...) {
+    detail::keep_until_exit(std::make_shared<std::tuple<Vectors...>>(std::move(buffers)...));
+    throw;
+  }
+  if (done) return;
+  detail::keep_until_exit(std::make_shared<std::tuple<Vectors...>>(std::move(buffers)...));
+  throw timeout_error(std::string("no answer from the other ranks within ") + detail::number(timeout_s) + " s while " + what,
+                      {});
 }
 
 /// Whether `ok` holds on every rank of `comm`, bounded in time like `bounded_allreduce`.
@@ -72,77 +140,122 @@ inline bool all_ok(MPI_Comm comm, bool ok, double timeout_s, const char* what = 
 
 /// Every rank's `value`, in rank order, bounded in time like `bounded_allreduce`.
 inline std::vector<int> bounded_allgather(MPI_Comm comm, int value, double timeout_s, const char* what) {
-  const detail::deadline stop(timeout_s, "the timeout");
+  const detail::deadline stop = detail::collective_deadline(timeout_s);
   int size = 0;
   MPI_Comm_size(comm, &size);
-  std::vector<int> all(static_cast<std::size_t>(size));
-  MPI_Request r = MPI_REQUEST_NULL;
-  detail::mpi_check(MPI_Iallgather(&value, 1, MPI_INT, all.data(), 1, MPI_INT, comm, &r), "MPI_Iallgather");
-  if (!detail::wait_until(r, stop))
+  struct operation {
+    int mine = 0;
+    std::vector<int> all;
+    MPI_Request r = MPI_REQUEST_NULL;
+  };
+  auto o = std::make_unique<operation>();
+  o->mine = value;
+  o->all.resize(static_cast<std::size_t>(size));
+  detail::mpi_check(MPI_Iallgather(&o->mine, 1, MPI_INT, o->all.data(), 1, MPI_INT, comm, &o->r), "MPI_Iallgather");
+  if (!detail::completed_or_kept(o, o->r, stop))
     throw timeout_error(std::string("no answer from the other ranks within ") + detail::number(timeout_s) + " s while " + what,
                         {});
-  return all;
+  return std::move(o->all);
 }
 
-/// Broadcasts `bytes` from `root`, bounded in time.
+/// Broadcasts `bytes` from `root`, bounded in time. The message travels through a buffer of the
+/// call's own, so that a root arriving after the deadline never writes into `data`.
 inline void bounded_broadcast(MPI_Comm comm, void* data, int bytes, int root, double timeout_s, const char* what) {
-  const detail::deadline stop(timeout_s, "the timeout");
-  MPI_Request r = MPI_REQUEST_NULL;
-  detail::mpi_check(MPI_Ibcast(data, bytes, MPI_BYTE, root, comm, &r), "MPI_Ibcast");
-  if (!detail::wait_until(r, stop))
+  const detail::deadline stop = detail::collective_deadline(timeout_s);
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  struct operation {
+    std::vector<unsigned char> bytes;
+    MPI_Request r = MPI_REQUEST_NULL;
+  };
+  auto o = std::make_unique<operation>();
+  const auto n = static_cast<std::size_t>(bytes > 0 ? bytes : 0);
+  if (rank == root) o->bytes.assign(static_cast<const unsigned char*>(data), static_cast<const unsigned char*>(data) + n);
+  else o->bytes.resize(n);
+  detail::mpi_check(MPI_Ibcast(o->bytes.data(), bytes, MPI_BYTE, root, comm, &o->r), "MPI_Ibcast");
+  if (!detail::completed_or_kept(o, o->r, stop))
     throw timeout_error(std::string("no answer from rank ") + std::to_string(root) + " within " + detail::number(timeout_s) +
                             " s while " + what,
                         {root});
+  if (rank != root && n > 0) std::memcpy(data, o->bytes.data(), n);
 }
 
 /// A communicator of its own, duplicating `comm` (MPI_Comm_idup, bounded in time like the rest):
 /// messages on it never meet the application's, whatever tags or wildcards those use. The caller
 /// frees it (MPI_Comm_free).
 inline MPI_Comm bounded_dup(MPI_Comm comm, double timeout_s) {
-  const detail::deadline stop(timeout_s, "the timeout");
-  MPI_Comm copy = MPI_COMM_NULL;
-  MPI_Request r = MPI_REQUEST_NULL;
-  detail::mpi_check(MPI_Comm_idup(comm, &copy, &r), "MPI_Comm_idup");
-  if (!detail::wait_until(r, stop))
+  const detail::deadline stop = detail::collective_deadline(timeout_s);
+  struct operation {
+    MPI_Comm copy = MPI_COMM_NULL;
+    MPI_Request r = MPI_REQUEST_NULL;
+  };
+  auto o = std::make_unique<operation>();
+  detail::mpi_check(MPI_Comm_idup(comm, &o->copy, &o->r), "MPI_Comm_idup");
+  if (!detail::completed_or_kept(o, o->r, stop))
     throw timeout_error(std::string("no answer from the other ranks within ") + detail::number(timeout_s) +
                             " s while setting up a communicator of meshcast's own",
                         {});
-  return copy;
+  return o->copy;
 }
 
-/// A barrier that names the ranks that did not arrive by its deadline: every rank sends a token
-/// to every other one (on `tag`) and waits for all of theirs.
-inline void bounded_barrier(MPI_Comm comm, double timeout_s, int tag = 32767) {
-  const detail::deadline stop(timeout_s, "the timeout");
-  int rank = 0, size = 0;
+/// A barrier among `members` (ranks of `comm`, this one among them) that names the members that
+/// did not arrive by its deadline: each member sends a token to every other one (on `tag`) and
+/// waits for all of theirs, under one deadline. `what` names the barrier in the error. On a
+/// failure the tokens' requests stay posted, with their buffers kept: a late member's token is
+/// absorbed by them rather than left for the next barrier on `tag` to take.
+inline void bounded_barrier(MPI_Comm comm, std::span<const int> members, double timeout_s, int tag = 32767,
+                            const char* what = "the barrier") {
+  const detail::deadline stop = detail::collective_deadline(timeout_s);
+  int rank = 0;
   MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  std::vector<MPI_Request> recvs(static_cast<std::size_t>(size), MPI_REQUEST_NULL), sends = recvs;
-  std::vector<char> token(static_cast<std::size_t>(size), 0);
-  char mine = 1;
-  for (int p = 0; p < size; ++p) {
-    if (p == rank) continue;
-    detail::mpi_check(MPI_Irecv(&token[static_cast<std::size_t>(p)], 1, MPI_BYTE, p, tag, comm, &recvs[static_cast<std::size_t>(p)]),
-                      "MPI_Irecv", p);
-    detail::mpi_check(MPI_Isend(&mine, 1, MPI_BYTE, p, tag, comm, &sends[static_cast<std::size_t>(p)]), "MPI_Isend", p);
-  }
+  const std::size_t n = members.size();
+  struct operation {
+    std::vector<MPI_Request> recvs, sends;
+    std::vector<char> token;
+    char mine = 1;
+  };
+  auto o = std::make_unique<operation>();
+  o->recvs.assign(n, MPI_REQUEST_NULL);
+  o->sends.assign(n, MPI_REQUEST_NULL);
+  o->token.assign(n, 0);
   std::vector<int> missing;
-  for (int p = 0; p < size; ++p)
-    if (p != rank && !detail::wait_until(recvs[static_cast<std::size_t>(p)], stop, p)) missing.push_back(p);
+  int undelivered = -1;
+  try {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (members[i] == rank) continue;
+      detail::mpi_check(MPI_Irecv(&o->token[i], 1, MPI_BYTE, members[i], tag, comm, &o->recvs[i]), "MPI_Irecv", members[i]);
+      detail::mpi_check(MPI_Isend(&o->mine, 1, MPI_BYTE, members[i], tag, comm, &o->sends[i]), "MPI_Isend", members[i]);
+    }
+    for (std::size_t i = 0; i < n; ++i)
+      if (members[i] != rank && !detail::wait_until(o->recvs[i], stop, members[i])) missing.push_back(members[i]);
+    for (std::size_t i = 0; i < n && missing.empty() && undelivered < 0; ++i)
+      if (members[i] != rank && !detail::wait_until(o->sends[i], stop, members[i])) undelivered = members[i];
+  } catch (...) {
+    detail::keep_until_exit(std::shared_ptr<operation>(std::move(o)));
+    throw;
+  }
+  if (missing.empty() && undelivered < 0) return;
+  detail::keep_until_exit(std::shared_ptr<operation>(std::move(o)));
   if (!missing.empty()) {
     std::string who;
     for (std::size_t i = 0; i < missing.size() && i < 16; ++i) who += (i ? ", " : "") + std::to_string(missing[i]);
     if (missing.size() > 16) who += ", ...";
-    // The tokens are abandoned with their ranks: the process is about to report and end.
-    throw timeout_error("device " + std::to_string(rank) + ": device(s) " + who + " did not reach the barrier within " +
+    throw timeout_error("device " + std::to_string(rank) + ": device(s) " + who + " did not reach " + what + " within " +
                             detail::number(timeout_s) + " s",
                         missing);
   }
-  for (int p = 0; p < size; ++p)
-    if (p != rank && !detail::wait_until(sends[static_cast<std::size_t>(p)], stop, p))
-      throw timeout_error("device " + std::to_string(rank) + ": a barrier token to device " + std::to_string(p) +
-                              " was not delivered in time",
-                          {p});
+  throw timeout_error("device " + std::to_string(rank) + ": a token of " + what + " to device " + std::to_string(undelivered) +
+                          " was not delivered in time",
+                      {undelivered});
+}
+
+/// `bounded_barrier` among all the ranks of `comm`.
+inline void bounded_barrier(MPI_Comm comm, double timeout_s, int tag = 32767) {
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  std::vector<int> all(static_cast<std::size_t>(size));
+  for (int p = 0; p < size; ++p) all[static_cast<std::size_t>(p)] = p;
+  bounded_barrier(comm, all, timeout_s, tag);
 }
 
 }  // namespace meshcast

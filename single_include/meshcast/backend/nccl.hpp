@@ -110,6 +110,9 @@ class nccl_backend {
   void wait(request&) noexcept {}
   bool test(request&) noexcept { return true; }  // stream order: what comes later sees it
   double timeout_s() const noexcept { return 0; }
+  // Work enqueued on a stream cannot be withdrawn: after a failure, abort the communicator
+  // (ncclCommAbort) before freeing the buffers it may still write.
+  void cancel(request&) noexcept {}
   void begin_round() { detail::nccl_check(ncclGroupStart(), "ncclGroupStart"); }
   void end_round() { detail::nccl_check(ncclGroupEnd(), "ncclGroupEnd"); }
   void flush() { memory_.synchronize(); }

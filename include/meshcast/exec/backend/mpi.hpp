@@ -37,6 +37,7 @@ class mpi_backend {
     MPI_Request mpi = MPI_REQUEST_NULL;
     int chain = -1;  // index into chains_, or -1
     int peer = -1;   // the other side (for messages), -1 for a group operation
+    bool receive = false;
   };
   /// A sub-communicator and the group rank of each member device, in member order.
   struct group {
@@ -98,29 +99,16 @@ class mpi_backend {
   request recv(std::byte* data, std::size_t n, index_t peer, int tag) {
     request r;
     r.peer = static_cast<int>(peer);
+    r.receive = true;
     check(MPI_Irecv(data, count(n), MPI_BYTE, static_cast<int>(peer), tag, comm_, &r.mpi), "MPI_Irecv", r.peer);
     return r;
   }
   group make_group(std::span<const index_t> members, int tag) {
     std::vector<int> ranks(members.begin(), members.end());
     // MPI_Comm_create_group blocks and has no nonblocking form: enter it only once every member
-    // is known to be here (a token from each, on the group's tag, under the deadline), so that a
-    // member that stopped is a timeout_error naming it rather than a hang.
-    std::vector<MPI_Request> tokens;
-    char mine = 1;
-    std::vector<char> theirs(ranks.size());
-    for (std::size_t i = 0; i < ranks.size(); ++i) {
-      if (ranks[i] == rank_) continue;
-      tokens.push_back(MPI_REQUEST_NULL);
-      check(MPI_Irecv(&theirs[i], 1, MPI_BYTE, ranks[i], tag, comm_, &tokens.back()), "MPI_Irecv", ranks[i]);
-      tokens.push_back(MPI_REQUEST_NULL);
-      check(MPI_Isend(&mine, 1, MPI_BYTE, ranks[i], tag, comm_, &tokens.back()), "MPI_Isend", ranks[i]);
-    }
-    const detail::deadline stop(timeout_s_);  // one deadline for all of them (0: none)
-    for (std::size_t i = 0, k = 0; i < ranks.size(); ++i)
-      for (int twice = 0; twice < 2 && ranks[i] != rank_; ++twice, ++k)
-        if (timeout_s_ <= 0) check(MPI_Wait(&tokens[k], MPI_STATUS_IGNORE), "MPI_Wait", ranks[i]);
-        else if (!detail::wait_until(tokens[k], stop, ranks[i])) [[unlikely]] timed_out(ranks[i]);
+    // is known to be here (a barrier among them on the group's tag, under the deadline), so that
+    // a member that stopped is a timeout_error naming it rather than a hang.
+    bounded_barrier(comm_, ranks, timeout_s_, tag, "the setup of a broadcast group");
     MPI_Group world, sub;
     MPI_Comm_group(comm_, &world);
     MPI_Group_incl(world, static_cast<int>(ranks.size()), ranks.data(), &sub);
@@ -201,6 +189,17 @@ class mpi_backend {
     return c.received == c.chunks.size() && (c.next < 0 || c.retired == c.chunks.size());
   }
   double timeout_s() const noexcept { return timeout_s_; }
+  /// A failed run's request: a receive not yet matched is withdrawn (MPI_Cancel), so it never
+  /// writes into its buffer. MPI cannot withdraw sends or broadcasts; the executor keeps their
+  /// buffers instead (exec/executor/run.hpp).
+  void cancel(request& r) noexcept {
+    if (r.chain >= 0) {
+      chain_state& c = chains_[static_cast<std::size_t>(r.chain)];
+      for (std::size_t k = c.received; k < c.chunks.size(); ++k) detail::withdraw_receive(c.chunks[k].recv);
+    } else if (r.receive) {
+      detail::withdraw_receive(r.mpi);
+    }
+  }
   void begin_round() noexcept {}
   void end_round() noexcept {}
   void flush() noexcept { live_chains_ = 0; }  // every wait already completed its transfer

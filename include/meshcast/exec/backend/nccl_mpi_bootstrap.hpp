@@ -8,6 +8,7 @@
 #include <mpi.h>
 #include <nccl.h>
 
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -25,27 +26,43 @@ struct mpi_nccl_bootstrap {
     MPI_Comm_rank(comm, &me);
     const int on = 30000 + tag % 2000;
     const double limit = detail::checked_seconds(timeout_s, "mpi_nccl_bootstrap::timeout_s");
-    const detail::deadline stop(limit);
-    std::vector<MPI_Request> sends;
-    std::vector<int> to;
-    if (me == root) {
-      for (index_t m : members)
-        if (m != root) {
-          sends.push_back(MPI_REQUEST_NULL);
-          to.push_back(static_cast<int>(m));
-          detail::mpi_check(MPI_Isend(&id, sizeof id, MPI_BYTE, to.back(), on, comm, &sends.back()), "MPI_Isend", to.back());
-        }
-    } else {
-      sends.push_back(MPI_REQUEST_NULL);
-      to.push_back(static_cast<int>(root));
-      detail::mpi_check(MPI_Irecv(&id, sizeof id, MPI_BYTE, to.back(), on, comm, &sends.back()), "MPI_Irecv", to.back());
+    const detail::deadline stop = detail::collective_deadline(limit);  // 0: no bound
+    // The id travels through a buffer of the exchange's own, kept should a wait give up
+    // (detail::completed_or_kept): a member arriving late never touches the caller's `id`.
+    struct operation {
+      ncclUniqueId id{};
+      std::vector<MPI_Request> requests;
+      std::vector<int> to;
+    };
+    auto o = std::make_unique<operation>();
+    try {
+      if (me == root) {
+        o->id = id;
+        for (index_t m : members)
+          if (m != root) {
+            o->requests.push_back(MPI_REQUEST_NULL);
+            o->to.push_back(static_cast<int>(m));
+          }
+        for (std::size_t i = 0; i < o->to.size(); ++i)
+          detail::mpi_check(MPI_Isend(&o->id, sizeof o->id, MPI_BYTE, o->to[i], on, comm, &o->requests[i]), "MPI_Isend",
+                            o->to[i]);
+      } else {
+        o->requests.push_back(MPI_REQUEST_NULL);
+        o->to.push_back(static_cast<int>(root));
+        detail::mpi_check(MPI_Irecv(&o->id, sizeof o->id, MPI_BYTE, o->to[0], on, comm, &o->requests[0]), "MPI_Irecv", o->to[0]);
+      }
+    } catch (...) {  // what was posted still uses the buffer
+      detail::keep_until_exit(std::shared_ptr<operation>(std::move(o)));
+      throw;
     }
-    for (std::size_t i = 0; i < sends.size(); ++i)
-      if (limit == 0) detail::mpi_check(MPI_Wait(&sends[i], MPI_STATUS_IGNORE), "MPI_Wait", to[i]);
-      else if (!detail::wait_until(sends[i], stop, to[i]))
+    for (std::size_t i = 0; i < o->requests.size(); ++i) {
+      const int peer = o->to[i];
+      if (!detail::completed_or_kept(o, o->requests[i], stop, peer))
         throw timeout_error("device " + std::to_string(me) + ": no NCCL group id exchanged with device " +
-                                std::to_string(to[i]) + " within " + detail::number(limit) + " s",
-                            {to[i]});
+                                std::to_string(peer) + " within " + detail::number(limit) + " s",
+                            {peer});
+    }
+    id = o->id;
   }
 };
 static_assert(nccl_bootstrap<mpi_nccl_bootstrap>);
@@ -58,9 +75,8 @@ inline ncclComm_t nccl_world(MPI_Comm comm, double timeout_s = 60) {
   MPI_Comm_size(comm, &size);
   ncclUniqueId id{};
   if (rank == 0) detail::nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId");
-  if (detail::checked_seconds(timeout_s, "nccl_world's timeout") == 0)
-    detail::mpi_check(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm), "MPI_Bcast");
-  else bounded_broadcast(comm, &id, sizeof id, 0, timeout_s, "receiving rank 0's NCCL unique id");
+  detail::checked_seconds(timeout_s, "nccl_world's timeout");
+  bounded_broadcast(comm, &id, sizeof id, 0, timeout_s, "receiving rank 0's NCCL unique id");  // 0: no bound
   ncclComm_t c = nullptr;
   detail::nccl_check(ncclCommInitRank(&c, size, id, rank), "ncclCommInitRank");
   return c;

@@ -71,6 +71,7 @@ struct step_state {
     clear_reqs.clear();
     token_reqs.clear();
     reqs.clear();
+    req = Request{};
     data_sent = posted = done = false;
   }
 };
