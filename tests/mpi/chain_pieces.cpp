@@ -13,6 +13,7 @@
 #include <meshcast/mpi.hpp>
 
 #include "rank_checks.hpp"
+#include "wrapped_mpi_backend.hpp"
 
 using namespace meshcast;
 using namespace meshcast_test;
@@ -23,38 +24,18 @@ struct chain_record {
   std::vector<std::size_t> pieces_asked, pieces_cut;
 };
 
-class recording_backend {
+class recording_backend : public wrapped_mpi_backend {
  public:
-  using memory_type = mpi_backend::memory_type;
-  using request = mpi_backend::request;
-  using group = mpi_backend::group;
-  /// The wrapped transport's protocol, and what it needs to apply it (exec/backend_traits.hpp).
-  static constexpr backend_protocol protocol = mpi_backend::protocol;
-  bool send_completes_early(std::size_t n) const noexcept { return inner_.send_completes_early(n); }
-  recording_backend(MPI_Comm comm, std::shared_ptr<chain_record> record) : inner_(comm, 60), record_(std::move(record)) {}
-  memory_type& memory() noexcept { return inner_.memory(); }
-  index_t device() const noexcept { return inner_.device(); }
-  index_t size() const noexcept { return inner_.size(); }
-  double timeout_s() const noexcept { return inner_.timeout_s(); }
-  void cancel(request& r) noexcept { inner_.cancel(r); }
-  request send(const std::byte* data, std::size_t n, index_t peer, int tag) { return inner_.send(data, n, peer, tag); }
-  request recv(std::byte* data, std::size_t n, index_t peer, int tag) { return inner_.recv(data, n, peer, tag); }
-  group make_group(std::span<const index_t> members, int tag) { return inner_.make_group(members, tag); }
-  request broadcast(std::byte* data, std::size_t n, index_t root, group& g) { return inner_.broadcast(data, n, root, g); }
+  recording_backend(MPI_Comm comm, std::shared_ptr<chain_record> record)
+      : wrapped_mpi_backend(mpi_backend(comm, 60)), record_(std::move(record)) {}
   request chain(std::byte* data, std::size_t n, group& g, int tag, std::size_t piece) {
     request r = inner_.chain(data, n, g, tag, piece);
     record_->pieces_asked.push_back(piece);
     record_->pieces_cut.push_back(inner_.chain_pieces(r));
     return r;
   }
-  void wait(request& r) { inner_.wait(r); }
-  bool test(request& r) { return inner_.test(r); }
-  void begin_round() {}
-  void end_round() {}
-  void flush() { inner_.flush(); }
 
  private:
-  mpi_backend inner_;
   std::shared_ptr<chain_record> record_;
 };
 static_assert(backend<recording_backend>);

@@ -14,6 +14,8 @@
 #include <meshcast/api/mpi/channel.hpp>  // in compiled mode too, for a channel of the test's own
 #endif
 
+#include "wrapped_mpi_backend.hpp"
+
 using namespace meshcast;
 
 namespace {
@@ -34,26 +36,9 @@ void expect_error(const char* what, auto&& f, const char* needle) {
 // Wraps the MPI backend; on device 1, the first wait or test after `fail_once` is set throws, as
 // a transport error inside a run would.
 bool fail_once = false;
-class failing_backend {
+class failing_backend : public wrapped_mpi_backend {
  public:
-  using memory_type = mpi_backend::memory_type;
-  using request = mpi_backend::request;
-  using group = mpi_backend::group;
-  static constexpr backend_protocol protocol = mpi_backend::protocol;
-  bool send_completes_early(std::size_t n) const noexcept { return inner_.send_completes_early(n); }
-  failing_backend(MPI_Comm comm, double timeout_s) : inner_(comm, timeout_s) {}
-  memory_type& memory() noexcept { return inner_.memory(); }
-  index_t device() const noexcept { return inner_.device(); }
-  index_t size() const noexcept { return inner_.size(); }
-  double timeout_s() const noexcept { return inner_.timeout_s(); }
-  void cancel(request& r) noexcept { inner_.cancel(r); }
-  request send(const std::byte* data, std::size_t n, index_t peer, int tag) { return inner_.send(data, n, peer, tag); }
-  request recv(std::byte* data, std::size_t n, index_t peer, int tag) { return inner_.recv(data, n, peer, tag); }
-  group make_group(std::span<const index_t> members, int tag) { return inner_.make_group(members, tag); }
-  request broadcast(std::byte* data, std::size_t n, index_t root, group& g) { return inner_.broadcast(data, n, root, g); }
-  request chain(std::byte* data, std::size_t n, group& g, int tag, std::size_t piece = 0) {
-    return inner_.chain(data, n, g, tag, piece);
-  }
+  failing_backend(MPI_Comm comm, double timeout_s) : wrapped_mpi_backend(mpi_backend(comm, timeout_s)) {}
   void wait(request& r) {
     injected();
     inner_.wait(r);
@@ -62,9 +47,6 @@ class failing_backend {
     injected();
     return inner_.test(r);
   }
-  void begin_round() { inner_.begin_round(); }
-  void end_round() { inner_.end_round(); }
-  void flush() { inner_.flush(); }
 
  private:
   void injected() {
@@ -73,7 +55,6 @@ class failing_backend {
       throw error("device 1: an injected transport failure");
     }
   }
-  mpi_backend inner_;
 };
 struct failing_channel : detail::mpi_channel {
   using backend_type = failing_backend;
