@@ -5,6 +5,7 @@
 #include <nccl.h>  // the emulation: this target puts tests/nccl/emulation first on the include path
 
 #include <condition_variable>
+#include <latch>
 #include <map>
 #include <mutex>
 #include <random>
@@ -144,6 +145,69 @@ TEST_CASE("a schedule that ranks issue in different orders deadlocks without gro
   });
   CHECK(errors[0].find("deadlock") != std::string::npos);
   CHECK(errors[1].find("deadlock") != std::string::npos);
+}
+
+TEST_CASE("a run that throws inside a round leaves no NCCL group open and nothing half-issued") {
+  // Two devices swap halves, so each posts one send and one receive in one round.
+  plan p = make_plan(dynamic_layout(dynamic_mesh{2}, dynamic_spec("S0"), dynamic_shape{8}),
+                     dynamic_layout(dynamic_mesh{2}, dynamic_spec("S0"), dynamic_shape{8}),
+                     {.devices = device_map::listed({1, 0})});
+  network net = network::alpa_testbed(default_hosts(2, 2, 1));
+  for (execution mode : {execution::ordered, execution::concurrent}) {
+    CAPTURE(to_string(mode));
+    schedule s = solve(make_instance(p, net, send_recv{}, {.mode = mode}), naive{});
+    // Rank 0's transport fails on its second call of the round, after the first was accepted.
+    struct fails_second_call : nccl_backend<thread_bootstrap> {
+      using nccl_backend<thread_bootstrap>::nccl_backend;
+      int calls = 0;
+      request send(const std::byte* d, std::size_t n, index_t peer, int tag) {
+        if (++calls == 2) throw error("injected transport failure");
+        return nccl_backend<thread_bootstrap>::send(d, n, peer, tag);
+      }
+      request recv(std::byte* d, std::size_t n, index_t peer, int tag) {
+        if (++calls == 2) throw error("injected transport failure");
+        return nccl_backend<thread_bootstrap>::recv(d, n, peer, tag);
+      }
+    };
+    static_assert(backend<fails_second_call>);
+    auto board = std::make_shared<thread_bootstrap::board>();
+    std::latch failed(1);
+    std::vector<std::string> first(2), second(2);
+    std::vector<int> depth_after(2, -1), recorded_after(2, -1);
+    run_ranks(2, [&](int rank, ncclComm_t comm) {
+      std::vector<std::int32_t> in(4), out(4, -1);
+      for (int k = 0; k < 4; ++k) in[static_cast<std::size_t>(k)] = rank * 4 + k;
+      if (rank == 0) {
+        try {
+          fails_second_call b(comm, nullptr, thread_bootstrap{board});
+          executor<fails_second_call> exec(b, p, s);
+          exec.run(std::as_bytes(std::span(in)), std::as_writable_bytes(std::span(out)));
+        } catch (const error& e) {
+          first[0] = e.what();
+        }
+        depth_after[0] = meshcast_nccl_emulation::group_depth;
+        recorded_after[0] = static_cast<int>(meshcast_nccl_emulation::group_ops.size());
+        failed.count_down();
+      } else {
+        failed.wait();  // rank 1 starts only now: a half-issued group of rank 0 would meet it
+      }
+      // A new executor on each rank, over the same communicator: every element must be the peer's.
+      try {
+        nccl_backend<thread_bootstrap> b(comm, nullptr, thread_bootstrap{board});
+        executor<nccl_backend<thread_bootstrap>> exec(b, p, s);
+        exec.run(std::as_bytes(std::span(in)), std::as_writable_bytes(std::span(out)));
+        for (int k = 0; k < 4; ++k)
+          if (out[static_cast<std::size_t>(k)] != (1 - rank) * 4 + k) second[static_cast<std::size_t>(rank)] = "wrong element";
+      } catch (const std::exception& e) {
+        second[static_cast<std::size_t>(rank)] = e.what();
+      }
+    });
+    CHECK(first[0] == "injected transport failure");
+    CHECK(depth_after[0] == 0);     // no ncclGroupStart left open on the thread
+    CHECK(recorded_after[0] == 0);  // and the accepted call never reached NCCL
+    CHECK(second[0] == "");
+    CHECK(second[1] == "");
+  }
 }
 
 TEST_CASE("a batch in one call over NCCL, as over MPI: two tensors, int32 and double, every element right") {

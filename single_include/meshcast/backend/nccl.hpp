@@ -83,11 +83,11 @@ class nccl_backend {
   index_t size() const noexcept { return size_; }
 
   request send(const std::byte* data, std::size_t n, index_t peer, int) {
-    detail::nccl_check(ncclSend(data, n, ncclUint8, static_cast<int>(peer), comm_, memory_.stream), "ncclSend");
+    issue({op_kind::send, const_cast<std::byte*>(data), n, static_cast<int>(peer), comm_});
     return {};
   }
   request recv(std::byte* data, std::size_t n, index_t peer, int) {
-    detail::nccl_check(ncclRecv(data, n, ncclUint8, static_cast<int>(peer), comm_, memory_.stream), "ncclRecv");
+    issue({op_kind::recv, data, n, static_cast<int>(peer), comm_});
     return {};
   }
   group make_group(std::span<const index_t> members, int tag) {
@@ -102,7 +102,7 @@ class nccl_backend {
   }
   request broadcast(std::byte* data, std::size_t n, index_t root, group& g) {
     const int r = static_cast<int>(std::find(g.members.begin(), g.members.end(), root) - g.members.begin());
-    detail::nccl_check(ncclBroadcast(data, data, n, ncclUint8, r, g.comm, memory_.stream), "ncclBroadcast");
+    issue({op_kind::broadcast, data, n, r, g.comm});
     return {};
   }
   // NCCL pipelines its broadcast itself: the piece size is its business.
@@ -113,20 +113,70 @@ class nccl_backend {
   // Work enqueued on a stream cannot be withdrawn: after a failure, abort the communicator
   // (ncclCommAbort) before freeing the buffers it may still write.
   void cancel(request&) noexcept {}
-  void begin_round() { detail::nccl_check(ncclGroupStart(), "ncclGroupStart"); }
-  void end_round() { detail::nccl_check(ncclGroupEnd(), "ncclGroupEnd"); }
+  // A round's operations are held here and issued in one ncclGroupStart/End by end_round. A round
+  // the executor leaves open (something threw between the two) so reaches NCCL not at all: this
+  // thread is left in no NCCL group, which would defer the caller's later NCCL calls, and no peer
+  // sees half a group. The next begin_round drops it. Rounds do not nest.
+  void begin_round() noexcept {
+    round_.clear();
+    in_round_ = true;
+  }
+  void end_round() {
+    in_round_ = false;
+    if (round_.empty()) return;
+    detail::nccl_check(ncclGroupStart(), "ncclGroupStart");
+    ncclResult_t failed = ncclSuccess;
+    op_kind failed_kind = op_kind::send;
+    for (const pending_op& o : round_)
+      if ((failed = call(o)) != ncclSuccess) {
+        failed_kind = o.kind;
+        break;
+      }
+    // Always closed: after a failed call NCCL discards the group and returns the error here too.
+    const ncclResult_t ended = ncclGroupEnd();
+    round_.clear();
+    detail::nccl_check(failed, name(failed_kind));
+    detail::nccl_check(ended, "ncclGroupEnd");
+  }
   void flush() { memory_.synchronize(); }
   /// The executor closes a group and opens the next where the schedule's transfer index crosses a
   /// multiple of this, on every rank alike (so groups still match across ranks).
   std::size_t max_group_transfers() const noexcept { return group_transfers_; }
 
  private:
+  enum class op_kind : unsigned char { send, recv, broadcast };
+  struct pending_op {
+    op_kind kind;
+    std::byte* data;
+    std::size_t n;
+    int peer;  // a broadcast's root, as a member index of `comm`
+    ncclComm_t comm;
+  };
+  static const char* name(op_kind k) noexcept {
+    return k == op_kind::send ? "ncclSend" : k == op_kind::recv ? "ncclRecv" : "ncclBroadcast";
+  }
+  ncclResult_t call(const pending_op& o) const noexcept {
+    switch (o.kind) {
+      case op_kind::send: return ncclSend(o.data, o.n, ncclUint8, o.peer, o.comm, memory_.stream);
+      case op_kind::recv: return ncclRecv(o.data, o.n, ncclUint8, o.peer, o.comm, memory_.stream);
+      case op_kind::broadcast: break;
+    }
+    return ncclBroadcast(o.data, o.data, o.n, ncclUint8, o.peer, o.comm, memory_.stream);
+  }
+  // Outside a round (a backend whose rounds are no-ops) each call goes to NCCL at once.
+  void issue(const pending_op& o) {
+    if (in_round_) round_.push_back(o);
+    else detail::nccl_check(call(o), name(o.kind));
+  }
+
   ncclComm_t comm_;
   cuda_memory memory_;
   Bootstrap bootstrap_;
   std::size_t group_transfers_ = nccl_group_transfers;
   index_t rank_ = 0;
   index_t size_ = 0;
+  std::vector<pending_op> round_;  // keeps its capacity: a repeated run allocates nothing here
+  bool in_round_ = false;
 };
 
 }  // namespace meshcast
