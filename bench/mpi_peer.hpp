@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <meshcast/benchmark.hpp>
+#include <meshcast/core/detail/kept.hpp>
 #include <meshcast/exec/pack.hpp>
 
 namespace meshcast::bench {
@@ -75,10 +76,20 @@ inline std::vector<peer_piece> peer_pieces(const plan& p) {
 }
 
 namespace detail_peer {
-inline void wait_all(std::vector<MPI_Request>& rs, double timeout_s, const char* what) {
+struct peer_state;
+// On a timeout the operations stay pending, and a late peer may still complete them: the state
+// holding their buffers (`st`, and `also` where the operation has buffers of its own) is kept for
+// the rest of the process instead of freed under MPI.
+template <class... Also>
+void wait_all(std::vector<MPI_Request>& rs, const std::shared_ptr<peer_state>& st, double timeout_s, const char* what,
+              const std::shared_ptr<Also>&... also) {
   const detail::deadline stop(timeout_s, "the MPI peer's timeout");
   for (MPI_Request& r : rs)
-    if (!detail::wait_until(r, stop)) throw timeout_error(std::string("the MPI peer's ") + what + " did not finish in time", {});
+    if (!detail::wait_until(r, stop)) {
+      detail::keep_until_exit(st);
+      (detail::keep_until_exit(also), ...);
+      throw timeout_error(std::string("the MPI peer's ") + what + " did not finish in time", {});
+    }
 }
 inline int as_int(std::size_t v, const char* what) {
   if (v > static_cast<std::size_t>(std::numeric_limits<int>::max()))
@@ -142,7 +153,7 @@ inline std::function<void()> alltoallv(std::shared_ptr<peer_state> st) {
     std::vector<MPI_Request> r(1);
     detail::mpi_check(MPI_Ialltoallv(a->sbuf.data(), a->scount.data(), a->sdispl.data(), MPI_BYTE, a->rbuf.data(), a->rcount.data(),
                              a->rdispl.data(), MPI_BYTE, st->comm, r.data()), "MPI_Ialltoallv");
-    wait_all(r, st->timeout_s, "MPI_Ialltoallv");
+    wait_all(r, st, st->timeout_s, "MPI_Ialltoallv", a);
     at = 0;
     for (const peer_piece& x : a->recvs)
       unpack(std::span<const std::byte>(a->rbuf).subspan(at), st->dst_tile(), st->data.out, x.region, st->eb()),
@@ -168,7 +179,7 @@ inline std::function<void()> allgatherv(std::shared_ptr<peer_state> st) {
     const int mine = (*counts)[static_cast<std::size_t>(st->me)];
     detail::mpi_check(MPI_Iallgatherv(st->data.in.data(), mine, MPI_BYTE, st->staging[0].data(), counts->data(), displs->data(), MPI_BYTE,
                               st->comm, r.data()), "MPI_Iallgatherv");
-    wait_all(r, st->timeout_s, "MPI_Iallgatherv");
+    wait_all(r, st, st->timeout_s, "MPI_Iallgatherv", counts, displs);
     for (std::size_t k = 0; k < counts->size(); ++k)
       if ((*counts)[k] > 0)
         unpack(std::span<const std::byte>(st->staging[0]).subspan(static_cast<std::size_t>((*displs)[k])), st->dst_tile(), st->data.out,
@@ -201,7 +212,7 @@ inline std::function<void()> bcast(std::shared_ptr<peer_state> st) {
       r.push_back(MPI_REQUEST_NULL);
       detail::mpi_check(MPI_Ibcast(at, count, MPI_BYTE, 0, st->groups[g], &r.back()), "MPI_Ibcast");
     }
-    wait_all(r, st->timeout_s, "MPI_Ibcast");
+    wait_all(r, st, st->timeout_s, "MPI_Ibcast");
     for (std::size_t g = 0; g < tiles.size(); ++g)
       if (st->groups[g] != MPI_COMM_NULL && !st->group_root[g] && !st->staging[g].empty())
         unpack(std::span<const std::byte>(st->staging[g]), st->dst_tile(), st->data.out, tiles[g], st->eb());
@@ -232,7 +243,7 @@ inline std::function<void()> isend(std::shared_ptr<peer_state> st) {
       detail::mpi_check(MPI_Isend(buf.data(), as_int(buf.size(), "a piece"), MPI_BYTE, st->pieces[sends[k]].receiver, 0, st->comm, &r[k]), "MPI_Isend");
     }
     for (std::size_t i : local) copy_region(st->src_tile(), st->data.in, st->dst_tile(), st->data.out, st->pieces[i].region, st->eb());
-    wait_all(r, st->timeout_s, "MPI_Isend/MPI_Irecv");
+    wait_all(r, st, st->timeout_s, "MPI_Isend/MPI_Irecv");
     for (std::size_t k = 0; k < recvs.size(); ++k)
       unpack(std::span<const std::byte>(st->staging[sends.size() + k]), st->dst_tile(), st->data.out, st->pieces[recvs[k]].region, st->eb());
   };

@@ -381,12 +381,6 @@ class own_communicator {
   MPI_Comm comm_;
 };
 
-/// The deadline of the channel's own collectives: the user's timeout, or the default where it is
-/// not one. A rank given a bad timeout then still agrees with the others on the error naming it
-/// (the front end checks it), instead of leaving them to time out.
-inline double channel_timeout_s(double timeout_s) {
-  return timeout_s > 0 && timeout_s <= max_time_limit_s ? timeout_s : reshard_options{}.timeout_s;
-}
 inline double channel_solve_s(double time_limit_s) {
   return time_limit_s >= 0 && time_limit_s <= max_time_limit_s ? time_limit_s : 0;
 }

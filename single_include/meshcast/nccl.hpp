@@ -59,8 +59,9 @@ namespace meshcast {
 struct nccl_comm_bootstrap {
   ncclComm_t world = nullptr;
   cudaStream_t stream = nullptr;
+  double timeout_s = 0;  // how long a member waits for the id (0: no bound)
   void share(ncclUniqueId& id, std::span<const index_t> members, index_t root, int) {
-    cuda_memory m{stream};
+    cuda_memory m{stream, timeout_s};
     auto buf = m.allocate(sizeof id);
     int me = 0;
     detail::nccl_check(ncclCommUserRank(world, &me), "ncclCommUserRank");
@@ -86,9 +87,10 @@ class nccl_channel {
  public:
   using backend_type = nccl_backend<nccl_comm_bootstrap>;
 
-  /// `group_transfers`: the executor's bound on the transfers of one NCCL group.
-  nccl_channel(ncclComm_t comm, cudaStream_t stream, std::size_t group_transfers = nccl_group_transfers)
-      : comm_(comm), memory_{stream}, group_transfers_(group_transfers) {
+  /// `group_transfers`: the executor's bound on the transfers of one NCCL group. Every wait on the
+  /// stream, the channel's and the executor's, gives up after `timeout_s` (0: no bound).
+  nccl_channel(ncclComm_t comm, cudaStream_t stream, std::size_t group_transfers = nccl_group_transfers, double timeout_s = 0)
+      : comm_(comm), memory_{stream, timeout_s}, group_transfers_(group_transfers) {
     nccl_check(ncclCommUserRank(comm_, &rank_), "ncclCommUserRank");
     nccl_check(ncclCommCount(comm_, &size_), "ncclCommCount");
     scratch_ = memory_.allocate(static_cast<std::size_t>(size_) * sizeof(std::uint64_t));  // kept: one per reshard call
@@ -169,7 +171,8 @@ class nccl_channel {
   }
   network fitted(network net) const { return net; }
   backend_type make_backend() const {
-    return backend_type(comm_, memory_.stream, nccl_comm_bootstrap{comm_, memory_.stream}, group_transfers_);
+    return backend_type(comm_, memory_.stream, nccl_comm_bootstrap{comm_, memory_.stream, memory_.timeout_s}, group_transfers_,
+                        memory_.timeout_s);
   }
 
  private:
@@ -178,7 +181,10 @@ class nccl_channel {
   }
   void to_host(void* to, const std::byte* from, std::size_t n) {
     cuda_check(cudaMemcpyAsync(to, from, n, cudaMemcpyDeviceToHost, memory_.stream), "cudaMemcpyAsync");
-    memory_.synchronize();
+    wait();
+  }
+  void wait() {
+    detail::wait_stream(memory_.stream, memory_.timeout_s, [&] { nccl_check_async(comm_); });
   }
   ncclComm_t comm_;
   cuda_memory memory_;
@@ -207,7 +213,8 @@ class nccl_batch_resharder {
  public:
   nccl_batch_resharder(ncclComm_t comm, cudaStream_t stream, std::vector<tensor_layouts> tensors, reshard_options options = {},
                        Solver solver = {}, Strategy strategy = {}, std::size_t group_transfers = nccl_group_transfers)
-      : core_(detail::nccl_channel(comm, stream, group_transfers), std::move(tensors), std::move(options),
+      : core_(detail::nccl_channel(comm, stream, group_transfers, detail::channel_timeout_s(options.timeout_s)), std::move(tensors),
+              std::move(options),
               detail::erase_policies<Solver, Strategy>(&solver, &strategy)) {}
 
   std::size_t size() const noexcept { return core_.size(); }

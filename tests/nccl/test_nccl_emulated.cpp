@@ -4,6 +4,7 @@
 
 #include <nccl.h>  // the emulation: this target puts tests/nccl/emulation first on the include path
 
+#include <chrono>
 #include <condition_variable>
 #include <latch>
 #include <map>
@@ -208,6 +209,83 @@ TEST_CASE("a run that throws inside a round leaves no NCCL group open and nothin
     CHECK(second[0] == "");
     CHECK(second[1] == "");
   }
+}
+
+TEST_CASE("every wait on the stream has a deadline: a stuck stream or a failed communicator is an error, not a hang") {
+  plan p = make_plan(dynamic_layout(dynamic_mesh{2}, dynamic_spec("S0"), dynamic_shape{8}),
+                     dynamic_layout(dynamic_mesh{2}, dynamic_spec("S0"), dynamic_shape{8}),
+                     {.devices = device_map::listed({1, 0})});
+  network net = network::alpa_testbed(default_hosts(2, 2, 1));
+  schedule s = solve(make_instance(p, net, send_recv{}, {}), naive{});
+  auto board = std::make_shared<thread_bootstrap::board>();
+  using clock = std::chrono::steady_clock;
+  // stuck: the stream never finishes (a kernel waiting for a peer that never comes);
+  // failed: the communicator reports an asynchronous error while the stream is stuck.
+  for (const bool failed : {false, true}) {
+    CAPTURE(failed);
+    std::vector<std::string> what(2);
+    std::vector<double> took(2, -1);
+    std::vector<int> timed_out(2, 0);
+    run_ranks(2, [&](int rank, ncclComm_t comm) {
+      cudaStream_t stream;
+      cudaStreamCreate(&stream);
+      stream->stuck = true;
+      if (failed) comm->async_error = ncclRemoteError;
+      std::vector<std::int32_t> in(4, rank), out(4, -1);
+      const auto start = clock::now();
+      try {
+        nccl_backend<thread_bootstrap> b(comm, stream, thread_bootstrap{board}, nccl_group_transfers, failed ? 600 : 0.3);
+        executor<nccl_backend<thread_bootstrap>> exec(b, p, s);
+        exec.run(std::as_bytes(std::span(in)), std::as_writable_bytes(std::span(out)));
+      } catch (const timeout_error& e) {
+        what[static_cast<std::size_t>(rank)] = e.what();
+        timed_out[static_cast<std::size_t>(rank)] = 1;
+      } catch (const error& e) {
+        what[static_cast<std::size_t>(rank)] = e.what();
+      }
+      took[static_cast<std::size_t>(rank)] = std::chrono::duration<double>(clock::now() - start).count();
+      stream->stuck = false;
+      cudaStreamDestroy(stream);
+    });
+    for (std::size_t r = 0; r < 2; ++r) {
+      CAPTURE(r);
+      CAPTURE(what[r]);
+      CHECK(took[r] < 30);  // 0.3 s, or at once on the asynchronous error; never the 600 s timeout
+      if (failed) {
+        CHECK(what[r].find("asynchronous error: remote process exited") != std::string::npos);
+      } else {
+        CHECK(timed_out[r] == 1);
+        CHECK(took[r] >= 0.3);
+        CHECK(what[r].find("did not finish within 0.3 s") != std::string::npos);
+      }
+      CHECK(what[r].find("ncclCommAbort") != std::string::npos);
+    }
+  }
+  // The one call: the front end's own waits (the ranks' agreement) have the deadline too.
+  std::vector<int> timed_out(2, 0);
+  run_ranks(2, [&](int rank, ncclComm_t comm) {
+    cudaStream_t stream;
+    cudaStreamCreate(&stream);
+    stream->stuck = true;
+    std::vector<std::int32_t> in(4, rank), out(4, -1);
+    try {
+      reshard(comm, stream, dynamic_layout(dynamic_mesh{2}, dynamic_spec("S0"), dynamic_shape{8}),
+              dynamic_layout(dynamic_mesh{2}, dynamic_spec("R"), dynamic_shape{8}), std::span<const std::int32_t>(in),
+              std::span<std::int32_t>(out), reshard_options{.devices = device_map::same(), .timeout_s = 0.3});
+    } catch (const timeout_error&) {
+      timed_out[static_cast<std::size_t>(rank)] = 1;
+    } catch (const std::exception&) {
+    }
+    stream->stuck = false;
+    cudaStreamDestroy(stream);
+  });
+  CHECK(timed_out[0] == 1);
+  CHECK(timed_out[1] == 1);
+  // A timeout that is not a number of seconds is named.
+  run_ranks(1, [&](int, ncclComm_t comm) {
+    CHECK_THROWS_WITH_AS(nccl_backend<thread_bootstrap>(comm, nullptr, thread_bootstrap{board}, nccl_group_transfers, -1),
+                         doctest::Contains("nccl_backend's timeout_s"), error);
+  });
 }
 
 TEST_CASE("a batch in one call over NCCL, as over MPI: two tensors, int32 and double, every element right") {

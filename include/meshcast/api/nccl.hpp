@@ -52,7 +52,8 @@ class nccl_batch_resharder {
  public:
   nccl_batch_resharder(ncclComm_t comm, cudaStream_t stream, std::vector<tensor_layouts> tensors, reshard_options options = {},
                        Solver solver = {}, Strategy strategy = {}, std::size_t group_transfers = nccl_group_transfers)
-      : core_(detail::nccl_channel(comm, stream, group_transfers), std::move(tensors), std::move(options),
+      : core_(detail::nccl_channel(comm, stream, group_transfers, detail::channel_timeout_s(options.timeout_s)), std::move(tensors),
+              std::move(options),
               detail::erase_policies<Solver, Strategy>(&solver, &strategy)) {}
 
   std::size_t size() const noexcept { return core_.size(); }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "../core/config.hpp"
+#include "../core/detail/deadline.hpp"
 #include "../layout/placement.hpp"
 #include "../model/execution.hpp"
 #include "../plan/staging_cap.hpp"
@@ -32,8 +33,8 @@ struct reshard_options {
   /// Solver time limit and seed (the schedule is made once, on rank 0, and shared).
   double time_limit_s = 1.0;
   std::uint64_t seed = 1;
-  /// Longest wait on other ranks without progress before every rank fails with an error. Over
-  /// NCCL it is checked like every option but not enforced: NCCL's calls have no deadline.
+  /// Longest wait on other ranks without progress before every rank fails with an error (over
+  /// NCCL: the longest wait for the work on the stream, which then cannot be withdrawn).
   double timeout_s = 60;
   /// No rank holds more than this many bytes of message buffers (packing, receiving, forwarding)
   /// at once beyond its shards; tasks are cut to half of it before they are scheduled
@@ -44,5 +45,14 @@ struct reshard_options {
   bool buckets = true;
 };
 
+
+namespace detail {
+/// The deadline of a channel's own waits: the user's timeout, or the default where it is not one.
+/// A rank given a bad timeout then still agrees with the others on the error naming it (the front
+/// end checks it), instead of leaving them to time out.
+inline double channel_timeout_s(double timeout_s) {
+  return timeout_s > 0 && timeout_s <= max_time_limit_s ? timeout_s : reshard_options{}.timeout_s;
+}
+}  // namespace detail
 
 }  // namespace meshcast

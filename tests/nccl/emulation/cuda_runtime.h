@@ -6,8 +6,9 @@
 #include <cstdlib>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
-typedef enum cudaError { cudaSuccess = 0, cudaErrorMemoryAllocation = 2 } cudaError_t;
+typedef enum cudaError { cudaSuccess = 0, cudaErrorMemoryAllocation = 2, cudaErrorNotReady = 600 } cudaError_t;
 typedef enum cudaMemcpyKind {
   cudaMemcpyHostToHost = 0,
   cudaMemcpyHostToDevice = 1,
@@ -15,10 +16,16 @@ typedef enum cudaMemcpyKind {
   cudaMemcpyDeviceToDevice = 3,
   cudaMemcpyDefault = 4
 } cudaMemcpyKind;
-struct meshcast_emulated_stream {};
+// `stuck`: a test's stand-in for a stream whose NCCL kernel waits for a peer that never comes
+// (cudaStreamQuery says not ready for ever; cudaStreamSynchronize would hang, as on a GPU).
+struct meshcast_emulated_stream {
+  bool stuck = false;
+};
 typedef meshcast_emulated_stream* cudaStream_t;
 
-inline const char* cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "out of memory"; }
+inline const char* cudaGetErrorString(cudaError_t e) {
+  return e == cudaSuccess ? "no error" : e == cudaErrorNotReady ? "device not ready" : "out of memory";
+}
 inline cudaError_t cudaMalloc(void** p, std::size_t n) {
   *p = std::malloc(n ? n : 1);
   return *p ? cudaSuccess : cudaErrorMemoryAllocation;
@@ -39,7 +46,15 @@ inline cudaError_t cudaStreamDestroy(cudaStream_t s) {
   delete s;
   return cudaSuccess;
 }
-inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+inline cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+  // A GPU would wait for ever; a test that reaches this fails after 30 s instead of hanging.
+  for (int k = 0; s && s->stuck; ++k) {
+    if (k == 3000) return cudaErrorNotReady;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamQuery(cudaStream_t s) { return s && s->stuck ? cudaErrorNotReady : cudaSuccess; }
 inline cudaError_t cudaMemcpy2DAsync(void* to, std::size_t to_pitch, const void* from, std::size_t from_pitch,
                                      std::size_t width, std::size_t height, cudaMemcpyKind, cudaStream_t) {
   for (std::size_t r = 0; r < height; ++r)

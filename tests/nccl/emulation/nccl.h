@@ -24,7 +24,15 @@
 
 #include "cuda_runtime.h"
 
-typedef enum { ncclSuccess = 0, ncclInternalError = 3, ncclInvalidArgument = 4, ncclInvalidUsage = 5 } ncclResult_t;
+typedef enum {
+  ncclSuccess = 0,
+  ncclSystemError = 2,
+  ncclInternalError = 3,
+  ncclInvalidArgument = 4,
+  ncclInvalidUsage = 5,
+  ncclRemoteError = 6,
+  ncclInProgress = 7
+} ncclResult_t;
 typedef enum { ncclInt8 = 0, ncclChar = 0, ncclUint8 = 1 } ncclDataType_t;
 typedef struct {
   char internal[128];
@@ -182,9 +190,11 @@ inline ncclResult_t submit(const std::shared_ptr<comm_state>& c, int rank, op o)
 
 }  // namespace meshcast_nccl_emulation
 
+// `async_error`: what ncclCommGetAsyncError reports (a test's stand-in for a failed link or peer).
 struct meshcast_emulated_comm {
   std::shared_ptr<meshcast_nccl_emulation::comm_state> state;
   int rank;
+  ncclResult_t async_error = ncclSuccess;
 };
 typedef meshcast_emulated_comm* ncclComm_t;
 
@@ -195,6 +205,7 @@ inline const char* ncclGetErrorString(ncclResult_t r) {
       return "internal error (emulated NCCL: deadlock, every rank is blocked in a call, or a send and a receive "
              "of different sizes)";
     case ncclInvalidArgument: return "invalid argument";
+    case ncclRemoteError: return "remote process exited or there was a network error";
     default: return "invalid usage";
   }
 }
@@ -226,6 +237,10 @@ inline ncclResult_t ncclCommDestroy(ncclComm_t comm) {
 }
 inline ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
   *rank = comm->rank;
+  return ncclSuccess;
+}
+inline ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* error) {
+  *error = comm->async_error;
   return ncclSuccess;
 }
 inline ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {

@@ -20,6 +20,7 @@
 
 #include "../backend.hpp"
 #include "../backend_traits.hpp"
+#include "../../core/detail/deadline.hpp"
 #include "../../core/error.hpp"
 #include "../memory/cuda.hpp"
 
@@ -28,6 +29,14 @@ namespace meshcast {
 namespace detail {
 inline void nccl_check(ncclResult_t rc, const char* what) {
   if (rc != ncclSuccess) throw error(std::string(what) + " failed: " + ncclGetErrorString(rc));
+}
+/// Throws when `comm` reports an asynchronous error (a failed link or peer): its work will not finish.
+inline void nccl_check_async(ncclComm_t comm) {
+  ncclResult_t e = ncclSuccess;
+  nccl_check(ncclCommGetAsyncError(comm, &e), "ncclCommGetAsyncError");
+  if (e != ncclSuccess && e != ncclInProgress)
+    throw error(std::string("the NCCL communicator reports an asynchronous error: ") + ncclGetErrorString(e) +
+                "; abort it (ncclCommAbort) before freeing the buffers it may still use");
 }
 }  // namespace detail
 
@@ -68,8 +77,14 @@ class nccl_backend {
 
   /// `comm` spans every device of the plan (rank r plays device r); work goes on `stream`. One
   /// group holds the operations of at most `group_transfers` consecutive transfers of the schedule.
-  nccl_backend(ncclComm_t comm, cudaStream_t stream, Bootstrap bootstrap, std::size_t group_transfers = nccl_group_transfers)
-      : comm_(comm), memory_{stream}, bootstrap_(std::move(bootstrap)), group_transfers_(group_transfers < 1 ? 1 : group_transfers) {
+  /// A run waits at most `timeout_s` seconds for its work on the stream (0: no bound), then throws
+  /// a timeout_error; an asynchronous error of `comm` fails it at once.
+  nccl_backend(ncclComm_t comm, cudaStream_t stream, Bootstrap bootstrap, std::size_t group_transfers = nccl_group_transfers,
+               double timeout_s = 0)
+      : comm_(comm),
+        memory_{stream, detail::checked_seconds(timeout_s, "nccl_backend's timeout_s")},
+        bootstrap_(std::move(bootstrap)),
+        group_transfers_(group_transfers < 1 ? 1 : group_transfers) {
     int r = 0, n = 0;
     detail::nccl_check(ncclCommUserRank(comm_, &r), "ncclCommUserRank");
     detail::nccl_check(ncclCommCount(comm_, &n), "ncclCommCount");
@@ -108,7 +123,7 @@ class nccl_backend {
   request chain(std::byte* data, std::size_t n, group& g, int, std::size_t = 0) { return broadcast(data, n, g.members.front(), g); }
   void wait(request&) noexcept {}
   bool test(request&) noexcept { return true; }  // stream order: what comes later sees it
-  double timeout_s() const noexcept { return 0; }
+  double timeout_s() const noexcept { return memory_.timeout_s; }
   // Work enqueued on a stream cannot be withdrawn: after a failure, abort the communicator
   // (ncclCommAbort) before freeing the buffers it may still write.
   void cancel(request&) noexcept {}
@@ -137,7 +152,9 @@ class nccl_backend {
     detail::nccl_check(failed, name(failed_kind));
     detail::nccl_check(ended, "ncclGroupEnd");
   }
-  void flush() { memory_.synchronize(); }
+  void flush() {
+    detail::wait_stream(memory_.stream, memory_.timeout_s, [&] { detail::nccl_check_async(comm_); });
+  }
   /// The executor closes a group and opens the next where the schedule's transfer index crosses a
   /// multiple of this, on every rank alike (so groups still match across ranks).
   std::size_t max_group_transfers() const noexcept { return group_transfers_; }

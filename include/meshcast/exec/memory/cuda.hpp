@@ -9,6 +9,9 @@
 #include <string>
 #include <utility>
 
+#include "../../core/detail/deadline.hpp"
+#include "../../core/detail/number_text.hpp"
+#include "../../core/detail/pause.hpp"
 #include "../../core/error.hpp"
 
 namespace meshcast {
@@ -17,10 +20,35 @@ namespace detail {
 inline void cuda_check(cudaError_t rc, const char* what) {
   if (rc != cudaSuccess) throw error(std::string(what) + " failed: " + cudaGetErrorString(rc));
 }
+
+/// Waits until everything issued on `stream` so far is done, polling `healthy()` (which throws when
+/// the transport reports a failure) in between; gives up after `timeout_s` seconds (0: no bound).
+/// Work on a stream cannot be withdrawn: the error says to abort the communicator.
+template <class Healthy>
+void wait_stream(cudaStream_t stream, double timeout_s, Healthy&& healthy) {
+  if (timeout_s <= 0) {
+    cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    return;
+  }
+  const deadline until(timeout_s, "the CUDA stream's timeout");
+  for (backoff pause;; pause()) {
+    const cudaError_t rc = cudaStreamQuery(stream);
+    if (rc == cudaSuccess) return;
+    if (rc != cudaErrorNotReady) cuda_check(rc, "cudaStreamQuery");
+    healthy();
+    if (until.expired())
+      throw timeout_error("the work on the CUDA stream did not finish within " + number(timeout_s) +
+                              " s (an NCCL call whose peer never posts its match, or a failed link); abort the "
+                              "communicator (ncclCommAbort) before freeing the buffers it may still use",
+                          {});
+  }
+}
 }  // namespace detail
 
 struct cuda_memory {
   cudaStream_t stream = nullptr;
+  /// How long `synchronize` waits for the stream before it throws a timeout_error (0: no bound).
+  double timeout_s = 0;
 
   /// Device memory that keeps its address when moved.
   struct buffer {
@@ -48,7 +76,9 @@ struct cuda_memory {
     detail::cuda_check(cudaMemcpy2DAsync(to, to_pitch, from, from_pitch, width, height, cudaMemcpyDeviceToDevice, stream),
                        "cudaMemcpy2DAsync");
   }
-  void synchronize() { detail::cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"); }
+  void synchronize() {
+    detail::wait_stream(stream, timeout_s, [] {});
+  }
 };
 
 }  // namespace meshcast
