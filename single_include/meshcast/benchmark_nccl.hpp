@@ -41,13 +41,15 @@ struct nccl_job_state {
   cuda_memory::buffer in, out;
   cuda_event start, stop;
   cudaStream_t stream;
-  nccl_job_state(const plan& p, int rank, std::size_t source_elements, std::size_t destination_elements, cudaStream_t s)
-      : host(p, rank, source_elements, destination_elements), in(host.in.size()), out(host.out.size()), stream(s) {
+  double timeout_s;  // every wait for the stream gives up after it
+  nccl_job_state(const plan& p, int rank, std::size_t source_elements, std::size_t destination_elements, cudaStream_t s,
+                 double timeout)
+      : host(p, rank, source_elements, destination_elements), in(host.in.size()), out(host.out.size()), stream(s), timeout_s(timeout) {
     copy(in.data(), host.in.data(), host.in.size(), cudaMemcpyHostToDevice);
   }
   void copy(void* to, const void* from, std::size_t n, cudaMemcpyKind kind) {
     if (n > 0) cuda_check(cudaMemcpyAsync(to, from, n, kind, stream), "cudaMemcpyAsync");
-    cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    wait_stream(stream, timeout_s, [] {});
   }
 };
 }  // namespace detail
@@ -64,7 +66,8 @@ timed_job nccl_reshard_job(ncclComm_t comm, cudaStream_t stream, const Src& src,
   int rank = 0;
   detail::nccl_check(ncclCommUserRank(comm, &rank), "ncclCommUserRank");
   const plan& p = r->plans()[0];
-  auto st = std::make_shared<detail::nccl_job_state>(p, rank, r->source_elements(), r->destination_elements(), stream);
+  auto st = std::make_shared<detail::nccl_job_state>(p, rank, r->source_elements(), r->destination_elements(), stream,
+                                                     detail::channel_timeout_s(options.timeout_s));
   auto once = [r, st] {
     const std::span<const std::byte> in(st->in.data(), st->host.in.size());
     const std::span<std::byte> out(st->out.data(), st->host.out.size());
@@ -76,7 +79,7 @@ timed_job nccl_reshard_job(ncclComm_t comm, cudaStream_t stream, const Src& src,
     detail::cuda_check(cudaEventRecord(st->start.get(), st->stream), "cudaEventRecord");
     once();
     detail::cuda_check(cudaEventRecord(st->stop.get(), st->stream), "cudaEventRecord");
-    detail::cuda_check(cudaEventSynchronize(st->stop.get()), "cudaEventSynchronize");
+    detail::wait_stream(st->stream, st->timeout_s, [] {});  // the stop event is the stream's last work
     float ms = 0;
     detail::cuda_check(cudaEventElapsedTime(&ms, st->start.get(), st->stop.get()), "cudaEventElapsedTime");
     return static_cast<double>(ms) / 1e3;
