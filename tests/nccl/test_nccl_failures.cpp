@@ -1,0 +1,194 @@
+// The NCCL backend when things go wrong, over the emulated NCCL (threads and host memory, NCCL's
+// blocking semantics): calls issued out of order deadlock and are caught, a run that throws
+// mid-round leaves no group open, and every wait on the stream has a deadline.
+#include <doctest/doctest.h>
+
+#include <nccl.h>  // the emulation: this target puts tests/nccl/emulation first on the include path
+
+#include <chrono>
+#include <latch>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <meshcast/exec/backend/nccl.hpp>
+#include <meshcast/meshcast.hpp>
+#include <meshcast/nccl.hpp>
+
+#include "thread_bootstrap.hpp"
+
+using namespace meshcast;
+
+TEST_CASE("a schedule that ranks issue in different orders deadlocks without groups, and is caught") {
+  // Two devices swap halves (same mesh, S0 -> S0 reversed by listing the destinations backwards).
+  plan p = make_plan(dynamic_layout(dynamic_mesh{2}, dynamic_spec("S0"), dynamic_shape{8}),
+                     dynamic_layout(dynamic_mesh{2}, dynamic_spec("S0"), dynamic_shape{8}),
+                     {.devices = device_map::listed({1, 0})});
+  network net = network::alpa_testbed(default_hosts(2, 2, 1));
+  schedule s = solve(make_instance(p, net, send_recv{}, {.mode = execution::concurrent}), naive{});
+  REQUIRE(s.transfers.size() == 2);
+  // A backend that never groups: each call blocks like NCCL outside ncclGroupStart/End.
+  struct ungrouped : nccl_backend<thread_bootstrap> {
+    using nccl_backend<thread_bootstrap>::nccl_backend;
+    void begin_round() {}
+    void end_round() {}
+  };
+  static_assert(backend<ungrouped>);
+  auto board = std::make_shared<thread_bootstrap::board>();
+  std::vector<std::string> errors(2);
+  run_ranks(2, [&](int rank, ncclComm_t comm) {
+    // Rank 1 is handed the transfers in the opposite order: both now send before they receive.
+    schedule mine = s;
+    if (rank == 1) std::swap(mine.transfers[0], mine.transfers[1]), std::swap(mine.model[0], mine.model[1]);
+    std::vector<std::byte> source(16), destination(16);
+    try {
+      ungrouped b(comm, nullptr, thread_bootstrap{board});
+      executor<ungrouped> exec(b, p, mine);
+      exec.run(source, destination);
+    } catch (const error& e) {
+      errors[rank] = e.what();
+    }
+  });
+  CHECK(errors[0].find("deadlock") != std::string::npos);
+  CHECK(errors[1].find("deadlock") != std::string::npos);
+}
+
+TEST_CASE("a run that throws inside a round leaves no NCCL group open and nothing half-issued") {
+  // Two devices swap halves, so each posts one send and one receive in one round.
+  plan p = make_plan(dynamic_layout(dynamic_mesh{2}, dynamic_spec("S0"), dynamic_shape{8}),
+                     dynamic_layout(dynamic_mesh{2}, dynamic_spec("S0"), dynamic_shape{8}),
+                     {.devices = device_map::listed({1, 0})});
+  network net = network::alpa_testbed(default_hosts(2, 2, 1));
+  for (execution mode : {execution::ordered, execution::concurrent}) {
+    CAPTURE(to_string(mode));
+    schedule s = solve(make_instance(p, net, send_recv{}, {.mode = mode}), naive{});
+    // Rank 0's transport fails on its second call of the round, after the first was accepted.
+    struct fails_second_call : nccl_backend<thread_bootstrap> {
+      using nccl_backend<thread_bootstrap>::nccl_backend;
+      int calls = 0;
+      request send(const std::byte* d, std::size_t n, index_t peer, int tag) {
+        if (++calls == 2) throw error("injected transport failure");
+        return nccl_backend<thread_bootstrap>::send(d, n, peer, tag);
+      }
+      request recv(std::byte* d, std::size_t n, index_t peer, int tag) {
+        if (++calls == 2) throw error("injected transport failure");
+        return nccl_backend<thread_bootstrap>::recv(d, n, peer, tag);
+      }
+    };
+    static_assert(backend<fails_second_call>);
+    auto board = std::make_shared<thread_bootstrap::board>();
+    std::latch failed(1);
+    std::vector<std::string> first(2), second(2);
+    std::vector<int> depth_after(2, -1), recorded_after(2, -1);
+    run_ranks(2, [&](int rank, ncclComm_t comm) {
+      std::vector<std::int32_t> in(4), out(4, -1);
+      for (int k = 0; k < 4; ++k) in[static_cast<std::size_t>(k)] = rank * 4 + k;
+      if (rank == 0) {
+        try {
+          fails_second_call b(comm, nullptr, thread_bootstrap{board});
+          executor<fails_second_call> exec(b, p, s);
+          exec.run(std::as_bytes(std::span(in)), std::as_writable_bytes(std::span(out)));
+        } catch (const error& e) {
+          first[0] = e.what();
+        }
+        depth_after[0] = meshcast_nccl_emulation::group_depth;
+        recorded_after[0] = static_cast<int>(meshcast_nccl_emulation::group_ops.size());
+        failed.count_down();
+      } else {
+        failed.wait();  // rank 1 starts only now: a half-issued group of rank 0 would meet it
+      }
+      // A new executor on each rank, over the same communicator: every element must be the peer's.
+      try {
+        nccl_backend<thread_bootstrap> b(comm, nullptr, thread_bootstrap{board});
+        executor<nccl_backend<thread_bootstrap>> exec(b, p, s);
+        exec.run(std::as_bytes(std::span(in)), std::as_writable_bytes(std::span(out)));
+        for (int k = 0; k < 4; ++k)
+          if (out[static_cast<std::size_t>(k)] != (1 - rank) * 4 + k) second[static_cast<std::size_t>(rank)] = "wrong element";
+      } catch (const std::exception& e) {
+        second[static_cast<std::size_t>(rank)] = e.what();
+      }
+    });
+    CHECK(first[0] == "injected transport failure");
+    CHECK(depth_after[0] == 0);     // no ncclGroupStart left open on the thread
+    CHECK(recorded_after[0] == 0);  // and the accepted call never reached NCCL
+    CHECK(second[0] == "");
+    CHECK(second[1] == "");
+  }
+}
+
+TEST_CASE("every wait on the stream has a deadline: a stuck stream or a failed communicator is an error, not a hang") {
+  plan p = make_plan(dynamic_layout(dynamic_mesh{2}, dynamic_spec("S0"), dynamic_shape{8}),
+                     dynamic_layout(dynamic_mesh{2}, dynamic_spec("S0"), dynamic_shape{8}),
+                     {.devices = device_map::listed({1, 0})});
+  network net = network::alpa_testbed(default_hosts(2, 2, 1));
+  schedule s = solve(make_instance(p, net, send_recv{}, {}), naive{});
+  auto board = std::make_shared<thread_bootstrap::board>();
+  using clock = std::chrono::steady_clock;
+  // stuck: the stream never finishes (a kernel waiting for a peer that never comes);
+  // failed: the communicator reports an asynchronous error while the stream is stuck.
+  for (const bool failed : {false, true}) {
+    CAPTURE(failed);
+    std::vector<std::string> what(2);
+    std::vector<double> took(2, -1);
+    std::vector<int> timed_out(2, 0);
+    run_ranks(2, [&](int rank, ncclComm_t comm) {
+      cudaStream_t stream;
+      cudaStreamCreate(&stream);
+      stream->stuck = true;
+      if (failed) comm->async_error = ncclRemoteError;
+      std::vector<std::int32_t> in(4, rank), out(4, -1);
+      const auto start = clock::now();
+      try {
+        nccl_backend<thread_bootstrap> b(comm, stream, thread_bootstrap{board}, nccl_group_transfers, failed ? 600 : 0.3);
+        executor<nccl_backend<thread_bootstrap>> exec(b, p, s);
+        exec.run(std::as_bytes(std::span(in)), std::as_writable_bytes(std::span(out)));
+      } catch (const timeout_error& e) {
+        what[static_cast<std::size_t>(rank)] = e.what();
+        timed_out[static_cast<std::size_t>(rank)] = 1;
+      } catch (const error& e) {
+        what[static_cast<std::size_t>(rank)] = e.what();
+      }
+      took[static_cast<std::size_t>(rank)] = std::chrono::duration<double>(clock::now() - start).count();
+      stream->stuck = false;
+      cudaStreamDestroy(stream);
+    });
+    for (std::size_t r = 0; r < 2; ++r) {
+      CAPTURE(r);
+      CAPTURE(what[r]);
+      CHECK(took[r] < 30);  // 0.3 s, or at once on the asynchronous error; never the 600 s timeout
+      if (failed) {
+        CHECK(what[r].find("asynchronous error: remote process exited") != std::string::npos);
+      } else {
+        CHECK(timed_out[r] == 1);
+        CHECK(took[r] >= 0.3);
+        CHECK(what[r].find("did not finish within 0.3 s") != std::string::npos);
+      }
+      CHECK(what[r].find("ncclCommAbort") != std::string::npos);
+    }
+  }
+  // The one call: the front end's own waits (the ranks' agreement) have the deadline too.
+  std::vector<int> timed_out(2, 0);
+  run_ranks(2, [&](int rank, ncclComm_t comm) {
+    cudaStream_t stream;
+    cudaStreamCreate(&stream);
+    stream->stuck = true;
+    std::vector<std::int32_t> in(4, rank), out(4, -1);
+    try {
+      reshard(comm, stream, dynamic_layout(dynamic_mesh{2}, dynamic_spec("S0"), dynamic_shape{8}),
+              dynamic_layout(dynamic_mesh{2}, dynamic_spec("R"), dynamic_shape{8}), std::span<const std::int32_t>(in),
+              std::span<std::int32_t>(out), reshard_options{.devices = device_map::same(), .timeout_s = 0.3});
+    } catch (const timeout_error&) {
+      timed_out[static_cast<std::size_t>(rank)] = 1;
+    } catch (const std::exception&) {
+    }
+    stream->stuck = false;
+    cudaStreamDestroy(stream);
+  });
+  CHECK(timed_out[0] == 1);
+  CHECK(timed_out[1] == 1);
+  // A timeout that is not a number of seconds is named.
+  run_ranks(1, [&](int, ncclComm_t comm) {
+    CHECK_THROWS_WITH_AS(nccl_backend<thread_bootstrap>(comm, nullptr, thread_bootstrap{board}, nccl_group_transfers, -1),
+                         doctest::Contains("nccl_backend's timeout_s"), error);
+  });
+}
