@@ -48,8 +48,19 @@ struct nccl_job_state {
     copy(in.data(), host.in.data(), host.in.size(), cudaMemcpyHostToDevice);
   }
   void copy(void* to, const void* from, std::size_t n, cudaMemcpyKind kind) {
+    wait();  // a copy with host memory may wait for the stream without a deadline: it finds it idle
     if (n > 0) cuda_check(cudaMemcpyAsync(to, from, n, kind, stream), "cudaMemcpyAsync");
-    wait_stream(stream, timeout_s, [] {});
+    wait();
+  }
+  // After a wait that gave up, the shards are never freed: pending work may still use them.
+  void wait() {
+    try {
+      wait_stream(stream, timeout_s);
+    } catch (...) {
+      in.keep_until_exit();
+      out.keep_until_exit();
+      throw;
+    }
   }
 };
 }  // namespace detail
@@ -79,7 +90,7 @@ timed_job nccl_reshard_job(ncclComm_t comm, cudaStream_t stream, const Src& src,
     detail::cuda_check(cudaEventRecord(st->start.get(), st->stream), "cudaEventRecord");
     once();
     detail::cuda_check(cudaEventRecord(st->stop.get(), st->stream), "cudaEventRecord");
-    detail::wait_stream(st->stream, st->timeout_s, [] {});  // the stop event is the stream's last work
+    st->wait();  // the stop event is the stream's last work
     float ms = 0;
     detail::cuda_check(cudaEventElapsedTime(&ms, st->start.get(), st->stop.get()), "cudaEventElapsedTime");
     return static_cast<double>(ms) / 1e3;

@@ -161,7 +161,7 @@ TEST_CASE("every wait on the stream has a deadline: a stuck stream or a failed c
       } else {
         CHECK(timed_out[r] == 1);
         CHECK(took[r] >= 0.3);
-        CHECK(what[r].find("did not finish within 0.3 s") != std::string::npos);
+        CHECK(what[r].find("made no progress for 0.3 s") != std::string::npos);
       }
       CHECK(what[r].find("ncclCommAbort") != std::string::npos);
     }
@@ -191,4 +191,73 @@ TEST_CASE("every wait on the stream has a deadline: a stuck stream or a failed c
     CHECK_THROWS_WITH_AS(nccl_backend<thread_bootstrap>(comm, nullptr, thread_bootstrap{board}, nccl_group_transfers, -1),
                          doctest::Contains("nccl_backend's timeout_s"), error);
   });
+}
+
+TEST_CASE("the deadline is on progress: a slow run whose rounds keep finishing is not cut; a stuck one aborts its groups") {
+  using clock = std::chrono::steady_clock;
+  // Four devices gather a tensor: every device sends its tile to three and receives three, each
+  // transfer its own group (group_transfers 1), so a run has six rounds on every device.
+  plan p = make_plan(dynamic_layout(dynamic_mesh{4}, dynamic_spec("S0"), dynamic_shape{8}),
+                     dynamic_layout(dynamic_mesh{4}, dynamic_spec("R"), dynamic_shape{8}), {.devices = device_map::same()});
+  network net = network::alpa_testbed(default_hosts(4, 4, 1));
+  schedule s = solve(make_instance(p, net, send_recv{}, {.mode = execution::concurrent}), naive{});
+  auto board = std::make_shared<thread_bootstrap::board>();
+  std::vector<std::string> problems(4);
+  std::vector<double> took(4, 0);
+  run_ranks(4, [&](int rank, ncclComm_t comm) {
+    cudaStream_t stream;
+    cudaStreamCreate(&stream);
+    stream->event_cost = std::chrono::milliseconds(150);  // each round 0.15 s: 0.9 s in all, against 0.4 s
+    std::vector<std::int32_t> in(2), out(8, -1);
+    for (int k = 0; k < 2; ++k) in[static_cast<std::size_t>(k)] = rank * 2 + k;
+    const auto start = clock::now();
+    try {
+      nccl_backend<thread_bootstrap> b(comm, stream, thread_bootstrap{board}, 1, 0.4);
+      executor<nccl_backend<thread_bootstrap>> exec(b, p, s);
+      exec.run(std::as_bytes(std::span(in)), std::as_writable_bytes(std::span(out)));
+      for (int k = 0; k < 8; ++k)
+        if (out[static_cast<std::size_t>(k)] != k) problems[static_cast<std::size_t>(rank)] = "wrong element";
+    } catch (const std::exception& e) {
+      problems[static_cast<std::size_t>(rank)] = e.what();
+    }
+    took[static_cast<std::size_t>(rank)] = std::chrono::duration<double>(clock::now() - start).count();
+    cudaStreamDestroy(stream);
+  });
+  for (std::size_t r = 0; r < 4; ++r) {
+    CAPTURE(r);
+    CHECK(problems[r] == "");
+    CHECK(took[r] > 0.4);  // longer than the timeout in all: only the lack of progress counts
+  }
+  // Broadcast groups over a stream that never finishes: the run times out, and the groups'
+  // communicators are aborted, not destroyed (ncclCommDestroy would wait for their stuck work).
+  plan q = make_plan(dynamic_layout(dynamic_mesh{3}, dynamic_spec("S0"), dynamic_shape{6}),
+                     dynamic_layout(dynamic_mesh{3}, dynamic_spec("R"), dynamic_shape{6}), {.devices = device_map::same()});
+  schedule g = solve(make_instance(q, network::alpa_testbed(default_hosts(3, 3, 1)), broadcast{.how = transfer_kind::group_broadcast},
+                                   {.mode = execution::concurrent}),
+                     naive{});
+  const int aborted_before = meshcast_nccl_emulation::aborted_comms;
+  std::vector<int> timed_out(3, 0), had_groups(3, 0);
+  run_ranks(3, [&](int rank, ncclComm_t comm) {
+    cudaStream_t stream;
+    cudaStreamCreate(&stream);
+    stream->stuck = true;
+    std::vector<std::int32_t> in(2, rank), out(6, -1);
+    try {
+      nccl_backend<thread_bootstrap> b(comm, stream, thread_bootstrap{board}, nccl_group_transfers, 0.3);
+      executor<nccl_backend<thread_bootstrap>> exec(b, q, g);
+      had_groups[static_cast<std::size_t>(rank)] = 1;
+      exec.run(std::as_bytes(std::span(in)), std::as_writable_bytes(std::span(out)));
+    } catch (const timeout_error&) {
+      timed_out[static_cast<std::size_t>(rank)] = 1;
+    } catch (const std::exception&) {
+    }
+    stream->stuck = false;
+    cudaStreamDestroy(stream);
+  });
+  for (std::size_t r = 0; r < 3; ++r) {
+    CAPTURE(r);
+    CHECK(had_groups[r] == 1);
+    CHECK(timed_out[r] == 1);
+  }
+  CHECK(meshcast_nccl_emulation::aborted_comms - aborted_before >= 3);  // every group member aborted its communicator
 }

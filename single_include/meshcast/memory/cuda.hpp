@@ -22,26 +22,34 @@ inline void cuda_check(cudaError_t rc, const char* what) {
 }
 
 /// Waits until everything issued on `stream` so far is done, polling `healthy()` (which throws when
-/// the transport reports a failure) in between; gives up after `timeout_s` seconds (0: no bound).
-/// Work on a stream cannot be withdrawn: the error says to abort the communicator.
-template <class Healthy>
-void wait_stream(cudaStream_t stream, double timeout_s, Healthy&& healthy) {
+/// the transport reports a failure) in between; gives up once `timeout_s` seconds (0: no bound)
+/// pass without progress: `progressed()` says whether a part of the work finished since its last
+/// call (the NCCL backend's rounds; [] { return false; } bounds the whole wait). Work on a stream
+/// cannot be withdrawn: the error says to abort the communicator.
+template <class Healthy, class Progressed>
+void wait_stream(cudaStream_t stream, double timeout_s, Healthy&& healthy, Progressed&& progressed) {
   if (timeout_s <= 0) {
     cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
     return;
   }
-  const deadline until(timeout_s, "the CUDA stream's timeout");
+  deadline until(timeout_s, "the CUDA stream's timeout");
   for (backoff pause;; pause()) {
     const cudaError_t rc = cudaStreamQuery(stream);
     if (rc == cudaSuccess) return;
     if (rc != cudaErrorNotReady) cuda_check(rc, "cudaStreamQuery");
     healthy();
-    if (until.expired())
-      throw timeout_error("the work on the CUDA stream did not finish within " + number(timeout_s) +
+    if (progressed()) until = deadline(timeout_s, "the CUDA stream's timeout");
+    else if (until.expired())
+      throw timeout_error("the work on the CUDA stream made no progress for " + number(timeout_s) +
                               " s (an NCCL call whose peer never posts its match, or a failed link); abort the "
-                              "communicator (ncclCommAbort) before freeing the buffers it may still use",
+                              "communicator (ncclCommAbort); its buffers stay allocated, since cudaFree would wait "
+                              "for that work",
                           {});
   }
+}
+/// The same, bounding the whole wait.
+inline void wait_stream(cudaStream_t stream, double timeout_s) {
+  wait_stream(stream, timeout_s, [] {}, [] { return false; });
 }
 }  // namespace detail
 
@@ -66,6 +74,9 @@ struct cuda_memory {
       if (ptr) cudaFree(ptr);
     }
     std::byte* data() const noexcept { return ptr; }
+    /// Never freed: after a wait that gave up, work still pending on the stream may use it, and
+    /// cudaFree would wait for that work.
+    void keep_until_exit() noexcept { ptr = nullptr; }
   };
   buffer allocate(std::size_t n) { return buffer(n); }
   void copy(std::byte* to, const std::byte* from, std::size_t n) {
@@ -76,9 +87,7 @@ struct cuda_memory {
     detail::cuda_check(cudaMemcpy2DAsync(to, to_pitch, from, from_pitch, width, height, cudaMemcpyDeviceToDevice, stream),
                        "cudaMemcpy2DAsync");
   }
-  void synchronize() {
-    detail::wait_stream(stream, timeout_s, [] {});
-  }
+  void synchronize() { detail::wait_stream(stream, timeout_s); }
 };
 
 }  // namespace meshcast

@@ -16,10 +16,14 @@ typedef enum cudaMemcpyKind {
   cudaMemcpyDeviceToDevice = 3,
   cudaMemcpyDefault = 4
 } cudaMemcpyKind;
-// `stuck`: a test's stand-in for a stream whose NCCL kernel waits for a peer that never comes
-// (cudaStreamQuery says not ready for ever; cudaStreamSynchronize would hang, as on a GPU).
+// Tests' stand-ins for a GPU's timing: `stuck`, a stream whose NCCL kernel waits for a peer that
+// never comes (cudaStreamQuery says not ready for ever; cudaStreamSynchronize would hang, as on a
+// GPU); `event_cost`, a slow stream: each event recorded on it is reached that long after the
+// previous one (or after now), and the stream is busy until the last.
 struct meshcast_emulated_stream {
   bool stuck = false;
+  std::chrono::steady_clock::duration event_cost{};
+  std::chrono::steady_clock::time_point busy_until{};
 };
 typedef meshcast_emulated_stream* cudaStream_t;
 
@@ -54,7 +58,10 @@ inline cudaError_t cudaStreamSynchronize(cudaStream_t s) {
   }
   return cudaSuccess;
 }
-inline cudaError_t cudaStreamQuery(cudaStream_t s) { return s && s->stuck ? cudaErrorNotReady : cudaSuccess; }
+inline cudaError_t cudaStreamQuery(cudaStream_t s) {
+  if (!s) return cudaSuccess;
+  return s->stuck || std::chrono::steady_clock::now() < s->busy_until ? cudaErrorNotReady : cudaSuccess;
+}
 inline cudaError_t cudaMemcpy2DAsync(void* to, std::size_t to_pitch, const void* from, std::size_t from_pitch,
                                      std::size_t width, std::size_t height, cudaMemcpyKind, cudaStream_t) {
   for (std::size_t r = 0; r < height; ++r)
@@ -65,19 +72,32 @@ inline cudaError_t cudaMemcpy2DAsync(void* to, std::size_t to_pitch, const void*
 // Events: a stream runs each operation when issued, so recording an event takes the time then.
 struct meshcast_emulated_event {
   std::chrono::steady_clock::time_point at{};
+  cudaStream_t stream = nullptr;  // where it was last recorded
 };
+enum { cudaEventDefault = 0, cudaEventDisableTiming = 2 };
 typedef meshcast_emulated_event* cudaEvent_t;
 inline cudaError_t cudaEventCreate(cudaEvent_t* e) {
   *e = new meshcast_emulated_event;
   return cudaSuccess;
 }
+inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) { return cudaEventCreate(e); }
 inline cudaError_t cudaEventDestroy(cudaEvent_t e) {
   delete e;
   return cudaSuccess;
 }
-inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) {
-  e->at = std::chrono::steady_clock::now();
+inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+  const auto now = std::chrono::steady_clock::now();
+  e->at = now;
+  e->stream = s;
+  if (s && s->event_cost.count() > 0) {
+    s->busy_until = (s->busy_until > now ? s->busy_until : now) + s->event_cost;
+    e->at = s->busy_until;
+  }
   return cudaSuccess;
+}
+inline cudaError_t cudaEventQuery(cudaEvent_t e) {
+  if (e->stream && e->stream->stuck) return cudaErrorNotReady;
+  return std::chrono::steady_clock::now() < e->at ? cudaErrorNotReady : cudaSuccess;
 }
 inline cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
 inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t stop) {

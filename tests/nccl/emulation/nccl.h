@@ -235,6 +235,15 @@ inline ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   delete comm;
   return ncclSuccess;
 }
+namespace meshcast_nccl_emulation {
+/// Calls of ncclCommAbort (tests read it): a communicator whose work a failure left stuck is aborted.
+inline std::atomic<int> aborted_comms{0};
+}  // namespace meshcast_nccl_emulation
+inline ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  ++meshcast_nccl_emulation::aborted_comms;
+  delete comm;
+  return ncclSuccess;
+}
 inline ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
   *rank = comm->rank;
   return ncclSuccess;

@@ -35,21 +35,31 @@ struct nccl_comm_bootstrap {
   double timeout_s = 0;  // how long a member waits for the id (0: no bound)
   void share(ncclUniqueId& id, std::span<const index_t> members, index_t root, int) {
     cuda_memory m{stream, timeout_s};
-    auto buf = m.allocate(sizeof id);
     int me = 0;
     detail::nccl_check(ncclCommUserRank(world, &me), "ncclCommUserRank");
-    if (me == root)
-      detail::cuda_check(cudaMemcpyAsync(buf.data(), &id, sizeof id, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
-    detail::nccl_check(ncclGroupStart(), "ncclGroupStart");
-    if (me == root) {
-      for (index_t r : members)
-        if (r != root) detail::nccl_check(ncclSend(buf.data(), sizeof id, ncclUint8, static_cast<int>(r), world, stream), "ncclSend");
-    } else {
-      detail::nccl_check(ncclRecv(buf.data(), sizeof id, ncclUint8, static_cast<int>(root), world, stream), "ncclRecv");
+    m.synchronize();  // a copy from host memory may wait for the stream: it must find nothing pending
+    auto buf = m.allocate(sizeof id);
+    try {
+      if (me == root)
+        detail::cuda_check(cudaMemcpyAsync(buf.data(), &id, sizeof id, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
+      detail::nccl_check(ncclGroupStart(), "ncclGroupStart");
+      ncclResult_t rc = ncclSuccess;
+      if (me == root) {
+        for (index_t r : members)
+          if (r != root && rc == ncclSuccess) rc = ncclSend(buf.data(), sizeof id, ncclUint8, static_cast<int>(r), world, stream);
+      } else {
+        rc = ncclRecv(buf.data(), sizeof id, ncclUint8, static_cast<int>(root), world, stream);
+      }
+      const ncclResult_t ended = ncclGroupEnd();  // closed even after a failed call
+      detail::nccl_check(rc, me == root ? "ncclSend" : "ncclRecv");
+      detail::nccl_check(ended, "ncclGroupEnd");
+      m.synchronize();  // bounded: the copy to host memory below would wait without a deadline
+      detail::cuda_check(cudaMemcpyAsync(&id, buf.data(), sizeof id, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
+      m.synchronize();
+    } catch (...) {
+      buf.keep_until_exit();  // pending work may still write it, and cudaFree would wait for that work
+      throw;
     }
-    detail::nccl_check(ncclGroupEnd(), "ncclGroupEnd");
-    detail::cuda_check(cudaMemcpyAsync(&id, buf.data(), sizeof id, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
-    m.synchronize();
   }
 };
 static_assert(nccl_bootstrap<nccl_comm_bootstrap>);
@@ -79,23 +89,32 @@ class nccl_channel {
     host[static_cast<std::size_t>(rank_)] = value;
     to_device(buf.data(), host.data(), host.size() * sizeof(std::uint64_t));
     nccl_check(ncclGroupStart(), "ncclGroupStart");
+    ncclResult_t rc = ncclSuccess;
     if (rank_ == 0) {
-      for (int r = 1; r < size_; ++r)
-        nccl_check(ncclRecv(buf.data() + static_cast<std::size_t>(r) * 8, 8, ncclUint8, r, comm_, memory_.stream), "ncclRecv");
+      for (int r = 1; r < size_ && rc == ncclSuccess; ++r)
+        rc = ncclRecv(buf.data() + static_cast<std::size_t>(r) * 8, 8, ncclUint8, r, comm_, memory_.stream);
     } else {
-      nccl_check(ncclSend(buf.data() + static_cast<std::size_t>(rank_) * 8, 8, ncclUint8, 0, comm_, memory_.stream), "ncclSend");
+      rc = ncclSend(buf.data() + static_cast<std::size_t>(rank_) * 8, 8, ncclUint8, 0, comm_, memory_.stream);
     }
-    nccl_check(ncclGroupEnd(), "ncclGroupEnd");
+    const ncclResult_t ended = ncclGroupEnd();  // closed even after a failed call
+    nccl_check(rc, rank_ == 0 ? "ncclRecv" : "ncclSend");
+    nccl_check(ended, "ncclGroupEnd");
     nccl_check(ncclBroadcast(buf.data(), buf.data(), n * 8, ncclUint8, 0, comm_, memory_.stream), "ncclBroadcast");
     to_host(host.data(), buf.data(), host.size() * sizeof(std::uint64_t));
     return host;
   }
   /// `bytes` from `root` to every rank (host memory on both ends).
   void broadcast(void* data, std::size_t bytes, int root) {
+    wait();
     auto buf = memory_.allocate(bytes);
-    if (rank_ == root) to_device(buf.data(), data, bytes);
-    nccl_check(ncclBroadcast(buf.data(), buf.data(), bytes, ncclUint8, root, comm_, memory_.stream), "ncclBroadcast");
-    to_host(data, buf.data(), bytes);
+    try {
+      if (rank_ == root) to_device(buf.data(), data, bytes);
+      nccl_check(ncclBroadcast(buf.data(), buf.data(), bytes, ncclUint8, root, comm_, memory_.stream), "ncclBroadcast");
+      to_host(data, buf.data(), bytes);
+    } catch (...) {
+      buf.keep_until_exit();  // pending work may still write it, and cudaFree would wait for that work
+      throw;
+    }
   }
   /// Throws on every rank when any rank has a non-empty `problem` (the first failing rank's message).
   void agree_or_throw(const std::string& problem) {
@@ -149,15 +168,25 @@ class nccl_channel {
   }
 
  private:
+  // A copy between pageable host memory and the device may wait for the stream, without a deadline:
+  // each is made on a stream already waited for (with one).
   void to_device(std::byte* to, const void* from, std::size_t n) {
+    wait();
     cuda_check(cudaMemcpyAsync(to, from, n, cudaMemcpyHostToDevice, memory_.stream), "cudaMemcpyAsync");
   }
   void to_host(void* to, const std::byte* from, std::size_t n) {
+    wait();
     cuda_check(cudaMemcpyAsync(to, from, n, cudaMemcpyDeviceToHost, memory_.stream), "cudaMemcpyAsync");
     wait();
   }
+  // After a wait that gave up, the scratch buffer is never freed: pending work may still write it.
   void wait() {
-    detail::wait_stream(memory_.stream, memory_.timeout_s, [&] { nccl_check_async(comm_); });
+    try {
+      detail::wait_stream(memory_.stream, memory_.timeout_s, [&] { nccl_check_async(comm_); }, [] { return false; });
+    } catch (...) {
+      if (scratch_) scratch_->keep_until_exit();
+      throw;
+    }
   }
   ncclComm_t comm_;
   cuda_memory memory_;

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <concepts>
+#include <memory>
 #include <span>
 #include <string>
 #include <utility>
@@ -58,27 +59,47 @@ class nccl_backend {
   /// A send blocks the stream until matched: no ordered-mode tokens, nothing completes early.
   static constexpr backend_protocol protocol{.port_tokens = false, .sends = send_completion::on_delivery};
   struct request {};  // completion is stream order: later work on the stream sees the data
-  /// A communicator over the group's members, in member order.
+
+ private:
+  // Shared by a backend, its copies and its groups: whether a run failed, and the groups'
+  // communicators (polled for asynchronous errors while a run waits).
+  struct health {
+    bool failed = false;
+    std::vector<ncclComm_t> groups;
+  };
+
+ public:
+  /// A communicator over the group's members, in member order. Aborted instead of destroyed once a
+  /// run failed: ncclCommDestroy would wait for the work the failure left stuck on it.
   struct group {
     ncclComm_t comm = nullptr;
     std::vector<index_t> members;
     group() = default;
-    group(ncclComm_t c, std::vector<index_t> m) : comm(c), members(std::move(m)) {}
-    group(group&& o) noexcept : comm(std::exchange(o.comm, nullptr)), members(std::move(o.members)) {}
+    group(ncclComm_t c, std::vector<index_t> m, std::shared_ptr<health> h) : comm(c), members(std::move(m)), health_(std::move(h)) {}
+    group(group&& o) noexcept
+        : comm(std::exchange(o.comm, nullptr)), members(std::move(o.members)), health_(std::move(o.health_)) {}
     group& operator=(group&& o) noexcept {
       std::swap(comm, o.comm);
       members.swap(o.members);
+      health_.swap(o.health_);
       return *this;
     }
     ~group() {
-      if (comm) ncclCommDestroy(comm);
+      if (!comm) return;
+      if (health_) std::erase(health_->groups, comm);
+      if (health_ && health_->failed) ncclCommAbort(comm);
+      else ncclCommDestroy(comm);
     }
+
+   private:
+    std::shared_ptr<health> health_;
   };
 
   /// `comm` spans every device of the plan (rank r plays device r); work goes on `stream`. One
   /// group holds the operations of at most `group_transfers` consecutive transfers of the schedule.
-  /// A run waits at most `timeout_s` seconds for its work on the stream (0: no bound), then throws
-  /// a timeout_error; an asynchronous error of `comm` fails it at once.
+  /// A run waits for its work on the stream until `timeout_s` seconds (0: no bound) pass in which
+  /// no round of it finishes, then throws a timeout_error; an asynchronous error of `comm` or of a
+  /// group's communicator fails it at once.
   nccl_backend(ncclComm_t comm, cudaStream_t stream, Bootstrap bootstrap, std::size_t group_transfers = nccl_group_transfers,
                double timeout_s = 0)
       : comm_(comm),
@@ -112,7 +133,10 @@ class nccl_backend {
     const int me = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
     ncclComm_t c = nullptr;
     detail::nccl_check(ncclCommInitRank(&c, static_cast<int>(members.size()), id, me), "ncclCommInitRank");
-    return group(c, {members.begin(), members.end()});
+    health_->groups.reserve(health_->groups.size() + 1);
+    group g(c, {members.begin(), members.end()}, health_);
+    health_->groups.push_back(c);
+    return g;
   }
   request broadcast(std::byte* data, std::size_t n, index_t root, group& g) {
     const int r = static_cast<int>(std::find(g.members.begin(), g.members.end(), root) - g.members.begin());
@@ -125,8 +149,13 @@ class nccl_backend {
   bool test(request&) noexcept { return true; }  // stream order: what comes later sees it
   double timeout_s() const noexcept { return memory_.timeout_s; }
   // Work enqueued on a stream cannot be withdrawn: after a failure, abort the communicator
-  // (ncclCommAbort) before freeing the buffers it may still write.
-  void cancel(request&) noexcept {}
+  // (ncclCommAbort); the executor keeps the buffers it may still write. The groups' communicators
+  // are then aborted when destroyed, and a round left open is dropped.
+  void cancel(request&) noexcept {
+    health_->failed = true;
+    round_.clear();
+    in_round_ = false;
+  }
   // A round's operations are held here and issued in one ncclGroupStart/End by end_round. A round
   // the executor leaves open (something threw between the two) so reaches NCCL not at all: this
   // thread is left in no NCCL group, which would defer the caller's later NCCL calls, and no peer
@@ -151,9 +180,34 @@ class nccl_backend {
     round_.clear();
     detail::nccl_check(failed, name(failed_kind));
     detail::nccl_check(ended, "ncclGroupEnd");
+    // An event after each round: the run's wait counts a finished round as progress.
+    if (rounds_ == events_.all.size()) {
+      events_.all.reserve(rounds_ + 1);
+      cudaEvent_t e = nullptr;
+      detail::cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+      events_.all.push_back(e);
+    }
+    detail::cuda_check(cudaEventRecord(events_.all[rounds_++], memory_.stream), "cudaEventRecord");
   }
   void flush() {
-    detail::wait_stream(memory_.stream, memory_.timeout_s, [&] { detail::nccl_check_async(comm_); });
+    const std::size_t rounds = std::exchange(rounds_, 0);
+    std::size_t finished = 0;
+    try {
+      detail::wait_stream(
+          memory_.stream, memory_.timeout_s,
+          [&] {
+            detail::nccl_check_async(comm_);
+            for (ncclComm_t c : health_->groups) detail::nccl_check_async(c);
+          },
+          [&] {
+            const std::size_t before = finished;
+            while (finished < rounds && cudaEventQuery(events_.all[finished]) == cudaSuccess) ++finished;
+            return finished > before;
+          });
+    } catch (...) {
+      health_->failed = true;
+      throw;
+    }
   }
   /// The executor closes a group and opens the next where the schedule's transfer index crosses a
   /// multiple of this, on every rank alike (so groups still match across ranks).
@@ -193,6 +247,18 @@ class nccl_backend {
   index_t size_ = 0;
   std::vector<pending_op> round_;  // keeps its capacity: a repeated run allocates nothing here
   bool in_round_ = false;
+  // One completion event per round of a run, reused by the next run; a copy makes its own.
+  struct round_events {
+    std::vector<cudaEvent_t> all;
+    round_events() = default;
+    round_events(const round_events&) noexcept {}
+    round_events& operator=(const round_events&) noexcept { return *this; }
+    ~round_events() {
+      for (cudaEvent_t e : all) cudaEventDestroy(e);
+    }
+  } events_;
+  std::size_t rounds_ = 0;  // rounds issued since the last flush
+  std::shared_ptr<health> health_ = std::make_shared<health>();
 };
 
 }  // namespace meshcast
