@@ -390,7 +390,7 @@ cmd_mpiexec() {
   export UCX_TLS=${UCX_TLS:-tcp,self}
   export UCX_NET_DEVICES=${UCX_NET_DEVICES:-eth0}
   # MC_CLUSTER_RNDV_DEFAULT=1 tells meshcast-reshard that the threshold is this script's default,
-  # which its concurrent mode may raise (examples/cli/reshard_main.hpp), not the user's choice.
+  # which its concurrent mode may raise (examples/cli/reshard_transport.hpp), not the user's choice.
   [ -n "${UCX_RNDV_THRESH:-}" ] || export MC_CLUSTER_RNDV_DEFAULT=1
   export UCX_RNDV_THRESH=${UCX_RNDV_THRESH:-1mb}
   export UCX_ZCOPY_THRESH=${UCX_ZCOPY_THRESH:-inf}

@@ -18,16 +18,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <cstdio>
-#include <cctype>
-#include <cstdlib>
 #include <exception>
-#include <fstream>
-#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include <meshcast/mpi.hpp>
@@ -37,6 +34,9 @@
 #include "json_writer.hpp"
 #include "plan_options.hpp"
 #include "plan_report.hpp"
+#include "reshard_failures.hpp"   // failure, describe, report, abort_job, timeout_failure
+#include "reshard_trace.hpp"      // gather_trace (--exec-trace)
+#include "reshard_transport.hpp"  // concurrent_runs_send_eagerly, tcp_payload_fraction, ucx_eager_bytes
 #include "schedule_options.hpp"
 #include "schedule_report.hpp"
 
@@ -49,198 +49,6 @@ struct reshard_flags {
 };
 
 constexpr int max_repeat = 1'000'000;
-
-// What went wrong on this rank, if anything, and whether it is a rank's own failure (reported by
-// that rank) or an input error (the same on every rank: reported by rank 0).
-struct failure {
-  std::string message;
-  bool own = false;
-  explicit operator bool() const { return !message.empty(); }
-};
-
-inline failure describe(const std::exception& e, bool own) {
-  if (dynamic_cast<const std::bad_alloc*>(&e)) return {"out of memory (shards or schedule too large for this machine)", true};
-  return {e.what(), own};
-}
-
-inline int g_rank = 0;
-
-inline void report(const failure& f) {
-  if (!f) return;
-  if (f.own) std::fprintf(stderr, "meshcast-reshard (rank %d): error: %s\n", g_rank, f.message.c_str());
-  else if (g_rank == 0) std::fprintf(stderr, "meshcast-reshard: error: %s\n", f.message.c_str());
-  std::fflush(stderr);
-}
-
-// A peer is gone or stopped: nothing collective can finish. Report, give the other ranks a moment
-// to report what they see, then end the whole job. MPI_Abort asks the launcher to end the job and
-// waits for its answer (MPICH's PMI_Abort reads from the local proxy); on a host cut off from the
-// launcher that answer never comes, so this rank ends itself 1 s later in any case (where the
-// launcher is reachable, it ends the job at once).
-[[noreturn]] inline void abort_job(const failure& f) {
-  failure shown = f;
-  shown.own = true;
-  report(shown);
-  std::this_thread::sleep_for(std::chrono::seconds(2));
-  std::thread([] {
-    std::this_thread::sleep_for(std::chrono::seconds(1));
-    std::_Exit(2);
-  }).detach();
-  MPI_Abort(MPI_COMM_WORLD, 2);
-  std::_Exit(2);
-}
-
-// "device 5 (host 1)" for messages.
-inline std::string device_and_host(int d, const std::vector<meshcast::index_t>& host_of) {
-  std::string s = "device " + std::to_string(d);
-  if (d >= 0 && static_cast<std::size_t>(d) < host_of.size()) s += " (host " + std::to_string(host_of[d]) + ")";
-  return s;
-}
-
-inline failure timeout_failure(const meshcast::timeout_error& e, const std::vector<meshcast::index_t>& host_of) {
-  std::string m = e.what();
-  if (!e.missing().empty()) {
-    m += "; unreachable: ";
-    for (std::size_t i = 0; i < e.missing().size() && i < 16; ++i)
-      m += (i ? ", " : "") + device_and_host(e.missing()[i], host_of);
-  }
-  return {m, true};
-}
-// Rank 0 gathers every rank's step times (bounded in time) and writes them, with the model's
-// times of the same transfers, as a Chrome trace: process 0 = measured, process 1 = model; one
-// track per device.
-template <class Executor>
-void gather_trace(const Executor& exec, const meshcast::schedule& s, const std::string& path, double timeout_s) {
-  using namespace meshcast;
-  int rank = 0, size = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  // Per step: transfer, wait, start, end, and when the rank's run began on its steady clock.
-  std::vector<double> mine;
-  for (const auto& t : exec.times())
-    mine.insert(mine.end(), {static_cast<double>(t.transfer), t.wait, t.start, t.end, exec.run_began_s()});
-  const int count = static_cast<int>(mine.size());
-  // bounded_wait keeps these vectors' storage should it give up (a late rank may still write it).
-  std::vector<int> sent{count}, counts(static_cast<std::size_t>(size)), offsets(static_cast<std::size_t>(size));
-  MPI_Request r = MPI_REQUEST_NULL;
-  detail::mpi_check(MPI_Igather(sent.data(), 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD, &r), "MPI_Igather");
-  bounded_wait(r, timeout_s, "gathering the trace's sizes", sent, counts);
-  int total = 0;
-  for (int k = 0; k < size; ++k) offsets[static_cast<std::size_t>(k)] = total, total += counts[static_cast<std::size_t>(k)];
-  std::vector<double> all(static_cast<std::size_t>(std::max(total, 1)));
-  detail::mpi_check(MPI_Igatherv(mine.data(), count, MPI_DOUBLE, all.data(), counts.data(), offsets.data(), MPI_DOUBLE, 0,
-                                 MPI_COMM_WORLD, &r), "MPI_Igatherv");
-  bounded_wait(r, timeout_s, "gathering the trace", mine, all, counts, offsets);
-  if (rank != 0) return;
-  cli::json_writer j;
-  j.begin_object().key("displayTimeUnit").value("ms").key("traceEvents").begin_array();
-  // Every event names its transfer, that transfer's sender and its bytes in "args", for programs that read the trace.
-  // Every measured event also gives, in "began_s", when its rank's run began on that rank's steady
-  // clock: ranks on one machine (the emulated cluster) share it, and line their times up by it.
-  auto event = [&](const std::string& name, long long pid, long long tid, double a, double b, const char* cat,
-                   std::size_t i, double began = -1) {
-    j.begin_object().key("ph").value("X").key("cat").value(cat).key("name").value(name);
-    j.key("pid").value(pid).key("tid").value(tid).key("ts").value(a * 1e6).key("dur").value((b - a) * 1e6);
-    j.key("args").begin_object().key("transfer").value(static_cast<long long>(i));
-    j.key("sender").value(static_cast<long long>(s.transfers[i].sender));
-    j.key("bytes").value(static_cast<long long>(s.transfers[i].bytes));
-    if (began >= 0) j.key("began_s").value(began);
-    j.end_object().end_object();
-  };
-  for (int d = 0; d < size; ++d)
-    for (int k = offsets[static_cast<std::size_t>(d)]; k + 4 < offsets[static_cast<std::size_t>(d)] + counts[static_cast<std::size_t>(d)]; k += 5) {
-      const auto at = [&](int q) { return all[static_cast<std::size_t>(k + q)]; };
-      const auto i = static_cast<std::size_t>(at(0));
-      const std::string name = std::string(to_string(s.transfers[i].kind)) + " " + std::to_string(i);
-      if (at(2) > at(1)) event("wait " + std::to_string(i), 0, d, at(1), at(2), "wait", i, at(4));
-      event(name, 0, d, at(2), at(3), "measured", i, at(4));
-    }
-  for (std::size_t i = 0; i < s.transfers.size(); ++i) {
-    const std::string name = std::string(to_string(s.transfers[i].kind)) + " " + std::to_string(i);
-    event(name, 1, s.transfers[i].sender, s.model[i].start, s.model[i].end, "model", i);
-    for (index_t rcv : s.transfers[i].receivers)
-      if (rcv != s.transfers[i].sender) event(name, 1, rcv, s.model[i].start, s.model[i].end, "model", i);
-  }
-  j.end_array().end_object();
-  cli::write_file(path, j.str() + "\n", "execution trace");
-}
-// Over TCP, a UCX rendezvous (a message above UCX_RNDV_THRESH) starts with a handshake that waits
-// behind whatever its peer is already sending on the same connection. Concurrent mode posts the two
-// directions of a pair at once (a transpose does little else), so a handshake could wait out a
-// whole transfer: on the emulated cluster's transposes, concurrent runs measured 1.16-1.49 of the
-// model with the 1 MiB threshold and 0.97-1.24 with everything up to 64 MiB eager. So a concurrent
-// run sends eagerly up to 64 MiB unless the user set a threshold (scripts/cluster.sh's default,
-// marked by MC_CLUSTER_RNDV_DEFAULT=1, is not a choice). Ordered mode keeps the threshold: its sends
-// up to mpi_backend's eager limit are acknowledged, and an acknowledgement queued behind a whole
-// eager transfer in the other direction would stall the next one (measured 1.3-1.7 of the model).
-inline void concurrent_runs_send_eagerly(int argc, char** argv) {
-  bool concurrent = false;
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::string_view(argv[i]) == "--mode") concurrent = std::string_view(argv[i + 1]) == "concurrent";
-  const char* chosen = std::getenv("UCX_RNDV_THRESH");
-  const char* cluster_default = std::getenv("MC_CLUSTER_RNDV_DEFAULT");
-  const bool user_chose = chosen && !(cluster_default && std::string_view(cluster_default) == "1");
-  if (concurrent && !user_chose) ::setenv("UCX_RNDV_THRESH", "64mb", 1);
-}
-
-// The payload fraction of the line rate where the run's data goes over TCP/IPv4 and Ethernet (UCX
-// limited to TCP, as scripts/cluster.sh sets it): a full frame of MTU + 14 bytes carries MTU - 52
-// bytes of payload (IP and TCP headers with timestamps), 1448 of 1514 at MTU 1500. The MTU is that
-// of UCX's first NIC (UCX_NET_DEVICES), 1500 when it cannot be read. None for other transports.
-struct payload_fraction {
-  double value = 1;
-  std::string from;
-};
-inline std::optional<payload_fraction> tcp_payload_fraction() {
-  const char* tls = std::getenv("UCX_TLS");
-  if (!tls) return std::nullopt;
-  bool tcp = false;
-  for (std::string_view rest = tls; !rest.empty();) {
-    const std::size_t comma = rest.find(',');
-    const std::string_view t = rest.substr(0, comma);
-    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-    if (t == "tcp") tcp = true;
-    else if (t != "self" && t != "sm" && t != "shm" && t != "posix" && t != "sysv" && t != "cma" && t != "knem" &&
-             t != "xpmem")
-      return std::nullopt;  // a transport that may carry the data another way
-  }
-  if (!tcp) return std::nullopt;
-  std::string device = "eth0";
-  if (const char* d = std::getenv("UCX_NET_DEVICES")) {
-    device = std::string(d).substr(0, std::string(d).find_first_of(",:"));
-    if (device.empty() || device == "all" || device.find('/') != std::string::npos) device.clear();
-  }
-  long mtu = 1500;
-  if (!device.empty()) {
-    std::ifstream in("/sys/class/net/" + device + "/mtu");
-    long m = 0;
-    if (in >> m && m >= 576 && m <= 65536) mtu = m;
-  }
-  return payload_fraction{static_cast<double>(mtu - 52) / static_cast<double>(mtu + 14),
-                          "TCP over Ethernet, MTU " + std::to_string(mtu)};
-}
-
-// UCX's eager limit as UCX_RNDV_THRESH gives it ("1mb", "65536", "64k", "inf"); nothing when it
-// is not set, "auto" or unreadable.
-inline std::optional<index_t> ucx_eager_bytes() {
-  const char* v = std::getenv("UCX_RNDV_THRESH");
-  if (!v) return std::nullopt;
-  std::string s(v);
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (s == "inf") return index_t{1} << 40;
-  std::size_t used = 0;
-  unsigned long long n = 0;
-  try {
-    n = std::stoull(s, &used);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-  std::string unit = s.substr(used);
-  if (!unit.empty() && unit.back() == 'b') unit.pop_back();
-  const unsigned long long scale = unit.empty() ? 1 : unit == "k" ? 1ull << 10 : unit == "m" ? 1ull << 20 : unit == "g" ? 1ull << 30 : 0;
-  if (scale == 0 || n > (1ull << 40) / scale) return std::nullopt;
-  return static_cast<index_t>(n * scale);
-}
 
 }  // namespace meshcast::cli::reshard_detail
 

@@ -1,0 +1,77 @@
+// meshcast-reshard's failures: what went wrong on a rank (an input error or the rank's own),
+// reporting it, and ending the whole job when a peer is gone or stopped.
+#pragma once
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <new>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <meshcast/mpi.hpp>
+
+namespace meshcast::cli::reshard_detail {
+
+// What went wrong on this rank, if anything, and whether it is a rank's own failure (reported by
+// that rank) or an input error (the same on every rank: reported by rank 0).
+struct failure {
+  std::string message;
+  bool own = false;
+  explicit operator bool() const { return !message.empty(); }
+};
+
+inline failure describe(const std::exception& e, bool own) {
+  if (dynamic_cast<const std::bad_alloc*>(&e)) return {"out of memory (shards or schedule too large for this machine)", true};
+  return {e.what(), own};
+}
+
+inline int g_rank = 0;
+
+inline void report(const failure& f) {
+  if (!f) return;
+  if (f.own) std::fprintf(stderr, "meshcast-reshard (rank %d): error: %s\n", g_rank, f.message.c_str());
+  else if (g_rank == 0) std::fprintf(stderr, "meshcast-reshard: error: %s\n", f.message.c_str());
+  std::fflush(stderr);
+}
+
+// A peer is gone or stopped: nothing collective can finish. Report, give the other ranks a moment
+// to report what they see, then end the whole job. MPI_Abort asks the launcher to end the job and
+// waits for its answer (MPICH's PMI_Abort reads from the local proxy); on a host cut off from the
+// launcher that answer never comes, so this rank ends itself 1 s later in any case (where the
+// launcher is reachable, it ends the job at once).
+[[noreturn]] inline void abort_job(const failure& f) {
+  failure shown = f;
+  shown.own = true;
+  report(shown);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  std::thread([] {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    std::_Exit(2);
+  }).detach();
+  MPI_Abort(MPI_COMM_WORLD, 2);
+  std::_Exit(2);
+}
+
+// "device 5 (host 1)" for messages.
+inline std::string device_and_host(int d, const std::vector<meshcast::index_t>& host_of) {
+  std::string s = "device " + std::to_string(d);
+  if (d >= 0 && static_cast<std::size_t>(d) < host_of.size()) s += " (host " + std::to_string(host_of[d]) + ")";
+  return s;
+}
+
+inline failure timeout_failure(const meshcast::timeout_error& e, const std::vector<meshcast::index_t>& host_of) {
+  std::string m = e.what();
+  if (!e.missing().empty()) {
+    m += "; unreachable: ";
+    for (std::size_t i = 0; i < e.missing().size() && i < 16; ++i)
+      m += (i ? ", " : "") + device_and_host(e.missing()[i], host_of);
+  }
+  return {m, true};
+}
+
+}  // namespace meshcast::cli::reshard_detail
