@@ -33,52 +33,27 @@
 # bbr, which ignores random loss) and may switch only among the machine's allowed algorithms.
 #
 # Rates. The qdisc is tbf (token bucket, burst max(32 KB, 2 ms at MBIT), a drop-tail queue of
-# MC_CLUSTER_QUEUE_MS, default 25 ms, at MBIT: two TCP flows into one NIC split it 60/40 or so
-# and fill it; with 50 ms they split it up to 80/20, with 10 ms they lost up to 6%); MC_CLUSTER_QDISC=htb
-# selects an htb class with a pfifo of the same size instead. Both hold the rate within about 1%
-# (docs/cluster.md). A host's own egress is a host's NIC queue, not a switch's: below
-# its token bucket, packets under 128 bytes (TCP acknowledgements, MPI and UCX control messages)
-# go before bulk data, and bulk data waits in a 4 MB queue (MC_CLUSTER_HOST_QUEUE_BYTES) rather
-# than being dropped, as Linux's default flow-queueing qdisc keeps a host's sparse flows apart from
-# its bulk ones and TCP's small queues keep its data out of drops (MC_CLUSTER_HOST_PRIORITY=0
-# leaves the plain token bucket). Without it, a host that sends while it receives queued the
-# acknowledgements of its incoming flows behind up to 25 ms of its own data: transfers under a
-# few MiB in both directions at once ran 20-50% below the rate (ordered same-mesh reshards of
-# 384 KiB pieces at 1.2-1.5 of the model; 1.00-1.06 with it). The switch port stays one FIFO.
+# MC_CLUSTER_QUEUE_MS, default 25 ms, at MBIT; MC_CLUSTER_QDISC=htb: an htb class and a pfifo of
+# the same size). A host's own egress gives packets under 128 bytes (acknowledgements, MPI and UCX
+# control messages) priority over bulk data, which waits in a 4 MB queue
+# (MC_CLUSTER_HOST_QUEUE_BYTES; MC_CLUSTER_HOST_PRIORITY=0 leaves the plain token bucket), as a
+# real host's NIC queue does; the switch port stays one FIFO. Measurements: docs/cluster.md.
 #
 # MPI. `cluster.sh mpiexec` runs MPICH's hydra inside mc-head with `-launcher ssh -launcher-exec
 # <state>/ssh`, a wrapper that runs each hydra proxy inside its host's namespace (ip netns exec);
 # the proxies connect back to mpiexec over the bridge (-iface eth0). The host file lists every host
 # with P slots, P = -ppn if given, else ceil(R / N), so rank r lands on host floor(r / P).
-# It sets, unless already set in the environment:
-#   UCX_TLS=tcp,self       UCX moves data between hosts over TCP only. All namespaces share one
-#                          kernel and /dev/shm, so UCX would otherwise take its shared-memory and CMA
-#                          transports between "hosts" and bypass the emulated NICs. Ranks on one host
-#                          still use MPICH's own shared memory, as on a real machine.
-#   UCX_NET_DEVICES=eth0   UCX uses the host's NIC and not lo: a loopback address published to a
-#                          rank in another namespace would reach that rank's own namespace.
-#   UCX_RNDV_THRESH=1mb    Messages up to 1 MiB go eagerly, among them every chunk of a meshcast
-#                          chain (256 KiB). Over TCP a rendezvous request queues behind the data
-#                          already in the NIC's queue (up to 25 ms here), so a chain whose chunks
-#                          each wait for a handshake ran at 0.84 s instead of 0.75 s (16 MiB to 3
-#                          hosts at 200 Mbit/s; the model says 0.73 s, the line 0.67 s).
-#   UCX_ZCOPY_THRESH=inf   UCX copies into its own buffers instead of sending from the user's
-#                          (zero copy). UCX 1.13.1's TCP transport, when a peer dies while zero-copy
-#                          sends to it are outstanding, completes them twice and aborts the rank
-#                          that survived ("uct_iface.h:884 Assertion `comp->count > 0' failed ...
-#                          status=-80"); when both ranks of a host abort, hydra's mpiexec exits 255
-#                          (control_cb assert (!closed)) within 0.2 s, before any rank has named the
-#                          lost host. Measured with a killed host (cluster.fault_kill_concurrent):
-#                          with zero copy, an abort in 9 of 26 runs and nothing named in 1 of them;
-#                          without, no abort in 30 (docs/faults.md). No cost seen at 200 Mbit/s.
+# It sets, unless already set (why each, with the runs that showed it: docs/cluster.md):
+#   UCX_TLS=tcp,self       between hosts only TCP, never shared memory or CMA, which would bypass
+#                          the emulated NICs (all namespaces share one kernel and /dev/shm);
+#   UCX_NET_DEVICES=eth0   the host's NIC, not lo;
+#   UCX_RNDV_THRESH=1mb    messages up to 1 MiB (every chunk of a meshcast chain) go eagerly;
+#   UCX_ZCOPY_THRESH=inf   no zero-copy sends (UCX 1.13.1's TCP transport aborts the surviving rank
+#                          when a peer dies with zero-copy sends to it outstanding);
 # and loads the finalize fix into every rank (mpiexec -genv LD_PRELOAD, unless MC_CLUSTER_FINALIZE_FIX=0):
-#   <state>/libucx_finalize_progress.so (scripts/cluster/ucx_finalize_progress.c). MPICH 4.0.2's UCX
-#   finalize closes all endpoints, waits for its own flushes, then blocks in a PMI barrier without
-#   driving UCX; UCX's TCP flush needs an ACK that only the peer's UCX progress sends, so a rank
-#   whose flush request reaches a peer already in the barrier waits forever (most runs across 4-5
-#   hosts here). The shim keeps UCX progressing while a rank waits in that barrier. Details in the
-#   file. With it, ASAN_OPTIONS gets verify_asan_link_order=0 (AddressSanitizer builds refuse to
-#   start when a preloaded library comes first).
+#   <state>/libucx_finalize_progress.so (scripts/cluster/ucx_finalize_progress.c) keeps UCX
+#   progressing while a rank waits in MPICH 4.0.2's finalize barrier, where a UCX flush waiting
+#   for a peer's ACK otherwise hangs it. With it, ASAN_OPTIONS gets verify_asan_link_order=0.
 # MC_CLUSTER_MPIEXEC names the mpiexec to run (default: mpiexec on PATH). State (host count, rate,
 # the hydra wrapper, host file, helpers, delay-line logs) lives in /run/meshcast-cluster-<prefix>.
 set -euo pipefail
