@@ -44,7 +44,11 @@ struct nccl_job_state {
   double timeout_s;  // every wait for the stream gives up after it
   nccl_job_state(const plan& p, int rank, std::size_t source_elements, std::size_t destination_elements, cudaStream_t s,
                  double timeout)
-      : host(p, rank, source_elements, destination_elements), in(host.in.size()), out(host.out.size()), stream(s), timeout_s(timeout) {
+      : host(p, rank, source_elements, destination_elements),
+        in(host.in.size(), s),
+        out(host.out.size(), s),
+        stream(s),
+        timeout_s(timeout) {
     copy(in.data(), host.in.data(), host.in.size(), cudaMemcpyHostToDevice);
   }
   void copy(void* to, const void* from, std::size_t n, cudaMemcpyKind kind) {
@@ -52,16 +56,7 @@ struct nccl_job_state {
     if (n > 0) cuda_check(cudaMemcpyAsync(to, from, n, kind, stream), "cudaMemcpyAsync");
     wait();
   }
-  // After a wait that gave up, the shards are never freed: pending work may still use them.
-  void wait() {
-    try {
-      wait_stream(stream, timeout_s);
-    } catch (...) {
-      in.keep_until_exit();
-      out.keep_until_exit();
-      throw;
-    }
-  }
+  void wait() { wait_stream(stream, timeout_s); }  // the shards outlive a wait that gave up (cuda.hpp)
 };
 }  // namespace detail
 

@@ -3600,11 +3600,19 @@ inline double sender_nic_bytes(const instance& in, const option& o) {
 #include <cmath>
 #include <string>
 
+// ---- begin meshcast/core/time_limit.hpp ----
+// The longest time limit meshcast accepts, alone: options that only name it need nothing of the
+// clock (detail/deadline.hpp turns limits into points in time).
 
 namespace meshcast {
 
 /// Longest time limit any solver or wait accepts, in seconds (about 11.6 days).
 inline constexpr double max_time_limit_s = 1e6;
+
+}  // namespace meshcast
+// ---- end meshcast/core/time_limit.hpp ----
+
+namespace meshcast {
 
 namespace detail {
 

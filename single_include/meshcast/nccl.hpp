@@ -46,9 +46,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 
@@ -64,9 +66,8 @@ struct nccl_comm_bootstrap {
     cuda_memory m{stream, timeout_s};
     int me = 0;
     detail::nccl_check(ncclCommUserRank(world, &me), "ncclCommUserRank");
-    m.synchronize();  // a copy from host memory may wait for the stream: it must find nothing pending
-    auto buf = m.allocate(sizeof id);
-    try {
+    auto buf = m.allocate(sizeof id);  // outlives a wait that gave up while the stream is busy (cuda.hpp)
+    {
       if (me == root)
         detail::cuda_check(cudaMemcpyAsync(buf.data(), &id, sizeof id, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
       detail::nccl_check(ncclGroupStart(), "ncclGroupStart");
@@ -82,10 +83,6 @@ struct nccl_comm_bootstrap {
       detail::nccl_check(ended, "ncclGroupEnd");
       m.synchronize();  // bounded: the copy to host memory below would wait without a deadline
       detail::cuda_check(cudaMemcpyAsync(&id, buf.data(), sizeof id, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
-      m.synchronize();
-    } catch (...) {
-      buf.keep_until_exit();  // pending work may still write it, and cudaFree would wait for that work
-      throw;
     }
   }
 };
@@ -114,6 +111,7 @@ class nccl_channel {
     auto& buf = *scratch_;
     std::vector<std::uint64_t> host(n, 0);
     host[static_cast<std::size_t>(rank_)] = value;
+    mark_start();
     to_device(buf.data(), host.data(), host.size() * sizeof(std::uint64_t));
     nccl_check(ncclGroupStart(), "ncclGroupStart");
     ncclResult_t rc = ncclSuccess;
@@ -132,16 +130,11 @@ class nccl_channel {
   }
   /// `bytes` from `root` to every rank (host memory on both ends).
   void broadcast(void* data, std::size_t bytes, int root) {
-    wait();
-    auto buf = memory_.allocate(bytes);
-    try {
-      if (rank_ == root) to_device(buf.data(), data, bytes);
-      nccl_check(ncclBroadcast(buf.data(), buf.data(), bytes, ncclUint8, root, comm_, memory_.stream), "ncclBroadcast");
-      to_host(data, buf.data(), bytes);
-    } catch (...) {
-      buf.keep_until_exit();  // pending work may still write it, and cudaFree would wait for that work
-      throw;
-    }
+    auto buf = memory_.allocate(bytes);  // outlives a wait that gave up while the stream is busy (cuda.hpp)
+    mark_start();
+    if (rank_ == root) to_device(buf.data(), data, bytes);
+    nccl_check(ncclBroadcast(buf.data(), buf.data(), bytes, ncclUint8, root, comm_, memory_.stream), "ncclBroadcast");
+    to_host(data, buf.data(), bytes);
   }
   /// Throws on every rank when any rank has a non-empty `problem` (the first failing rank's message).
   void agree_or_throw(const std::string& problem) {
@@ -195,30 +188,34 @@ class nccl_channel {
   }
 
  private:
-  // A copy between pageable host memory and the device may wait for the stream, without a deadline:
-  // each is made on a stream already waited for (with one).
+  // Each operation marks its start on the stream: its wait counts the end of the work queued
+  // before it (the caller's) as progress.
+  void mark_start() { cuda_check(cudaEventRecord(started_.get(), memory_.stream), "cudaEventRecord"); }
   void to_device(std::byte* to, const void* from, std::size_t n) {
-    wait();
     cuda_check(cudaMemcpyAsync(to, from, n, cudaMemcpyHostToDevice, memory_.stream), "cudaMemcpyAsync");
   }
+  // A copy into pageable host memory returns only once done, with no deadline: it is made on a
+  // stream already waited for (with one).
   void to_host(void* to, const std::byte* from, std::size_t n) {
     wait();
     cuda_check(cudaMemcpyAsync(to, from, n, cudaMemcpyDeviceToHost, memory_.stream), "cudaMemcpyAsync");
     wait();
   }
-  // After a wait that gave up, the scratch buffer is never freed: pending work may still write it.
   void wait() {
-    try {
-      detail::wait_stream(memory_.stream, memory_.timeout_s, [&] { nccl_check_async(comm_); }, [] { return false; });
-    } catch (...) {
-      if (scratch_) scratch_->keep_until_exit();
-      throw;
-    }
+    bool started = false;
+    detail::wait_stream(memory_.stream, memory_.timeout_s, [&] { nccl_check_async(comm_); },
+                        [&] { return !started && (started = cudaEventQuery(started_.get()) == cudaSuccess); });
+  }
+  static std::shared_ptr<std::remove_pointer_t<cudaEvent_t>> make_event() {
+    cudaEvent_t e = nullptr;
+    cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    return {e, [](cudaEvent_t x) { cudaEventDestroy(x); }};
   }
   ncclComm_t comm_;
   cuda_memory memory_;
   std::size_t group_transfers_;
   std::optional<cuda_memory::buffer> scratch_;
+  std::shared_ptr<std::remove_pointer_t<cudaEvent_t>> started_ = make_event();
   int rank_ = 0, size_ = 0;
 };
 static_assert(collective_channel<nccl_channel>);

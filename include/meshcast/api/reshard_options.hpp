@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "../core/config.hpp"
-#include "../core/detail/deadline.hpp"
+#include "../core/time_limit.hpp"
 #include "../layout/placement.hpp"
 #include "../model/execution.hpp"
 #include "../plan/staging_cap.hpp"

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <concepts>
 #include <memory>
+#include <thread>
 #include <span>
 #include <string>
 #include <utility>
@@ -61,11 +62,44 @@ class nccl_backend {
   struct request {};  // completion is stream order: later work on the stream sees the data
 
  private:
-  // Shared by a backend, its copies and its groups: whether a run failed, and the groups'
-  // communicators (polled for asynchronous errors while a run waits).
+  // Shared by a backend, its copies and its groups: the groups'
+  // communicators (polled for asynchronous errors while a run waits). At a failure each group's
+  // communicator is aborted on a thread of its own: ncclCommAbort sets the abort flag its stuck
+  // kernels watch, then waits for all work on the stream, the other communicators' stuck kernels
+  // included, so aborting them one after the other on this thread would hang on the first.
   struct health {
-    bool failed = false;
-    std::vector<ncclComm_t> groups;
+    std::vector<ncclComm_t> groups, aborted;
+    /// Aborts the groups' communicators made so far (each call, those made since the last).
+    void fail() noexcept {
+      try {
+        aborted.reserve(aborted.size() + groups.size());
+      } catch (...) {  // no memory: they are left as they are
+        return;
+      }
+      std::size_t left = 0;
+      for (ncclComm_t c : groups) {
+        try {
+          std::thread([c] { ncclCommAbort(c); }).detach();
+          aborted.push_back(c);  // reserved: cannot throw
+        } catch (...) {  // no thread: left as it is, destroyed with its group
+          groups[left++] = c;
+        }
+      }
+      groups.resize(left);
+    }
+  };
+  // Never null, even in a moved-from backend (a move shares it, as a copy does).
+  struct shared_health {
+    std::shared_ptr<health> p = std::make_shared<health>();
+    shared_health() = default;
+    shared_health(const shared_health&) = default;
+    shared_health(shared_health&& o) noexcept : p(o.p) {}
+    shared_health& operator=(const shared_health&) = default;
+    shared_health& operator=(shared_health&& o) noexcept {
+      p = o.p;
+      return *this;
+    }
+    health* operator->() const noexcept { return p.get(); }
   };
 
  public:
@@ -86,9 +120,9 @@ class nccl_backend {
     }
     ~group() {
       if (!comm) return;
+      if (health_ && std::erase(health_->aborted, comm) > 0) return;  // its aborting thread owns it
       if (health_) std::erase(health_->groups, comm);
-      if (health_ && health_->failed) ncclCommAbort(comm);
-      else ncclCommDestroy(comm);
+      ncclCommDestroy(comm);
     }
 
    private:
@@ -131,10 +165,11 @@ class nccl_backend {
     if (rank_ == root) detail::nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId");
     bootstrap_.share(id, members, root, tag);
     const int me = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
+    std::vector<index_t> in_order(members.begin(), members.end());
+    health_->groups.reserve(health_->groups.size() + 1);  // nothing below throws once the communicator exists
     ncclComm_t c = nullptr;
     detail::nccl_check(ncclCommInitRank(&c, static_cast<int>(members.size()), id, me), "ncclCommInitRank");
-    health_->groups.reserve(health_->groups.size() + 1);
-    group g(c, {members.begin(), members.end()}, health_);
+    group g(c, std::move(in_order), health_.p);
     health_->groups.push_back(c);
     return g;
   }
@@ -152,9 +187,10 @@ class nccl_backend {
   // (ncclCommAbort); the executor keeps the buffers it may still write. The groups' communicators
   // are then aborted when destroyed, and a round left open is dropped.
   void cancel(request&) noexcept {
-    health_->failed = true;
+    health_->fail();
     round_.clear();
     in_round_ = false;
+    events_.used = 0;
   }
   // A round's operations are held here and issued in one ncclGroupStart/End by end_round. A round
   // the executor leaves open (something threw between the two) so reaches NCCL not at all: this
@@ -167,6 +203,15 @@ class nccl_backend {
   void end_round() {
     in_round_ = false;
     if (round_.empty()) return;
+    // An event before each round: the run's wait counts the end of what came before it (the
+    // caller's work, the previous round) as progress.
+    if (events_.used == events_.all.size()) {
+      events_.all.reserve(events_.used + 1);
+      cudaEvent_t e = nullptr;
+      detail::cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+      events_.all.push_back(e);
+    }
+    detail::cuda_check(cudaEventRecord(events_.all[events_.used++], memory_.stream), "cudaEventRecord");
     detail::nccl_check(ncclGroupStart(), "ncclGroupStart");
     ncclResult_t failed = ncclSuccess;
     op_kind failed_kind = op_kind::send;
@@ -180,17 +225,9 @@ class nccl_backend {
     round_.clear();
     detail::nccl_check(failed, name(failed_kind));
     detail::nccl_check(ended, "ncclGroupEnd");
-    // An event after each round: the run's wait counts a finished round as progress.
-    if (rounds_ == events_.all.size()) {
-      events_.all.reserve(rounds_ + 1);
-      cudaEvent_t e = nullptr;
-      detail::cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
-      events_.all.push_back(e);
-    }
-    detail::cuda_check(cudaEventRecord(events_.all[rounds_++], memory_.stream), "cudaEventRecord");
   }
   void flush() {
-    const std::size_t rounds = std::exchange(rounds_, 0);
+    const std::size_t rounds = std::exchange(events_.used, 0);
     std::size_t finished = 0;
     try {
       detail::wait_stream(
@@ -205,7 +242,7 @@ class nccl_backend {
             return finished > before;
           });
     } catch (...) {
-      health_->failed = true;
+      health_->fail();
       throw;
     }
   }
@@ -247,18 +284,22 @@ class nccl_backend {
   index_t size_ = 0;
   std::vector<pending_op> round_;  // keeps its capacity: a repeated run allocates nothing here
   bool in_round_ = false;
-  // One completion event per round of a run, reused by the next run; a copy makes its own.
+  // The events recorded before the rounds of a run (`used` of them), reused by the next run; a
+  // copy makes its own.
   struct round_events {
     std::vector<cudaEvent_t> all;
+    std::size_t used = 0;
     round_events() = default;
     round_events(const round_events&) noexcept {}
-    round_events& operator=(const round_events&) noexcept { return *this; }
+    round_events& operator=(const round_events&) noexcept {
+      used = 0;
+      return *this;
+    }
     ~round_events() {
       for (cudaEvent_t e : all) cudaEventDestroy(e);
     }
   } events_;
-  std::size_t rounds_ = 0;  // rounds issued since the last flush
-  std::shared_ptr<health> health_ = std::make_shared<health>();
+  shared_health health_;
 };
 
 }  // namespace meshcast

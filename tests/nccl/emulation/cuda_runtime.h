@@ -2,6 +2,7 @@
 // memory and a stream runs each operation at once, in issue order. Tests only.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdlib>
 #include <chrono>
@@ -20,8 +21,20 @@ typedef enum cudaMemcpyKind {
 // never comes (cudaStreamQuery says not ready for ever; cudaStreamSynchronize would hang, as on a
 // GPU); `event_cost`, a slow stream: each event recorded on it is reached that long after the
 // previous one (or after now), and the stream is busy until the last.
+// How many streams are stuck now, and how many cudaFree calls came while one was: on a GPU such a
+// call waits for the stuck work (tests read both).
+inline std::atomic<int> meshcast_stuck_streams{0}, meshcast_frees_while_stuck{0};
+struct meshcast_stuck_flag {
+  bool on = false;
+  meshcast_stuck_flag& operator=(bool v) {
+    if (v != on) meshcast_stuck_streams += v ? 1 : -1;
+    on = v;
+    return *this;
+  }
+  operator bool() const { return on; }
+};
 struct meshcast_emulated_stream {
-  bool stuck = false;
+  meshcast_stuck_flag stuck;
   std::chrono::steady_clock::duration event_cost{};
   std::chrono::steady_clock::time_point busy_until{};
 };
@@ -35,6 +48,7 @@ inline cudaError_t cudaMalloc(void** p, std::size_t n) {
   return *p ? cudaSuccess : cudaErrorMemoryAllocation;
 }
 inline cudaError_t cudaFree(void* p) {
+  if (meshcast_stuck_streams > 0) ++meshcast_frees_while_stuck;
   std::free(p);
   return cudaSuccess;
 }
@@ -89,7 +103,7 @@ inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
   const auto now = std::chrono::steady_clock::now();
   e->at = now;
   e->stream = s;
-  if (s && s->event_cost.count() > 0) {
+  if (s && (s->event_cost.count() > 0 || s->busy_until > now)) {
     s->busy_until = (s->busy_until > now ? s->busy_until : now) + s->event_cost;
     e->at = s->busy_until;
   }

@@ -7,12 +7,10 @@
 #include <string>
 
 #include "../error.hpp"
+#include "../time_limit.hpp"
 #include "number_text.hpp"
 
 namespace meshcast {
-
-/// Longest time limit any solver or wait accepts, in seconds (about 11.6 days).
-inline constexpr double max_time_limit_s = 1e6;
 
 namespace detail {
 
