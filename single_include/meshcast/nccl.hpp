@@ -18,7 +18,9 @@
 // over NCCL's channel (nccl/channel.hpp), so rank 0's schedule and every agreement between ranks
 // travel over the communicator itself (ncclSend/ncclRecv/ncclBroadcast), and broadcast groups
 // get their ids the same way. Every misuse (communicator size, shard sizes, element size, ranks that disagree) is
-// a meshcast::error on every rank. Needs <nccl.h> and <cuda_runtime.h>.
+// a meshcast::error on every rank. Every wait for the work on the stream gives up after
+// `options.timeout_s` without progress (a timeout_error): that work cannot be withdrawn, so abort
+// the communicator before freeing the shards. Needs <nccl.h> and <cuda_runtime.h>.
 
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -231,8 +233,9 @@ namespace meshcast {
 /// The NCCL form of `batch_resharder` (<meshcast/mpi.hpp>): a batch of tensors (a model's
 /// weights: `read_manifest(...).tensors`) planned and solved as one schedule, built collectively
 /// over `comm`; then each call moves this rank's shards (device memory) on `stream`, which is
-/// synchronised before a call returns. Its operations go in groups of at most `group_transfers`
-/// transfers (NCCL has been reported to hang past about 15,000 operations in one group). Hosts:
+/// waited for (at most `options.timeout_s` without progress) before a call returns. Its operations
+/// go in groups of at most `group_transfers` transfers (NCCL has been reported to hang past about
+/// 15,000 operations in one group). Hosts:
 /// `options.host_of`, else `options.devices_per_host`, else ranks with one host name share a host.
 template <solver Solver = greedy, strategy Strategy = auto_strategy>
 class nccl_batch_resharder {

@@ -1,5 +1,7 @@
-// CUDA device memory: buffers from cudaMalloc kept for the executor's lifetime, copies issued on
-// the backend's stream (cudaMemcpy2DAsync for strided blocks: one call per block, not per row).
+// CUDA device memory: buffers from cudaMalloc kept for the executor's lifetime (and not freed while
+// their stream is busy after a wait on it gave up), copies issued on the backend's stream
+// (cudaMemcpy2DAsync for strided blocks: one call per block, not per row); `synchronize` waits at
+// most `timeout_s` without progress.
 // The memory policy of the NCCL backend. Needs <cuda_runtime.h>.
 #pragma once
 
