@@ -14,9 +14,11 @@
 
 #include "support/pipeline_checker.hpp"
 #include "support/random_pipelines.hpp"
+#include "support/thrown.hpp"
 
 using namespace meshcast;
 using namespace meshcast::pipeline;
+using meshcast::testing::thrown;
 using meshcast::testing::check_pipeline_lists;
 
 namespace {
@@ -24,15 +26,6 @@ namespace {
 const schedule_kind all_schedules[] = {schedule_kind::forward_only, schedule_kind::gpipe, schedule_kind::one_f_one_b,
                                        schedule_kind::eager_1f1b};
 const stream_mode all_streams[] = {stream_mode::shared, stream_mode::separate};
-
-std::string thrown(auto&& f) {
-  try {
-    f();
-  } catch (const error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 /// Runs every built-in policy; checks each one's lists independently; returns them by name. The
 /// policies get a generous time limit, so that list_scheduling finishes by its iteration counts

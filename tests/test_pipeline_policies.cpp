@@ -11,23 +11,12 @@
 
 #include "support/pipeline_checker.hpp"
 #include "support/random_pipelines.hpp"
+#include "support/thrown.hpp"
 
 using namespace meshcast;
 using namespace meshcast::pipeline;
+using meshcast::testing::thrown;
 using meshcast::testing::check_pipeline_lists;
-
-namespace {
-
-std::string thrown(auto&& f) {
-  try {
-    f();
-  } catch (const error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-}  // namespace
 
 namespace {
 /// A policy a user adds: reverse order of prior_first's phases is not valid in general, so this

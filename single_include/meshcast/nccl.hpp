@@ -69,23 +69,21 @@ struct nccl_comm_bootstrap {
     int me = 0;
     detail::nccl_check(ncclCommUserRank(world, &me), "ncclCommUserRank");
     auto buf = m.allocate(sizeof id);  // outlives a wait that gave up while the stream is busy (cuda.hpp)
-    {
-      if (me == root)
-        detail::cuda_check(cudaMemcpyAsync(buf.data(), &id, sizeof id, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
-      detail::nccl_check(ncclGroupStart(), "ncclGroupStart");
-      ncclResult_t rc = ncclSuccess;
-      if (me == root) {
-        for (index_t r : members)
-          if (r != root && rc == ncclSuccess) rc = ncclSend(buf.data(), sizeof id, ncclUint8, static_cast<int>(r), world, stream);
-      } else {
-        rc = ncclRecv(buf.data(), sizeof id, ncclUint8, static_cast<int>(root), world, stream);
-      }
-      const ncclResult_t ended = ncclGroupEnd();  // closed even after a failed call
-      detail::nccl_check(rc, me == root ? "ncclSend" : "ncclRecv");
-      detail::nccl_check(ended, "ncclGroupEnd");
-      m.synchronize();  // bounded: the copy to host memory below would wait without a deadline
-      detail::cuda_check(cudaMemcpyAsync(&id, buf.data(), sizeof id, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
+    if (me == root)
+      detail::cuda_check(cudaMemcpyAsync(buf.data(), &id, sizeof id, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
+    detail::nccl_check(ncclGroupStart(), "ncclGroupStart");
+    ncclResult_t rc = ncclSuccess;
+    if (me == root) {
+      for (index_t r : members)
+        if (r != root && rc == ncclSuccess) rc = ncclSend(buf.data(), sizeof id, ncclUint8, static_cast<int>(r), world, stream);
+    } else {
+      rc = ncclRecv(buf.data(), sizeof id, ncclUint8, static_cast<int>(root), world, stream);
     }
+    const ncclResult_t ended = ncclGroupEnd();  // closed even after a failed call
+    detail::nccl_check(rc, me == root ? "ncclSend" : "ncclRecv");
+    detail::nccl_check(ended, "ncclGroupEnd");
+    m.synchronize();  // bounded: the copy to host memory below would wait without a deadline
+    detail::cuda_check(cudaMemcpyAsync(&id, buf.data(), sizeof id, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
   }
 };
 static_assert(nccl_bootstrap<nccl_comm_bootstrap>);

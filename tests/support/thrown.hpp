@@ -1,0 +1,20 @@
+// The message of the meshcast::error that `f()` throws, or "" when it throws none: the pipeline
+// tests compare error messages without a try block each.
+#pragma once
+
+#include <string>
+
+#include <meshcast/pipeline.hpp>  // meshcast::error (single_include/ has no core/error.hpp)
+
+namespace meshcast::testing {
+
+inline std::string thrown(auto&& f) {
+  try {
+    f();
+  } catch (const error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace meshcast::testing
