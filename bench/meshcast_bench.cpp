@@ -48,7 +48,8 @@ const char* usage() {
   return "usage: mpiexec -n N meshcast-bench --shape AxB... --src-mesh M --src-spec S --dst-mesh M --dst-spec S\n"
          "         [--same-mesh] [--min-bytes 1K] [--max-bytes 64M] [--factor 4] [--peer mpi] [--label NAME]\n"
          "         [--strategy NAME] [--solver NAME] [--mode best|ordered|concurrent] [--nic-gbps G] [--latency-us U]\n"
-         "         [--timeout-s S] [Google Benchmark flags]\n"
+         "         [--max-staging-bytes B] [--timeout-s S] [Google Benchmark flags]\n"
+         "Replicas always split (the one call's default); --solver takes the built-in solvers, not ilp.\n"
          "Benchmarks are named LABEL/WAY/BYTES, WAY meshcast or the MPI collective of --peer mpi. --mode best\n"
          "(the default) runs each size in the execution mode the model predicts faster.\n";
 }
@@ -67,6 +68,9 @@ bench_flags parse(int argc, char** argv) {
         throw error("--mode '" + detail::printable(f.mode) + "' is not best, ordered or concurrent");
       continue;
     }
+    // Schedule flags the one call has no option for: refused, rather than parsed and ignored.
+    if (a == "--eager-bytes" || a == "--mpi-broadcast" || a == "--trace")
+      throw error(a + " is a flag of meshcast-plan and meshcast-reshard; meshcast-bench runs the one call, which has no such option");
     if (cli::parse_plan_flag(f.plan, a, next) || cli::parse_schedule_flag(f.schedule, a, next)) continue;
     if (a == "--min-bytes") f.min_bytes = parse_bytes(a, next());
     else if (a == "--max-bytes") f.max_bytes = parse_bytes(a, next());
@@ -97,6 +101,7 @@ reshard_options options_of(const bench_flags& f) {
   o.nic_efficiency = f.schedule.nic_efficiency, o.nics_per_host = f.schedule.nics_per_host;
   o.time_limit_s = f.schedule.time_limit_ms / 1000, o.seed = f.schedule.seed;
   o.timeout_s = f.timeout_s;
+  if (f.schedule.max_staging_given) o.max_staging_bytes = f.schedule.max_staging_bytes;
   return o;
 }
 

@@ -13,11 +13,15 @@
 #include <meshcast/autoshard.hpp>
 
 #include "cli/json_writer.hpp"
+#include "cli/number_flags.hpp"
 
 namespace {
 
 using namespace meshcast::autoshard;
 using meshcast::error;
+using meshcast_cli::axes_text;
+using meshcast_cli::parse_list;
+using meshcast_cli::parse_number;
 namespace json = meshcast::json;
 
 constexpr double default_gbps = 100, default_latency_us = 10, default_tflops = 100, default_time_limit_s = 60;
@@ -55,46 +59,12 @@ std::string read_file(const std::string& path, const char* what) {
   return s.str();
 }
 
-double parse_number(const std::string& flag, const std::string& text) {
-  std::size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (text.empty() || used != text.size() || !std::isfinite(v))
-    throw error(flag + " '" + text + "' is not a finite number");
-  return v;
-}
-
-std::vector<double> parse_list(const std::string& flag, const std::string& text) {
-  std::vector<double> out;
-  std::size_t pos = 0;
-  while (true) {
-    const std::size_t next = text.find(',', pos);
-    out.push_back(parse_number(flag, text.substr(pos, next == std::string::npos ? std::string::npos : next - pos)));
-    if (next == std::string::npos) break;
-    pos = next + 1;
-  }
-  return out;
-}
-
 std::vector<double> per_axis(const std::string& flag, const std::vector<double>& v, int rank) {
   if (v.size() == 1) return std::vector<double>(static_cast<std::size_t>(rank), v[0]);
   if (static_cast<int>(v.size()) != rank)
     throw error(flag + " has " + std::to_string(v.size()) + " values for a mesh of " + std::to_string(rank) +
                 " axes (give one, or one per axis)");
   return v;
-}
-
-std::string axes_text(const std::vector<int>& axes) {
-  std::string s;
-  for (int a : axes) {
-    if (!s.empty()) s.push_back(',');
-    s.append(std::to_string(a));
-  }
-  return s;
 }
 
 void write_json(std::FILE* out, const graph& g, const sharding_plan& p, const std::vector<std::string>& spec_text) {

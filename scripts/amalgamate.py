@@ -35,6 +35,7 @@ OPTIONAL = {
     # that a program may include several of those.
     "meshcast/reshard_options.hpp": "meshcast/api/reshard_options.hpp",
     "meshcast/batch_checks.hpp": "meshcast/api/batch_checks.hpp",
+    "meshcast/batch_facade.hpp": "meshcast/api/batch_facade.hpp",
     # The benchmark job (no MPI, no Google Benchmark): included by benchmark.hpp and benchmark_nccl.hpp.
     "meshcast/benchmark_job.hpp": "meshcast/api/benchmark_job.hpp",
     "meshcast/benchmark_nccl.hpp": "meshcast/api/benchmark_nccl.hpp",

@@ -25,6 +25,7 @@
 
 #include <meshcast/autoshard.hpp>
 #include <meshcast/mpi.hpp>
+#include "../cli/number_flags.hpp"
 #include "../cli/one_blas_thread.hpp"  // CBC and MPI in one executable
 
 #if MESHCAST_HAS_CBLAS
@@ -42,6 +43,9 @@ namespace mc = meshcast;
 namespace as = meshcast::autoshard;
 using mc::error;
 using mc::index_t;
+using meshcast_cli::axes_text;
+using meshcast_cli::parse_list;
+using meshcast_cli::parse_number;
 
 int world_rank = 0, world_size = 1;
 

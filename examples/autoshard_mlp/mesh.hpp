@@ -82,15 +82,6 @@ class axis_comms {
   std::map<std::vector<int>, MPI_Comm> comms_;
 };
 
-std::string axes_text(const std::vector<int>& axes) {
-  std::string s;
-  for (int a : axes) {
-    if (!s.empty()) s.push_back(',');
-    s.append(std::to_string(a));
-  }
-  return s;
-}
-
 // ---- calibration -----------------------------------------------------------------------------
 
 struct calibration {

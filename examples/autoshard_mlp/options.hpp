@@ -57,35 +57,11 @@ void usage(std::FILE* out) {
   );
 }
 
-double parse_number(const std::string& flag, const std::string& text) {
-  std::size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (text.empty() || used != text.size() || !std::isfinite(v)) throw error(flag + " '" + text + "' is not a finite number");
-  return v;
-}
-
 index_t parse_count(const std::string& flag, const std::string& text, index_t low, index_t high) {
   const double v = parse_number(flag, text);
   if (v != std::floor(v) || v < static_cast<double>(low) || v > static_cast<double>(high))
     throw error(flag + " '" + text + "' must be a whole number in " + std::to_string(low) + ".." + std::to_string(high));
   return static_cast<index_t>(v);
-}
-
-std::vector<double> parse_list(const std::string& flag, const std::string& text) {
-  std::vector<double> out;
-  std::size_t pos = 0;
-  while (true) {
-    const std::size_t next = text.find(',', pos);
-    out.push_back(parse_number(flag, text.substr(pos, next == std::string::npos ? std::string::npos : next - pos)));
-    if (next == std::string::npos) break;
-    pos = next + 1;
-  }
-  return out;
 }
 
 options parse_options(int argc, char** argv, bool& help) {

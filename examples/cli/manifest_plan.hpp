@@ -57,25 +57,44 @@ inline void write_tasks_by_strategy(json_writer& j, const std::map<std::string, 
   j.end_object();
 }
 
-/// meshcast-plan with --manifest: the flags other than the plan's own single-tensor ones.
-template <class Solvers = default_solvers, class Strategies = builtin_strategies>
-int plan_manifest_main(int argc, char** argv) {
+/// The flags meshcast-plan and meshcast-reshard both take with --manifest.
+struct manifest_flags {
   std::string path;
   index_t devices_per_host = 0;
   bool json = false, help = false;
   schedule_flags sched;
+};
+
+/// Takes `arg` (and its value, from `next`) if it is one of manifest_flags'.
+template <class Next>
+bool parse_manifest_flag(manifest_flags& f, const std::string& arg, Next&& next) {
+  if (arg == "--manifest") f.path = parse_name(arg, next());
+  else if (arg == "--devices-per-host") f.devices_per_host = parse_count(arg, next(), 1, max_devices);
+  else if (arg == "--json") f.json = true;
+  else if (arg == "--help" || arg == "-h") f.help = true;
+  else return parse_schedule_flag(f.sched, arg, next);
+  return true;
+}
+
+inline error unknown_manifest_flag(const std::string& arg) {
+  return error("unknown flag '" + detail::printable(arg) + "' with --manifest (the tensors come from the manifest)");
+}
+
+/// meshcast-plan with --manifest: the flags other than the plan's own single-tensor ones.
+template <class Solvers = default_solvers, class Strategies = builtin_strategies>
+int plan_manifest_main(int argc, char** argv) {
+  manifest_flags f;
+  const std::string& path = f.path;
+  const index_t& devices_per_host = f.devices_per_host;
+  const bool &json = f.json, &help = f.help;
+  const schedule_flags& sched = f.sched;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto next = [&]() -> std::string {
       if (i + 1 >= argc) throw error("flag " + detail::printable(arg) + " needs a value");
       return argv[++i];
     };
-    if (arg == "--manifest") path = parse_name(arg, next());
-    else if (arg == "--devices-per-host") devices_per_host = parse_count(arg, next(), 1, max_devices);
-    else if (arg == "--json") json = true;
-    else if (arg == "--help" || arg == "-h") help = true;
-    else if (!parse_schedule_flag(sched, arg, next))
-      throw error("unknown flag '" + detail::printable(arg) + "' with --manifest (the tensors come from the manifest)");
+    if (!parse_manifest_flag(f, arg, next)) throw unknown_manifest_flag(arg);
   }
   if (help) {
     std::printf("usage: meshcast-plan --manifest FILE [--devices-per-host N] [--json] [schedule options]\n%s",

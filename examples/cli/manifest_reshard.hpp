@@ -63,13 +63,15 @@ int reshard_manifest_main(int argc, char** argv) {
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  std::string path, dump;
-  index_t devices_per_host = 0;
-  bool json = false, help = false;
+  manifest_flags flags;
+  std::string& path = flags.path;
+  index_t& devices_per_host = flags.devices_per_host;
+  bool &json = flags.json, &help = flags.help;
+  schedule_flags& sched = flags.sched;
+  std::string dump;
   double timeout_s = 120;
   int repeat = 1;
   std::string exec_trace;  // Chrome trace of each rank's steps in the last run, beside the model
-  schedule_flags sched;
   failure failed;
   auto agree = [&](const char* what) {
     try {
@@ -92,16 +94,11 @@ int reshard_manifest_main(int argc, char** argv) {
         if (i + 1 >= argc) throw error("flag " + detail::printable(arg) + " needs a value");
         return argv[++i];
       };
-      if (arg == "--manifest") path = parse_name(arg, next());
-      else if (arg == "--devices-per-host") devices_per_host = parse_count(arg, next(), 1, max_devices);
-      else if (arg == "--json") json = true;
-      else if (arg == "--help" || arg == "-h") help = true;
-      else if (arg == "--dump") dump = parse_name(arg, next());
+      if (arg == "--dump") dump = parse_name(arg, next());
       else if (arg == "--exec-trace") exec_trace = parse_name(arg, next());
       else if (arg == "--timeout-s") timeout_s = parse_real(arg, next(), 0.001, max_time_limit_s);
       else if (arg == "--repeat") repeat = static_cast<int>(parse_count(arg, next(), 1, max_repeat));
-      else if (!parse_schedule_flag(sched, arg, next))
-        throw error("unknown flag '" + detail::printable(arg) + "' with --manifest (the tensors come from the manifest)");
+      else if (!parse_manifest_flag(flags, arg, next)) throw unknown_manifest_flag(arg);
     }
     if (help) {
       if (rank == 0)

@@ -119,11 +119,11 @@ inline network network_from_flags(const schedule_flags& f, std::vector<index_t> 
       .with_eager_bytes(f.eager_bytes);
 }
 
-/// Runs the named solver of `Solvers` on the named strategy of `Strategies`; throws `error` for
-/// unknown or inapplicable names. A program that appends its own policies to the lists accepts
-/// their names too.
-template <class Solvers = default_solvers, class Strategies = builtin_strategies>
-schedule schedule_from_flags(const schedule_flags& f, const plan& p, const network& net) {
+/// Calls `solve(strategy, solver, options)` with the strategy of `Strategies` and the solver of
+/// `Solvers` that the flags name; throws `error` for unknown or inapplicable names. A program that
+/// appends its own policies to the lists accepts their names too.
+template <class Solvers, class Strategies, class Solve>
+schedule solve_named(const schedule_flags& f, Solve&& solve) {
   const std::string strategy = f.strategy.empty() ? "auto" : f.strategy;
   const std::string solver_name = f.solver.empty() ? "greedy" : f.solver;
   solver_options o;
@@ -132,28 +132,25 @@ schedule schedule_from_flags(const schedule_flags& f, const plan& p, const netwo
   return visit_strategy<Strategies>(strategy, [&](auto s) {
     if constexpr (std::is_same_v<decltype(s), broadcast>)
       if (f.group_broadcast) s.how = transfer_kind::group_broadcast;
-    return visit_solver<Solvers>(solver_name, [&](auto solver) {
-      return solve_batch(std::vector<std::shared_ptr<const plan>>{std::make_shared<const plan>(p)},
-                         std::make_shared<const network>(net), s, solver, {.split_replicas = f.split_replicas, .mode = f.mode}, o);
-    });
+    return visit_solver<Solvers>(solver_name, [&](auto solver) { return solve(s, solver, o); });
+  });
+}
+
+/// The schedule of one plan (already cut to the staging cap by the caller).
+template <class Solvers = default_solvers, class Strategies = builtin_strategies>
+schedule schedule_from_flags(const schedule_flags& f, const plan& p, const network& net) {
+  return solve_named<Solvers, Strategies>(f, [&](auto s, auto solver, const solver_options& o) {
+    return solve_batch(std::vector<std::shared_ptr<const plan>>{std::make_shared<const plan>(p)},
+                       std::make_shared<const network>(net), s, solver, {.split_replicas = f.split_replicas, .mode = f.mode}, o);
   });
 }
 
 /// The same for a batch of plans (a model's tensors), solved as one schedule; `auto` by default.
 template <class Solvers = default_solvers, class Strategies = builtin_strategies>
 schedule schedule_batch_from_flags(const schedule_flags& f, const std::vector<plan>& plans, const network& net) {
-  const std::string strategy = f.strategy.empty() ? "auto" : f.strategy;
-  const std::string solver_name = f.solver.empty() ? "greedy" : f.solver;
-  solver_options o;
-  o.time_limit_s = f.time_limit_ms / 1000;
-  o.seed = f.seed;
-  return visit_strategy<Strategies>(strategy, [&](auto s) {
-    if constexpr (std::is_same_v<decltype(s), broadcast>)
-      if (f.group_broadcast) s.how = transfer_kind::group_broadcast;
-    return visit_solver<Solvers>(solver_name, [&](auto solver) {
-      return solve_batch(plans, net, s, solver,
-                         {.split_replicas = f.split_replicas, .mode = f.mode, .max_staging_bytes = f.max_staging_bytes}, o);
-    });
+  return solve_named<Solvers, Strategies>(f, [&](auto s, auto solver, const solver_options& o) {
+    return solve_batch(plans, net, s, solver,
+                       {.split_replicas = f.split_replicas, .mode = f.mode, .max_staging_bytes = f.max_staging_bytes}, o);
   });
 }
 

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include <meshcast/backend/nccl.hpp>
+#include <meshcast/batch_facade.hpp>
 // ---- begin meshcast/api/nccl/channel.hpp ----
 // NCCL's collective_channel (../channel.hpp): the front end's collectives over an NCCL
 // communicator, built from ncclSend/ncclRecv/ncclBroadcast on the caller's stream, so that the
@@ -236,36 +237,15 @@ namespace meshcast {
 /// 15,000 operations in one group). Hosts:
 /// `options.host_of`, else `options.devices_per_host`, else ranks with one host name share a host.
 template <solver Solver = greedy, strategy Strategy = auto_strategy>
-class nccl_batch_resharder {
+class nccl_batch_resharder : public detail::batch_facade<detail::front_end<detail::nccl_channel>> {
+  // the front end written once (api/front_end.hpp), over NCCL's channel
+  using facade = detail::batch_facade<detail::front_end<detail::nccl_channel>>;
+
  public:
   nccl_batch_resharder(ncclComm_t comm, cudaStream_t stream, std::vector<tensor_layouts> tensors, reshard_options options = {},
                        Solver solver = {}, Strategy strategy = {}, std::size_t group_transfers = nccl_group_transfers)
-      : core_(detail::nccl_channel(comm, stream, group_transfers, detail::channel_timeout_s(options.timeout_s)), std::move(tensors),
-              std::move(options),
-              detail::erase_policies<Solver, Strategy>(&solver, &strategy)) {}
-
-  std::size_t size() const noexcept { return core_.size(); }
-  /// Elements this rank's source and destination shards of tensor `k` hold (0 where it has none).
-  std::size_t source_elements(std::size_t k = 0) const noexcept { return core_.source_elements(k); }
-  std::size_t destination_elements(std::size_t k = 0) const noexcept { return core_.destination_elements(k); }
-  const std::vector<meshcast::plan>& plans() const noexcept { return core_.plans(); }
-  const meshcast::schedule& schedule() const noexcept { return core_.schedule(); }
-  const meshcast::network& network() const noexcept { return core_.network(); }
-  /// Bytes of message buffers this rank holds beyond its shards (never above the staging cap).
-  std::size_t staging_bytes() const noexcept { return core_.staging_bytes(); }
-
-  /// Reshards once: `in[k]` and `out[k]` are this rank's shards of tensor k in device memory, as
-  /// bytes. Collective.
-  void operator()(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out) {
-    core_.run(in, out, {});
-  }
-  /// The same, with a problem this rank found on its own (every rank then fails with it).
-  void run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out, std::string problem) {
-    core_.run(in, out, std::move(problem));
-  }
-
- private:
-  detail::front_end<detail::nccl_channel> core_;  // the front end written once (api/front_end.hpp)
+      : facade(std::in_place, detail::nccl_channel(comm, stream, group_transfers, detail::channel_timeout_s(options.timeout_s)),
+               std::move(tensors), std::move(options), detail::erase_policies<Solver, Strategy>(&solver, &strategy)) {}
 };
 
 /// The NCCL form of `resharder` (<meshcast/mpi.hpp>): one tensor (a batch of one, typed shards in

@@ -75,6 +75,27 @@ r = subprocess.run([mpiexec, "-n", "3", program, "--shape", "8x8", "--src-mesh",
                     "--dst-spec", "R,S0", "--same-mesh", "--peer", "mpi"], capture_output=True, text=True, timeout=120)
 check(r.returncode != 0 and r.stderr.count("error") >= 3, f"rank mismatch: exit {r.returncode}, {r.stderr[-600:]!r}")
 
+# The staging cap reaches the one call: tasks cut to half of 256 bytes make a 16 KiB reshard many
+# more, smaller messages, each paying its latency in the prediction; every element still arrives.
+ONE = ["--shape", "64x64", "--src-mesh", "2", "--src-spec", "S0,R", "--dst-mesh", "2", "--dst-spec", "R,S0",
+       "--min-bytes", "16K", "--max-bytes", "16K", "--mode", "ordered", "--benchmark_format=json",
+       "--benchmark_min_time=0.01", "--timeout-s", "60"]
+predicted = {}
+for cap in ([], ["--max-staging-bytes", "256"]):
+    r = subprocess.run([mpiexec, "-n", "4", program, *ONE, *cap], capture_output=True, text=True, timeout=300)
+    check(r.returncode == 0, f"staging cap {cap}: exit {r.returncode}: {r.stderr[-600:]}")
+    if r.returncode == 0:
+        rows = [b for b in json.loads(r.stdout)["benchmarks"] if "/meshcast/" in b["name"]]
+        check(len(rows) == 1 and rows[0]["wrong"] == 0, f"staging cap {cap}: rows {rows}")
+        predicted[bool(cap)] = rows[0]["predicted_s"] if rows else 0
+if len(predicted) == 2:
+    check(predicted[True] > 2 * predicted[False], f"--max-staging-bytes 256 left the prediction at {predicted}")
+# Schedule flags the one call cannot honour are refused, not parsed and ignored.
+for flag in (["--trace", "t.json"], ["--eager-bytes", "4096"], ["--mpi-broadcast", "chain"]):
+    r = subprocess.run([mpiexec, "-n", "2", program, "--shape", "8x8", "--src-mesh", "2", "--src-spec", "S0,R", "--dst-mesh", "2",
+                        "--dst-spec", "R,S0", "--same-mesh", *flag], capture_output=True, text=True, timeout=120)
+    check(r.returncode == 2 and f"{flag[0]} is a flag of meshcast-plan" in r.stderr, f"{flag}: exit {r.returncode}, {r.stderr[-300:]!r}")
+
 if failures:
     print(f"{len(failures)} failures")
     sys.exit(1)

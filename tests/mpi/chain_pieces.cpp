@@ -89,9 +89,5 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     expect(false, std::string("threw: ") + e.what());
   }
-  int all = 0;
-  MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (rank == 0) std::printf(all ? "chain pieces: %d failures\n" : "chain pieces: as the schedule says%.0d\n", all);
-  MPI_Finalize();
-  return all ? 1 : 0;
+  return finish("chain pieces", "as the schedule says");
 }

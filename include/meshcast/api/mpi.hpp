@@ -26,6 +26,7 @@
 #include "../layout/layout.hpp"
 #include "../layout/tensor_layouts.hpp"
 #include "batch.hpp"
+#include "batch_facade.hpp"
 #include "mpi/batch_core.hpp"
 #include "policies.hpp"
 #include "reshard_options.hpp"
@@ -40,38 +41,18 @@ namespace meshcast {
 /// its buffers. Then each call moves this rank's shards. Every misuse is a meshcast::error on
 /// every rank.
 template <class Solver = greedy, class Strategy = auto_strategy>
-class batch_resharder {
+class batch_resharder : public detail::batch_facade<detail::batch_core> {
+  using facade = detail::batch_facade<detail::batch_core>;
+
  public:
   /// With default-constructed policies.
   batch_resharder(MPI_Comm comm, std::vector<tensor_layouts> tensors, reshard_options options = {})
-      : core_(comm, std::move(tensors), options, detail::erase_policies<Solver, Strategy>()) {
+      : facade(std::in_place, comm, std::move(tensors), options, detail::erase_policies<Solver, Strategy>()) {
     detail::check_default_policies<Solver, Strategy>();
   }
   batch_resharder(MPI_Comm comm, std::vector<tensor_layouts> tensors, reshard_options options, const Solver& solver,
                   const Strategy& strategy = {})
-      : core_(comm, std::move(tensors), options, detail::erase_policies<Solver, Strategy>(&solver, &strategy)) {}
-
-  std::size_t size() const noexcept { return core_.size(); }
-  /// Elements this rank's source and destination shards of tensor `k` hold (0 where it has none).
-  std::size_t source_elements(std::size_t k = 0) const noexcept { return core_.source_elements(k); }
-  std::size_t destination_elements(std::size_t k = 0) const noexcept { return core_.destination_elements(k); }
-  const std::vector<meshcast::plan>& plans() const noexcept { return core_.plans(); }
-  const meshcast::schedule& schedule() const noexcept { return core_.schedule(); }
-  const meshcast::network& network() const noexcept { return core_.network(); }
-  /// Bytes of message buffers this rank holds beyond its shards (never above the staging cap).
-  std::size_t staging_bytes() const noexcept { return core_.staging_bytes(); }
-
-  /// Reshards once: `in[k]` and `out[k]` are this rank's shards of tensor k, as bytes. Collective.
-  void operator()(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out) {
-    core_.run(in, out, {});
-  }
-  /// The same, with a problem this rank found on its own (every rank then fails with it).
-  void run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out, std::string problem) {
-    core_.run(in, out, std::move(problem));
-  }
-
- private:
-  detail::batch_core core_;
+      : facade(std::in_place, comm, std::move(tensors), options, detail::erase_policies<Solver, Strategy>(&solver, &strategy)) {}
 };
 
 /// Reshards one tensor again and again between two layouts (a batch of one, with typed shards:
