@@ -21,6 +21,8 @@
 
 #include <meshcast/mpi.hpp>
 
+#include "flags.hpp"
+
 using namespace meshcast;
 
 int main(int argc, char** argv) {
@@ -31,16 +33,19 @@ int main(int argc, char** argv) {
   index_t mib = 8;
   int repeat = 3;
   reshard_options o{.devices_per_host = 2, .nic_gbps = 0.2, .latency_us = 60, .timeout_s = 120};
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string f = argv[i];
-    const double v = std::atof(argv[i + 1]);
-    if (f == "--mib") mib = static_cast<index_t>(v);
-    else if (f == "--repeat") repeat = static_cast<int>(v);
-    else if (f == "--nic-gbps") o.nic_gbps = v;
-    else if (f == "--nic-efficiency") o.nic_efficiency = v;
-    else if (f == "--latency-us") o.latency_us = v;
-    else if (f == "--intra-gbps") o.intra_gbps = v;
-    else if (f == "--mode") o.mode = parse_execution(argv[i + 1]);
+  try {
+    const meshcast_bench::flags f(argc, argv, {"--mib", "--repeat", "--nic-gbps", "--nic-efficiency", "--latency-us", "--intra-gbps", "--mode"});
+    mib = f.count("--mib", mib, 1, 1 << 20);
+    repeat = static_cast<int>(f.count("--repeat", repeat, 1, 1 << 20));
+    o.nic_gbps = f.real("--nic-gbps", o.nic_gbps, 8e-9, 8e6);
+    o.nic_efficiency = f.real("--nic-efficiency", o.nic_efficiency, 1e-3, 1);
+    o.latency_us = f.real("--latency-us", o.latency_us, 0, 3.6e9);
+    o.intra_gbps = f.real("--intra-gbps", o.intra_gbps, 8e-9, 8e6);
+    o.mode = parse_execution(f.word("--mode", "ordered", {"ordered", "concurrent"}));
+  } catch (const std::exception& e) {
+    if (rank == 0) std::fprintf(stderr, "meshcast-bench-batch: %s\n", e.what());
+    MPI_Finalize();
+    return 2;
   }
   if (size != 8) {
     if (rank == 0) std::fprintf(stderr, "meshcast-bench-batch: run with 8 ranks, 2 per host on 4 hosts\n");

@@ -6,6 +6,7 @@
 #include <mpi.h>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <meshcast/mpi.hpp>
 #include "cli/fill.hpp"
@@ -18,7 +19,17 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return 2;
   }
-  index_t n = argc > 1 ? atoll(argv[1]) : (1 << 24);
+  index_t n = 1 << 24;
+  if (argc > 1) {  // N: a whole number of elements, 1 to 2^32
+    char* end = nullptr;
+    const long long v = std::strtoll(argv[1], &end, 10);
+    if (argc > 2 || end == argv[1] || *end != '\0' || v < 1 || v > (1LL << 32)) {
+      if (rank == 0) std::fprintf(stderr, "usage: meshcast-bench-broadcast-modes [N], N elements in 1..2^32\n");
+      MPI_Finalize();
+      return 2;
+    }
+    n = v;
+  }
   dynamic_shape sh{n};
   plan p = make_plan(dynamic_layout(dynamic_mesh{1}, dynamic_spec("R"), sh), dynamic_layout(dynamic_mesh{size - 1}, dynamic_spec("R"), sh));
   network net = network::alpa_testbed(default_hosts(p.device_count, 1, 1));

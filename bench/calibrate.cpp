@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "flags.hpp"
+
 namespace {
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
@@ -48,11 +50,16 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   std::size_t mib = 32;
   int other = 1;
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (!std::strcmp(argv[i], "--mib")) mib = static_cast<std::size_t>(std::atoi(argv[i + 1]));
-    if (!std::strcmp(argv[i], "--peer")) other = std::atoi(argv[i + 1]);
+  try {
+    const meshcast_bench::flags f(argc, argv, {"--mib", "--peer"});
+    mib = static_cast<std::size_t>(f.count("--mib", 32, 1, 2047));  // the byte count must fit an int
+    other = static_cast<int>(f.count("--peer", 1, 1, 1 << 30));
+  } catch (const std::exception& e) {
+    if (rank == 0) std::fprintf(stderr, "meshcast-calibrate: %s\n", e.what());
+    MPI_Finalize();
+    return 2;
   }
-  if (size < 2 || other < 1 || other >= size) {
+  if (size < 2 || other >= size) {
     if (rank == 0) std::fprintf(stderr, "meshcast-calibrate: run with at least 2 ranks; --peer names a rank other than 0\n");
     MPI_Finalize();
     return 2;

@@ -18,6 +18,8 @@
 
 #include <meshcast/mpi.hpp>
 
+#include "flags.hpp"
+
 using namespace meshcast;
 
 int main(int argc, char** argv) {
@@ -27,12 +29,18 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   std::string mode = "executor", shape_text = "512x512";
   int reps = 50;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--mode")) mode = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--reps")) reps = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--shape")) shape_text = argv[i + 1];
+  dynamic_shape shape{512, 512};
+  try {
+    const meshcast_bench::flags f(argc, argv, {"--mode", "--reps", "--shape"});
+    mode = f.word("--mode", mode, {"executor", "raw"});
+    reps = static_cast<int>(f.count("--reps", reps, 1, 1 << 24));
+    shape_text = f.text("--shape", shape_text);
+    shape = parse_shape(shape_text);
+  } catch (const std::exception& e) {
+    if (rank == 0) std::fprintf(stderr, "meshcast-bench-executor-overhead: %s\n", e.what());
+    MPI_Finalize();
+    return 2;
   }
-  dynamic_shape shape = parse_shape(shape_text);
   dynamic_layout src(dynamic_mesh{size}, dynamic_spec("S0,R"), shape), dst(dynamic_mesh{size}, dynamic_spec("R,S0"), shape);
   plan p = make_plan(src, dst, {.devices = device_map::same()});
   network net = network::alpa_testbed(default_hosts(p.device_count, size, 1));

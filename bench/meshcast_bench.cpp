@@ -47,8 +47,10 @@ std::uint64_t parse_bytes(const std::string& flag, const std::string& text) {
 const char* usage() {
   return "usage: mpiexec -n N meshcast-bench --shape AxB... --src-mesh M --src-spec S --dst-mesh M --dst-spec S\n"
          "         [--same-mesh] [--min-bytes 1K] [--max-bytes 64M] [--factor 4] [--peer mpi] [--label NAME]\n"
+         "         [--dst-devices I,J,...] [--devices-per-host N] [--dtype-bytes N]\n"
          "         [--strategy NAME] [--solver NAME] [--mode best|ordered|concurrent] [--nic-gbps G] [--latency-us U]\n"
-         "         [--max-staging-bytes B] [--timeout-s S] [Google Benchmark flags]\n"
+         "         [--intra-gbps G] [--nic-efficiency F] [--nics-per-host N] [--time-limit-ms T] [--seed N]\n"
+         "         [--max-staging-bytes B] [--timeout-s S] [Google Benchmark flags, e.g. --benchmark_format=json]\n"
          "Replicas always split (the one call's default); --solver takes the built-in solvers, not ilp.\n"
          "Benchmarks are named LABEL/WAY/BYTES, WAY meshcast or the MPI collective of --peer mpi. --mode best\n"
          "(the default) runs each size in the execution mode the model predicts faster.\n";
@@ -69,6 +71,7 @@ bench_flags parse(int argc, char** argv) {
       continue;
     }
     // Schedule flags the one call has no option for: refused, rather than parsed and ignored.
+    if (a == "--json") throw error("--json: meshcast-bench writes Google Benchmark's formats (--benchmark_format=json)");
     if (a == "--eager-bytes" || a == "--mpi-broadcast" || a == "--trace")
       throw error(a + " is a flag of meshcast-plan and meshcast-reshard; meshcast-bench runs the one call, which has no such option");
     if (cli::parse_plan_flag(f.plan, a, next) || cli::parse_schedule_flag(f.schedule, a, next)) continue;
@@ -113,6 +116,8 @@ void register_sweep(benchmark_session& session, bench_flags& f) {
   one_row.shape = with_rows(f.plan.shape, 1);
   const plan row = cli::plan_from_flags(one_row);
   const std::uint64_t row_bytes = static_cast<std::uint64_t>(row.tensor_bytes());
+  if (row_bytes == 0)  // the sweep scales dimension 0: the others must hold an element
+    throw error("--shape '" + detail::printable(f.plan.shape) + "' has a dimension of 0 besides the first: nothing to sweep");
   std::uint64_t last_rows = 0;
   for (std::uint64_t target = f.min_bytes; target <= f.max_bytes; target *= f.factor) {
     const std::uint64_t rows = std::max<std::uint64_t>(1, target / row_bytes);

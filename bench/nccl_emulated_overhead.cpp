@@ -20,6 +20,7 @@
 #include <meshcast/exec/backend/nccl.hpp>
 #include <meshcast/meshcast.hpp>
 
+#include "flags.hpp"
 #include "thread_bootstrap.hpp"
 
 using namespace meshcast;
@@ -27,13 +28,18 @@ using namespace meshcast;
 int main(int argc, char** argv) {
   std::string mode = "executor", shape_text = "512x512";
   int ranks = 4, reps = 50;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--mode")) mode = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--ranks")) ranks = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--reps")) reps = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--shape")) shape_text = argv[i + 1];
+  dynamic_shape shape{512, 512};
+  try {
+    const meshcast_bench::flags f(argc, argv, {"--mode", "--ranks", "--reps", "--shape"});
+    mode = f.word("--mode", mode, {"executor", "raw"});
+    ranks = static_cast<int>(f.count("--ranks", ranks, 2, 256));
+    reps = static_cast<int>(f.count("--reps", reps, 1, 1 << 24));
+    shape_text = f.text("--shape", shape_text);
+    shape = parse_shape(shape_text);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "meshcast-bench-nccl-overhead: %s\n", e.what());
+    return 2;
   }
-  dynamic_shape shape = parse_shape(shape_text);
   plan p = make_plan(dynamic_layout(dynamic_mesh{ranks}, dynamic_spec("S0,R"), shape),
                      dynamic_layout(dynamic_mesh{ranks}, dynamic_spec("R,S0"), shape), {.devices = device_map::same()});
   network net = network::alpa_testbed(default_hosts(p.device_count, ranks, 1));

@@ -12,6 +12,8 @@
 
 #include <meshcast/pipeline.hpp>
 
+#include "flags.hpp"
+
 using namespace meshcast;
 using namespace meshcast::pipeline;
 
@@ -69,14 +71,13 @@ struct row {
 int main(int argc, char** argv) {
   double limit_ms = 2000;
   bool quick = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--time-limit-ms" && i + 1 < argc) limit_ms = std::atof(argv[++i]);
-    else if (a == "--quick") quick = true;
-    else {
-      std::fprintf(stderr, "usage: meshcast-bench-pipeline [--time-limit-ms N] [--quick]\n");
-      return 2;
-    }
+  try {
+    const meshcast_bench::flags f(argc, argv, {"--time-limit-ms"}, {"--quick"});
+    limit_ms = f.real("--time-limit-ms", limit_ms, 0, meshcast::max_time_limit_s * 1000);
+    quick = f.has("--quick");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "meshcast-bench-pipeline: %s\nusage: meshcast-bench-pipeline [--time-limit-ms N] [--quick]\n", e.what());
+    return 2;
   }
   const auto fo = schedule_kind::forward_only, ofob = schedule_kind::one_f_one_b, eager = schedule_kind::eager_1f1b;
   const auto shared = stream_mode::shared, separate = stream_mode::separate;

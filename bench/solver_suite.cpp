@@ -13,6 +13,8 @@
 #include <meshcast/solver/ilp.hpp>
 #endif
 
+#include "flags.hpp"
+
 using namespace meshcast;
 
 namespace {
@@ -59,9 +61,13 @@ std::vector<bench_case> cases(bool quick) {
 int main(int argc, char** argv) {
   solver_options options;
   bool quick = false;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--time-limit-ms") && i + 1 < argc) options.time_limit_s = std::atof(argv[++i]) / 1000;
-    else if (!std::strcmp(argv[i], "--quick")) quick = true;
+  try {
+    const meshcast_bench::flags f(argc, argv, {"--time-limit-ms"}, {"--quick"});
+    if (f.has("--time-limit-ms")) options.time_limit_s = f.real("--time-limit-ms", 0, 0, max_time_limit_s * 1000) / 1000;
+    quick = f.has("--quick");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "meshcast-solver-suite: %s\nusage: meshcast-solver-suite [--time-limit-ms N] [--quick]\n", e.what());
+    return 2;
   }
   std::vector<std::string> summary, detail;
   char line[512];

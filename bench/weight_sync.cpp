@@ -29,6 +29,8 @@
 #include <meshcast/api/manifest.hpp>
 #include <meshcast/mpi.hpp>
 
+#include "flags.hpp"
+
 #include "cli/fill.hpp"
 #include "cli/manifest_reshard.hpp"
 
@@ -198,14 +200,23 @@ int main(int argc, char** argv) {
   std::string path, way = "batch";
   int repeat = 3;
   double nic_gbps = 100, nic_efficiency = 1, latency_us = 10;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i];
-    if (a == "--manifest") path = argv[i + 1];
-    else if (a == "--way") way = argv[i + 1];
-    else if (a == "--repeat") repeat = std::max(1, std::atoi(argv[i + 1]));
-    else if (a == "--nic-gbps") nic_gbps = std::atof(argv[i + 1]);
-    else if (a == "--nic-efficiency") nic_efficiency = std::atof(argv[i + 1]);
-    else if (a == "--latency-us") latency_us = std::atof(argv[i + 1]);
+  try {  // every rank parses alike: a bad flag ends every rank with status 2, no abort
+    const meshcast_bench::flags f(argc, argv, {"--manifest", "--way", "--repeat", "--nic-gbps", "--nic-efficiency", "--latency-us"});
+    path = f.text("--manifest", "");
+    if (path.empty()) throw error("--manifest FILE is needed");
+    way = f.word("--way", way, {"allgather", "broadcast", "owner", "serial", "batch"});
+    repeat = static_cast<int>(f.count("--repeat", repeat, 1, 1 << 20));
+    nic_gbps = f.real("--nic-gbps", nic_gbps, 8e-9, 8e6);
+    nic_efficiency = f.real("--nic-efficiency", nic_efficiency, 1e-3, 1);
+    latency_us = f.real("--latency-us", latency_us, 0, 3.6e9);
+    // The model flags describe meshcast's network model; the plain-MPI ways have none to take them.
+    if (way != "serial" && way != "batch")
+      for (const char* model : {"--nic-gbps", "--nic-efficiency", "--latency-us"})
+        if (f.has(model)) throw error(std::string(model) + " sets meshcast's model: way '" + way + "' has none (serial and batch do)");
+  } catch (const std::exception& e) {
+    if (rank_ == 0) std::fprintf(stderr, "meshcast-bench-weight-sync: %s\n", e.what());
+    MPI_Finalize();
+    return 2;
   }
   int status = 0;
   try {

@@ -61,9 +61,11 @@ def main():
                                            "--nic-efficiency", str(a.nic_efficiency), "--latency-us", "100"],
                                           capture_output=True, text=True, check=True).stdout)
             for way in WAYS:
+                # The model flags are meshcast's: only its own ways (serial, batch) take them.
+                model_flags = (["--nic-gbps", str(a.mbit / 1000), "--nic-efficiency", str(a.nic_efficiency), "--latency-us", "100"]
+                               if way in ("serial", "batch") else [])
                 r = subprocess.run(["bash", CLUSTER, "mpiexec", "-ppn", str(a.ppn), "-n", str(ranks), tool, "--manifest", path,
-                                    "--way", way, "--repeat", str(a.repeat), "--nic-gbps", str(a.mbit / 1000),
-                                    "--nic-efficiency", str(a.nic_efficiency), "--latency-us", "100"],
+                                    "--way", way, "--repeat", str(a.repeat), *model_flags],
                                    capture_output=True, text=True, timeout=1800)
                 line = [x for x in r.stdout.splitlines() if x.startswith("{")]
                 j = json.loads(line[-1]) if line else {"way": way, "seconds": None, "wrong_elements": None, "peak_rss_bytes": None}

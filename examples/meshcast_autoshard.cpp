@@ -13,7 +13,7 @@
 #include <meshcast/autoshard.hpp>
 
 #include "cli/json_writer.hpp"
-#include "cli/number_flags.hpp"
+#include "cli/flag_values.hpp"
 
 namespace {
 
@@ -164,7 +164,7 @@ int main(int argc, char** argv) {
         usage(stdout);
         return std::fflush(stdout) == 0 && !std::ferror(stdout) ? 0 : 1;
       } else if (arg == "--mesh") {
-        mesh_text = next();
+        mesh_text = meshcast_cli::parse_name(arg, next());
       } else if (arg == "--axis-gbps") {
         gbps = parse_list(arg, next());
       } else if (arg == "--axis-latency-us") {
@@ -175,14 +175,14 @@ int main(int argc, char** argv) {
         memory_gib = parse_number(arg, next());
         if (!(memory_gib > 0)) throw error("--memory-gib must be positive");
       } else if (arg == "--solver") {
-        solver_name = next();
+        solver_name = meshcast_cli::parse_name(arg, next());
       } else if (arg == "--time-limit") {
         time_limit = parse_number(arg, next());
         if (!(time_limit > 0)) throw error("--time-limit must be positive");
       } else if (arg == "--json") {
         json = true;
       } else if (arg == "--evaluate") {
-        evaluate_path = next();
+        evaluate_path = meshcast_cli::parse_name(arg, next());
       } else if (!arg.empty() && arg[0] == '-') {
         throw error("unknown flag '" + arg + "' (see --help)");
       } else if (graph_path.empty()) {
@@ -203,17 +203,12 @@ int main(int argc, char** argv) {
                   std::to_string(max_mesh_axes));
     for (double g : per_axis("--axis-gbps", gbps, m.rank())) {
       checked_real(g, 0, true, "--axis-gbps");
-      // The range meshcast's network model takes (it costs the reshards), named by this flag.
-      const double lo = meshcast::network::min_bandwidth_bps * 8 / 1e9, hi = meshcast::network::max_bandwidth_bps * 8 / 1e9;
-      if (!(g >= lo && g <= hi))
-        throw error("--axis-gbps " + meshcast::detail::number(g) + " is outside [" + meshcast::detail::number(lo) + ", " +
-                    meshcast::detail::number(hi) + "] Gbit/s");
+      meshcast_cli::check_axis_gbps(g);
       m.bandwidth.push_back(g * 1e9 / 8);
     }
     for (double l : per_axis("--axis-latency-us", latency_us, m.rank())) {
       checked_real(l, 0, false, "--axis-latency-us");
-      if (const double hi = meshcast::network::max_latency_s * 1e6; !(l <= hi))
-        throw error("--axis-latency-us " + meshcast::detail::number(l) + " is outside [0, " + meshcast::detail::number(hi) + "]");
+      meshcast_cli::check_axis_latency_us(l);
       m.latency.push_back(l * 1e-6);
     }
     checked_real(tflops, 0, true, "--device-tflops");

@@ -25,7 +25,7 @@
 
 #include <meshcast/autoshard.hpp>
 #include <meshcast/mpi.hpp>
-#include "../cli/number_flags.hpp"
+#include "../cli/flag_values.hpp"
 #include "../cli/one_blas_thread.hpp"  // CBC and MPI in one executable
 
 #if MESHCAST_HAS_CBLAS

@@ -147,8 +147,14 @@ as::mesh_model calibrate(const options& o, const as::graph& g, const mesh_info& 
     return v;
   };
   const std::vector<double> gbps = per_axis("--axis-gbps", o.gbps), lat = per_axis("--axis-latency-us", o.latency_us);
-  for (double x : gbps) as::checked_real(x, 0, true, "--axis-gbps");
-  for (double x : lat) as::checked_real(x, 0, false, "--axis-latency-us");
+  for (double x : gbps) {
+    as::checked_real(x, 0, true, "--axis-gbps");
+    meshcast_cli::check_axis_gbps(x);
+  }
+  for (double x : lat) {
+    as::checked_real(x, 0, false, "--axis-latency-us");
+    meshcast_cli::check_axis_latency_us(x);
+  }
 
   // Device flops: sgemm of the largest matmul with its largest dim split over every device.
   if (o.gflops > 0) {

@@ -35,7 +35,7 @@ void usage(std::FILE* out) {
                "                           same-shape add/sub/mul/maximum/minimum)\n"
                "  --specs SPECS.json       run this assignment {\"specs\": {tensor: spec}} instead of solving\n"
                "  --solver NAME            %s (default %s)\n"
-               "  --time-limit S           solver time limit (default 60)\n"
+               "  --time-limit S           solver time limit (default 60, at most 999940)\n"
                "  --memory-mib X           memory limit per device for the solver (default: none)\n"
                "  --axis-gbps X[,Y]        axis bandwidths, Gbit/s (default: measured by all-reduces)\n"
                "  --axis-latency-us X[,Y]  axis latencies, microseconds (default: measured)\n"
@@ -66,6 +66,7 @@ index_t parse_count(const std::string& flag, const std::string& text, index_t lo
 
 options parse_options(int argc, char** argv, bool& help) {
   options o;
+  std::string mlp_flag;  // the last flag that describes the built-in MLP, which --graph replaces
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto next = [&]() -> std::string {
@@ -73,20 +74,24 @@ options parse_options(int argc, char** argv, bool& help) {
       return argv[++i];
     };
     constexpr index_t big = index_t{1} << 20;
+    if (arg == "--batch" || arg == "--hidden" || arg == "--ffn" || arg == "--activation" || arg == "--x-spec" || arg == "--y-spec")
+      mlp_flag = arg;
     if (arg == "--help" || arg == "-h") help = true;
-    else if (arg == "--mesh") o.mesh_text = next();
+    else if (arg == "--mesh") o.mesh_text = meshcast_cli::parse_name(arg, next());
     else if (arg == "--batch") o.batch = parse_count(arg, next(), 1, big);
     else if (arg == "--hidden") o.hidden = parse_count(arg, next(), 1, big);
     else if (arg == "--ffn") o.ffn = parse_count(arg, next(), 1, big);
-    else if (arg == "--activation") o.activation = next();
-    else if (arg == "--x-spec") o.x_spec = next();
-    else if (arg == "--y-spec") o.y_spec = next();
-    else if (arg == "--graph") o.graph_path = next();
-    else if (arg == "--specs") o.specs_path = next();
-    else if (arg == "--solver") o.solver = next();
+    else if (arg == "--activation") o.activation = meshcast_cli::parse_name(arg, next());
+    else if (arg == "--x-spec") o.x_spec = meshcast_cli::parse_name(arg, next());
+    else if (arg == "--y-spec") o.y_spec = meshcast_cli::parse_name(arg, next());
+    else if (arg == "--graph") o.graph_path = meshcast_cli::parse_name(arg, next());
+    else if (arg == "--specs") o.specs_path = meshcast_cli::parse_name(arg, next());
+    else if (arg == "--solver") o.solver = meshcast_cli::parse_name(arg, next());
     else if (arg == "--time-limit") {
       o.time_limit_s = parse_number(arg, next());
-      if (!(o.time_limit_s > 0)) throw error("--time-limit must be positive");
+      // The ranks wait for rank 0's solve 60 s longer than its limit, within the longest wait.
+      if (!(o.time_limit_s > 0 && o.time_limit_s <= mc::max_time_limit_s - 60))
+        throw error("--time-limit must be positive and at most " + std::to_string(static_cast<long long>(mc::max_time_limit_s - 60)) + " s");
     } else if (arg == "--memory-mib") {
       o.memory_mib = parse_number(arg, next());
       if (!(o.memory_mib > 0)) throw error("--memory-mib must be positive");
@@ -110,6 +115,8 @@ options parse_options(int argc, char** argv, bool& help) {
     } else throw error("unknown argument '" + arg + "' (see --help)");
   }
   if (!o.specs_path.empty() && !o.solver.empty()) throw error("--specs and --solver exclude each other");
+  if (!o.graph_path.empty() && !mlp_flag.empty())
+    throw error(mlp_flag + " describes the built-in MLP, which --graph replaces: give one or the other");
   return o;
 }
 

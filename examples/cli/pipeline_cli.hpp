@@ -16,6 +16,7 @@
 
 #include <meshcast/pipeline.hpp>
 
+#include "flag_values.hpp"
 #include "json_writer.hpp"
 
 namespace meshcast::cli {
@@ -146,7 +147,7 @@ int pipeline_main(int argc, char** argv, std::FILE* out = stdout, std::FILE* err
       };
       if (arg == "--policy") policy = next();
       else if (arg == "--json") json = true;
-      else if (arg == "--trace") trace = next();
+      else if (arg == "--trace") trace = meshcast_cli::parse_name(arg, next());
       else if (arg == "--time-limit-ms" || arg == "--search-limit-ms") {
         const std::string v = next();
         std::size_t used = 0;

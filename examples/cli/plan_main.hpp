@@ -25,7 +25,9 @@ int plan_main(int argc, char** argv) {
   auto usage = [](std::FILE* out) {
   std::fprintf(out, "usage: meshcast-plan --shape 1024x512 --src-mesh 2x4 --src-spec S0,R\n"
                     "                     --dst-mesh 3x4 --dst-spec R,S01 [options]\n"
-                    "       meshcast-plan --manifest FILE [--devices-per-host N] [--json] [schedule options]\n%s%s",
+                    "       meshcast-plan --manifest FILE [--devices-per-host N] [--json] [schedule options]\n%s"
+                    "For one tensor, a schedule is made (and the schedule options act) when --solver, --strategy,\n"
+                    "--mode or --trace is given; with --manifest, always.\n%s",
                plan_flags_help(), schedule_flags_help<Solvers, Strategies>().c_str());
   };
   try {
@@ -45,6 +47,8 @@ int plan_main(int argc, char** argv) {
       usage(stdout);
       return 0;
     }
+    if (sched.group_broadcast && !sched.wanted())  // refused, as when a schedule is made (solve_named)
+      throw error("--mpi-broadcast communicator needs --strategy broadcast (strategy 'auto' broadcasts in chains)");
     plan p = cli::plan_from_flags(flags);
     cut_for_staging(p, sched.max_staging_bytes);  // what meshcast-reshard runs: the same default cap
     auto hosts = default_hosts(p.device_count, static_cast<index_t>(p.src_devices.size()), flags.devices_per_host);

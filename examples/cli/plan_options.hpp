@@ -8,6 +8,8 @@
 
 #include <meshcast/meshcast.hpp>
 
+#include "flag_values.hpp"
+
 namespace meshcast::cli {
 
 struct plan_flags {
@@ -36,10 +38,7 @@ inline index_t parse_count(const std::string& flag, const std::string& text, ind
 
 /// A flag's value that names something (a file, a solver, a strategy): an empty one is an error,
 /// not "not given".
-inline std::string parse_name(const std::string& flag, std::string text) {
-  if (text.empty()) throw error(flag + " '' names nothing: give a value or leave the flag out");
-  return text;
-}
+using meshcast_cli::parse_name;
 
 inline std::vector<index_t> parse_id_list(const std::string& flag, const std::string& text) {
   std::vector<index_t> ids;

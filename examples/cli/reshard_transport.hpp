@@ -14,6 +14,32 @@
 
 namespace meshcast::cli::reshard_detail {
 
+// UCX's eager limit as UCX_RNDV_THRESH gives it ("1mb", "65536", "64k", "inf"); nothing when it
+// is not set, "auto" or unreadable.
+inline std::optional<index_t> ucx_threshold_bytes() {
+  const char* v = std::getenv("UCX_RNDV_THRESH");
+  if (!v) return std::nullopt;
+  std::string s(v);
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (s == "inf") return index_t{1} << 40;
+  std::size_t used = 0;
+  unsigned long long n = 0;
+  try {
+    n = std::stoull(s, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  std::string unit = s.substr(used);
+  if (!unit.empty() && unit.back() == 'b') unit.pop_back();
+  const unsigned long long scale = unit.empty() ? 1 : unit == "k" ? 1ull << 10 : unit == "m" ? 1ull << 20 : unit == "g" ? 1ull << 30 : 0;
+  if (scale == 0 || n > (1ull << 40) / scale) return std::nullopt;
+  return static_cast<index_t>(n * scale);
+}
+
+// The eager limit as the user or the cluster set it, read before concurrent runs raise it.
+inline std::optional<index_t> ucx_eager_as_set = ucx_threshold_bytes();
+inline std::optional<index_t> ucx_eager_bytes() { return ucx_eager_as_set; }
+
 // Over TCP, a UCX rendezvous (a message above UCX_RNDV_THRESH) starts with a handshake that waits
 // behind whatever its peer is already sending on the same connection. Concurrent mode posts the two
 // directions of a pair at once (a transpose does little else), so a handshake could wait out a
@@ -30,6 +56,7 @@ inline void concurrent_runs_send_eagerly(int argc, char** argv) {
   const char* chosen = std::getenv("UCX_RNDV_THRESH");
   const char* cluster_default = std::getenv("MC_CLUSTER_RNDV_DEFAULT");
   const bool user_chose = chosen && !(cluster_default && std::string_view(cluster_default) == "1");
+  ucx_eager_as_set = ucx_threshold_bytes();
   if (concurrent && !user_chose) ::setenv("UCX_RNDV_THRESH", "64mb", 1);
 }
 
@@ -70,26 +97,5 @@ inline std::optional<payload_fraction> tcp_payload_fraction() {
                           "TCP over Ethernet, MTU " + std::to_string(mtu)};
 }
 
-// UCX's eager limit as UCX_RNDV_THRESH gives it ("1mb", "65536", "64k", "inf"); nothing when it
-// is not set, "auto" or unreadable.
-inline std::optional<index_t> ucx_eager_bytes() {
-  const char* v = std::getenv("UCX_RNDV_THRESH");
-  if (!v) return std::nullopt;
-  std::string s(v);
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (s == "inf") return index_t{1} << 40;
-  std::size_t used = 0;
-  unsigned long long n = 0;
-  try {
-    n = std::stoull(s, &used);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-  std::string unit = s.substr(used);
-  if (!unit.empty() && unit.back() == 'b') unit.pop_back();
-  const unsigned long long scale = unit.empty() ? 1 : unit == "k" ? 1ull << 10 : unit == "m" ? 1ull << 20 : unit == "g" ? 1ull << 30 : 0;
-  if (scale == 0 || n > (1ull << 40) / scale) return std::nullopt;
-  return static_cast<index_t>(n * scale);
-}
 
 }  // namespace meshcast::cli::reshard_detail

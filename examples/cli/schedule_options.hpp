@@ -130,8 +130,11 @@ schedule solve_named(const schedule_flags& f, Solve&& solve) {
   o.time_limit_s = f.time_limit_ms / 1000;
   o.seed = f.seed;
   return visit_strategy<Strategies>(strategy, [&](auto s) {
-    if constexpr (std::is_same_v<decltype(s), broadcast>)
+    if constexpr (std::is_same_v<decltype(s), broadcast>) {
       if (f.group_broadcast) s.how = transfer_kind::group_broadcast;
+    } else if (f.group_broadcast) {  // other strategies' broadcasts are chains: refused, not ignored
+      throw error("--mpi-broadcast communicator needs --strategy broadcast (strategy '" + strategy + "' broadcasts in chains)");
+    }
     return visit_solver<Solvers>(solver_name, [&](auto solver) { return solve(s, solver, o); });
   });
 }
@@ -179,7 +182,8 @@ std::string schedule_flags_help() {
          "  --mode MODE             ordered (one transfer at a time per device and NIC direction, in\n"
          "                          schedule order) or concurrent (all posted at once); default ordered\n"
          "  --mpi-broadcast KIND    broadcast strategy: chain (pipelined point-to-point, default) or\n"
-         "                          communicator (one collective broadcast per group)\n"
+         "                          communicator (one collective broadcast per group; needs\n"
+         "                          --strategy broadcast)\n"
          "  --max-staging-bytes N   no rank holds more than N bytes of message buffers at once beyond its\n"
          "                          shards: tasks are cut to N/2 before they are scheduled (default\n"
          "                          268435456, 256 MiB; 0: no cap)\n";

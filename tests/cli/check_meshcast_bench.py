@@ -90,6 +90,13 @@ for cap in ([], ["--max-staging-bytes", "256"]):
         predicted[bool(cap)] = rows[0]["predicted_s"] if rows else 0
 if len(predicted) == 2:
     check(predicted[True] > 2 * predicted[False], f"--max-staging-bytes 256 left the prediction at {predicted}")
+# A shape whose rows hold nothing cannot be swept (it once divided by zero).
+r = subprocess.run([mpiexec, "-n", "2", program, "--shape", "8x0", "--src-mesh", "2", "--src-spec", "S0,R", "--dst-mesh", "2",
+                    "--dst-spec", "R,S0", "--same-mesh"], capture_output=True, text=True, timeout=120)
+check(r.returncode == 2 and "has a dimension of 0 besides the first" in r.stderr, f"8x0: exit {r.returncode}, {r.stderr[-300:]!r}")
+r = subprocess.run([mpiexec, "-n", "2", program, "--shape", "8x8", "--src-mesh", "2", "--src-spec", "S0,R", "--dst-mesh", "2",
+                    "--dst-spec", "R,S0", "--same-mesh", "--json"], capture_output=True, text=True, timeout=120)
+check(r.returncode == 2 and "--benchmark_format=json" in r.stderr, f"--json: exit {r.returncode}, {r.stderr[-300:]!r}")
 # Schedule flags the one call cannot honour are refused, not parsed and ignored.
 for flag in (["--trace", "t.json"], ["--eager-bytes", "4096"], ["--mpi-broadcast", "chain"]):
     r = subprocess.run([mpiexec, "-n", "2", program, "--shape", "8x8", "--src-mesh", "2", "--src-spec", "S0,R", "--dst-mesh", "2",

@@ -1,0 +1,68 @@
+// Flag values of the example programs: a name that may not be empty, a finite number, a
+// comma-separated list of them, and a split's mesh axes as text ("0,1"). Every message names the
+// flag and the text it rejects.
+#pragma once
+
+#include <cmath>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include <meshcast/meshcast.hpp>  // meshcast::error
+
+namespace meshcast_cli {
+
+/// An empty value is refused, not taken as "not given".
+inline std::string parse_name(const std::string& flag, std::string text) {
+  if (text.empty()) throw meshcast::error(flag + " '' names nothing: give a value or leave the flag out");
+  return text;
+}
+
+inline double parse_number(const std::string& flag, const std::string& text) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (text.empty() || used != text.size() || !std::isfinite(v))
+    throw meshcast::error(flag + " '" + text + "' is not a finite number");
+  return v;
+}
+
+inline std::vector<double> parse_list(const std::string& flag, const std::string& text) {
+  std::vector<double> out;
+  std::size_t pos = 0;
+  while (true) {
+    const std::size_t next = text.find(',', pos);
+    out.push_back(parse_number(flag, text.substr(pos, next == std::string::npos ? std::string::npos : next - pos)));
+    if (next == std::string::npos) break;
+    pos = next + 1;
+  }
+  return out;
+}
+
+/// A mesh axis's bandwidth (--axis-gbps) or latency (--axis-latency-us) in the range meshcast's
+/// network model takes (it costs the reshards), named by its flag.
+inline void check_axis_gbps(double g) {
+  const double lo = meshcast::network::min_bandwidth_bps * 8 / 1e9, hi = meshcast::network::max_bandwidth_bps * 8 / 1e9;
+  if (!(g >= lo && g <= hi))
+    throw meshcast::error("--axis-gbps " + meshcast::detail::number(g) + " is outside [" + meshcast::detail::number(lo) + ", " +
+                          meshcast::detail::number(hi) + "] Gbit/s");
+}
+inline void check_axis_latency_us(double l) {
+  if (const double hi = meshcast::network::max_latency_s * 1e6; !(l >= 0 && l <= hi))
+    throw meshcast::error("--axis-latency-us " + meshcast::detail::number(l) + " is outside [0, " + meshcast::detail::number(hi) + "]");
+}
+
+inline std::string axes_text(const std::vector<int>& axes) {
+  std::string s;
+  for (int a : axes) {
+    if (!s.empty()) s.push_back(',');
+    s.append(std::to_string(a));
+  }
+  return s;
+}
+
+}  // namespace meshcast_cli

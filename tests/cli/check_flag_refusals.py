@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Flags that were once taken and then ignored, or taken unchecked (a 0 that divided, a count that
+wrapped, an empty name read as "not given"), are refused now: exit status 2 and a message naming the
+flag, on every program that had one. A regression test per case; found by review.
+
+Usage: check_flag_refusals.py MPIEXEC NAME=PATH...   (the cases of the programs not given are skipped)
+"""
+import subprocess
+import sys
+
+MPIEXEC = sys.argv[1]
+PROGRAMS = dict(a.split("=", 1) for a in sys.argv[2:])
+
+# program, ranks (0: run directly), arguments, a part of the message
+CASES = [
+    ("meshcast-plan", 0, ["--shape", "8", "--src-mesh", "1", "--src-spec", "R", "--dst-mesh", "4", "--dst-spec", "R",
+                          "--mode", "ordered", "--mpi-broadcast", "communicator"], "needs --strategy broadcast"),
+    ("meshcast-plan", 0, ["--shape", "8", "--src-mesh", "1", "--src-spec", "R", "--dst-mesh", "4", "--dst-spec", "R",
+                          "--mpi-broadcast", "communicator"], "needs --strategy broadcast"),
+    ("meshcast-pipeline", 0, ["--trace", ""], "--trace '' names nothing"),
+    ("meshcast-autoshard", 0, ["--evaluate", ""], "--evaluate '' names nothing"),
+    ("meshcast-autoshard", 0, ["--solver", ""], "--solver '' names nothing"),
+    ("meshcast-autoshard-mlp-mpi", 2, ["--mesh", "2", "--time-limit", "1e6"], "--time-limit must be positive and at most"),
+    ("meshcast-autoshard-mlp-mpi", 2, ["--mesh", "2", "--graph", ""], "--graph '' names nothing"),
+    ("meshcast-autoshard-mlp-mpi", 2, ["--mesh", "2", "--axis-gbps", "1e-9"], "--axis-gbps 1e-09 is outside"),
+    ("meshcast-autoshard-mlp-mpi", 2, ["--mesh", "2", "--graph", "g.json", "--hidden", "8"],
+     "--hidden describes the built-in MLP, which --graph replaces"),
+    ("meshcast-calibrate", 2, ["--mib", "0"], "--mib '0' is not a whole number in 1..2047"),
+    ("meshcast-calibrate", 2, ["--mib", "4096"], "--mib '4096' is not a whole number"),
+    ("meshcast-calibrate", 2, ["--mibs", "1"], "unknown flag '--mibs'"),
+    ("meshcast-bench-batch", 2, ["--repeat", "0"], "--repeat '0' is not a whole number"),
+    ("meshcast-bench-batch", 2, ["--nic-gbps", "0"], "--nic-gbps '0' is not a number"),
+    ("meshcast-bench-batch", 2, ["--nics-per-host", "2"], "unknown flag '--nics-per-host'"),
+    ("meshcast-bench-executor-overhead", 2, ["--reps", "0"], "--reps '0' is not a whole number"),
+    ("meshcast-bench-executor-overhead", 2, ["--mode", "fast"], "--mode 'fast' is not one of executor, raw"),
+    ("meshcast-bench-executor-overhead", 2, ["--shape", "abc"], "abc"),
+    ("meshcast-bench-nccl-overhead", 0, ["--shape", "abc"], "abc"),
+    ("meshcast-bench-nccl-overhead", 0, ["--ranks", "0"], "--ranks '0' is not a whole number in 2..256"),
+    ("meshcast-bench-nccl-overhead", 0, ["--reps"], "flag --reps needs a value"),
+    ("meshcast-solver-suite", 0, ["--time-limit-ms", "abc"], "--time-limit-ms 'abc' is not a number"),
+    ("meshcast-solver-suite", 0, ["--quik"], "unknown flag '--quik'"),
+    ("meshcast-bench-pipeline", 0, ["--time-limit-ms", "nan"], "--time-limit-ms 'nan' is not a number"),
+    ("meshcast-bench-broadcast-modes", 2, ["-5"], "N elements in 1..2^32"),
+    ("meshcast-bench-weight-sync", 2, ["--manifest", "absent.json", "--way", "owner", "--nic-gbps", "1"],
+     "--nic-gbps sets meshcast's model: way 'owner' has none"),
+    ("meshcast-bench-weight-sync", 2, ["--manifest", "absent.json", "--way", "ownr"], "--way 'ownr' is not one of"),
+    ("meshcast-bench-weight-sync", 2, ["--way", "batch"], "--manifest FILE is needed"),
+]
+
+failures, ran = [], 0
+for name, ranks, args, message in CASES:
+    if name not in PROGRAMS:
+        continue
+    ran += 1
+    cmd = ([MPIEXEC, "-n", str(ranks)] if ranks else []) + [PROGRAMS[name], *args]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        ok = r.returncode == 2 and message in r.stderr
+        detail = f"exit {r.returncode}, stderr {r.stderr[-400:]!r}"
+    except subprocess.TimeoutExpired:
+        ok, detail = False, "timed out after 120 s"
+    if not ok:
+        failures.append(f"{name} {args}: expected exit 2 and {message!r}; {detail}")
+for f in failures:
+    print("FAILED:", f)
+if ran == 0:
+    print("no program given")
+    sys.exit(1)
+print(f"{ran - len(failures)} of {ran} refusals hold")
+sys.exit(1 if failures else 0)
