@@ -72,6 +72,7 @@ int reshard_manifest_main(int argc, char** argv) {
   double timeout_s = 120;
   int repeat = 1;
   std::string exec_trace;  // Chrome trace of each rank's steps in the last run, beside the model
+  std::string efficiency_from = "the default";  // where the model's payload fraction comes from
   failure failed;
   auto agree = [&](const char* what) {
     try {
@@ -108,7 +109,7 @@ int reshard_manifest_main(int argc, char** argv) {
       return finish(0);
     }
     if (!sched.nic_efficiency_given)
-      if (auto f = tcp_payload_fraction()) sched.nic_efficiency = f->value;
+      if (auto f = tcp_payload_fraction()) sched.nic_efficiency = f->value, efficiency_from = f->from;
     if (!sched.eager_bytes_given)
       if (auto e = ucx_eager_bytes()) sched.eager_bytes = *e;
     m = setup_manifest(path, devices_per_host, sched.max_staging_bytes);
@@ -142,6 +143,8 @@ int reshard_manifest_main(int argc, char** argv) {
       for (const char* zero : {"tensors", "tasks", "transfers"}) j.key(zero).value(0LL);
       j.key("ranks").value(static_cast<long long>(size)).key("repeat").value(static_cast<long long>(repeat));
       j.key("nic_efficiency").value(sched.nic_efficiency);
+      j.key("eager_bytes").value(static_cast<long long>(sched.eager_bytes));
+      j.key("nic_efficiency_from").value(sched.nic_efficiency_given ? std::string("--nic-efficiency") : efficiency_from);
       j.end_object();
       write_stdout(j.str() + "\n");
     } else if (rank == 0) {
@@ -300,6 +303,8 @@ int reshard_manifest_main(int argc, char** argv) {
         j.key("ranks").value(static_cast<long long>(size));
         j.key("repeat").value(static_cast<long long>(repeat));
         j.key("nic_efficiency").value(sched.nic_efficiency);
+        j.key("eager_bytes").value(static_cast<long long>(sched.eager_bytes));
+        j.key("nic_efficiency_from").value(sched.nic_efficiency_given ? std::string("--nic-efficiency") : efficiency_from);
         j.end_object();
         write_stdout(j.str() + "\n");
       } else {

@@ -284,6 +284,11 @@ def main():
                   f"{sorted(fields[f'{tool} one'])}")
             e = fields[f"{tool} empty"]
             check(e["tensors"] == 0 and e.get("predicted_seconds") == 0, f"{tool} --manifest: empty model {e}")
+    # The transport facts the model used, as the single-tensor JSON gives them.
+    if "reshard one" in fields:
+        o = fields["reshard one"]
+        check(isinstance(o.get("eager_bytes"), int) and o["eager_bytes"] >= 0 and isinstance(o.get("nic_efficiency_from"), str),
+              f"reshard --manifest --json: eager_bytes / nic_efficiency_from missing: {sorted(o)}")
 
     if failures:
         print(f"{len(failures)} failures")
