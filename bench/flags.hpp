@@ -7,11 +7,14 @@
 #include <cstdint>
 #include <exception>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include <meshcast/meshcast.hpp>  // meshcast::error, detail::printable
+
+#include "../examples/cli/flag_values.hpp"  // whole_number
 
 namespace meshcast_bench {
 
@@ -55,17 +58,11 @@ class flags {
   double real(const std::string& name, double fallback, double lo, double hi) const {
     if (!has(name)) return fallback;
     const std::string& t = values_.at(name);
-    std::size_t used = 0;
-    double v = 0;
-    try {
-      v = std::stod(t, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (t.empty() || used != t.size() || !std::isfinite(v) || v < lo || v > hi)
+    const std::optional<double> v = meshcast_cli::whole_number(t);
+    if (!v || !std::isfinite(*v) || *v < lo || *v > hi)
       throw meshcast::error(name + " '" + meshcast::detail::printable(t) + "' is not a number in [" +
                             meshcast::detail::number(lo) + ", " + meshcast::detail::number(hi) + "]");
-    return v;
+    return *v;
   }
 
   /// One of `words`.

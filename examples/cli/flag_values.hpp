@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <exception>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,17 +19,24 @@ inline std::string parse_name(const std::string& flag, std::string text) {
   return text;
 }
 
-inline double parse_number(const std::string& flag, const std::string& text) {
+/// The number the whole of `text` spells (std::stod's syntax, "nan" and "inf" included); nothing
+/// when it is empty or something follows the number.
+inline std::optional<double> whole_number(const std::string& text) {
   std::size_t used = 0;
   double v = 0;
   try {
     v = std::stod(text, &used);
   } catch (const std::exception&) {
-    used = 0;
+    return std::nullopt;
   }
-  if (text.empty() || used != text.size() || !std::isfinite(v))
-    throw meshcast::error(flag + " '" + text + "' is not a finite number");
+  if (text.empty() || used != text.size()) return std::nullopt;
   return v;
+}
+
+inline double parse_number(const std::string& flag, const std::string& text) {
+  const std::optional<double> v = whole_number(text);
+  if (!v || !std::isfinite(*v)) throw meshcast::error(flag + " '" + text + "' is not a finite number");
+  return *v;
 }
 
 inline std::vector<double> parse_list(const std::string& flag, const std::string& text) {

@@ -150,14 +150,8 @@ int pipeline_main(int argc, char** argv, std::FILE* out = stdout, std::FILE* err
       else if (arg == "--trace") trace = meshcast_cli::parse_name(arg, next());
       else if (arg == "--time-limit-ms" || arg == "--search-limit-ms") {
         const std::string v = next();
-        std::size_t used = 0;
-        double ms = -1;
-        try {
-          ms = std::stod(v, &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        if (used != v.size() || !(ms >= 0) || ms > 1e9) throw error(arg + " '" + v + "' is not a number of milliseconds");
+        const double ms = meshcast_cli::whole_number(v).value_or(-1);
+        if (!(ms >= 0) || ms > 1e9) throw error(arg + " '" + v + "' is not a number of milliseconds");
         (arg == "--time-limit-ms" ? options.time_limit_s : search_limit_s) = ms / 1000;
       } else if (arg == "--seed") {
         const std::string v = next();

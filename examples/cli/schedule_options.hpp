@@ -58,17 +58,11 @@ struct schedule_flags {
 
 /// A finite number in [lo, hi]; the message names the flag, the text and the range.
 inline double parse_real(const std::string& flag, const std::string& text, double lo = 0, double hi = 1e15) {
-  std::size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || text.empty() || !(v >= lo && v <= hi))  // NaN fails every comparison
+  const std::optional<double> v = meshcast_cli::whole_number(text);
+  if (!v || !(*v >= lo && *v <= hi))  // NaN fails every comparison
     throw error(flag + " '" + detail::printable(text) + "' is not a number in [" + format_number(lo) + ", " +
                 format_number(hi) + "]");
-  return v;
+  return *v;
 }
 
 /// A 64-bit unsigned integer (seeds).
