@@ -19,8 +19,8 @@ inline std::string parse_name(const std::string& flag, std::string text) {
   return text;
 }
 
-/// The number the whole of `text` spells (std::stod's syntax, "nan" and "inf" included); nothing
-/// when it is empty or something follows the number.
+/// The number `text` spells (std::stod's syntax: leading spaces skipped, "nan", "inf" and hex
+/// included); nothing when it is empty or anything follows the number.
 inline std::optional<double> whole_number(const std::string& text) {
   std::size_t used = 0;
   double v = 0;

@@ -1,6 +1,7 @@
 // Command-line flags for networks, strategies and solvers, shared by the command-line tools.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -9,6 +10,7 @@
 #include <meshcast/solver/ilp.hpp>
 #endif
 
+#include "flag_values.hpp"
 #include "plan_options.hpp"
 
 namespace meshcast::cli {

@@ -289,6 +289,10 @@ def main():
         o = fields["reshard one"]
         check(isinstance(o.get("eager_bytes"), int) and o["eager_bytes"] >= 0 and isinstance(o.get("nic_efficiency_from"), str),
               f"reshard --manifest --json: eager_bytes / nic_efficiency_from missing: {sorted(o)}")
+        if "UCX_RNDV_THRESH" not in os.environ:  # the MPI backend's own eager limit
+            check(o.get("eager_bytes") == 1048576, f"reshard --manifest --json: eager_bytes {o.get('eager_bytes')}, not 1048576")
+        if "UCX_TLS" not in os.environ:
+            check(o.get("nic_efficiency_from") == "the default", f"reshard --manifest --json: {o.get('nic_efficiency_from')!r}")
 
     if failures:
         print(f"{len(failures)} failures")
