@@ -27,7 +27,7 @@ class flags {
       if (switches.count(a)) {
         values_[a] = "";
       } else if (valued.count(a)) {
-        if (i + 1 >= argc) throw meshcast::error("flag " + a + " needs a value");
+        if (i + 1 >= argc) throw meshcast::error("flag " + meshcast::detail::printable(a) + " needs a value");
         values_[a] = argv[++i];
       } else {
         throw meshcast::error("unknown flag '" + meshcast::detail::printable(a) + "'");

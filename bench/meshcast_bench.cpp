@@ -61,7 +61,7 @@ bench_flags parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
-      if (i + 1 >= argc) throw error(a + " needs a value");
+      if (i + 1 >= argc) throw error(detail::printable(a) + " needs a value");
       return argv[++i];
     };
     if (a == "--mode") {  // before the schedule flags: this program also takes best

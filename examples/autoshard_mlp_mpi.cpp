@@ -45,7 +45,7 @@ int run_main(int argc, char** argv) {
   try {
     o = parse_options(argc, argv, help);
     if (!help) {
-      g = o.graph_path.empty() ? make_mlp(o) : as::graph_from_json(mc::json::parse(read_file(o.graph_path, "graph file")));
+      g = o.graph_path.empty() ? make_mlp(o) : as::graph_from_json(mc::json::parse(mc::detail::read_document(o.graph_path, "the graph file")));
       check_executable(g);
       const mc::dynamic_mesh dm = mc::parse_mesh(o.mesh_text.empty() ? std::to_string(world_size) : o.mesh_text);
       mesh.ext.rank = dm.rank();
@@ -56,7 +56,7 @@ int run_main(int argc, char** argv) {
       if (mesh.ext.rank > as::max_mesh_axes) throw error("--mesh: at most " + std::to_string(as::max_mesh_axes) + " axes");
       mesh.coord = mc::mesh_coordinate(mesh.ext, world_rank);
       if (!o.specs_path.empty())
-        fixed_texts = as::spec_texts_from_json(g, mc::json::parse(read_file(o.specs_path, "spec file")));
+        fixed_texts = as::spec_texts_from_json(g, mc::json::parse(mc::detail::read_document(o.specs_path, "the spec file")));
       for (const auto& [t, s] : o.expect)
         if (g.find_tensor(t) < 0) throw error("--expect-spec: tensor '" + t + "' is not in the graph");
     }

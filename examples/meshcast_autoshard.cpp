@@ -4,13 +4,12 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
-#include <fstream>
 #include <limits>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <meshcast/autoshard.hpp>
+#include <meshcast/core/detail/read_document.hpp>
 
 #include "cli/json_writer.hpp"
 #include "cli/flag_values.hpp"
@@ -35,7 +34,7 @@ void usage(std::FILE* out) {
                "  --device-tflops X        device speed, TFLOP/s (default %g)\n"
                "  --memory-gib X           memory limit per device, GiB (default: none)\n"
                "  --solver NAME            %s (default %s)\n"
-               "  --time-limit S           seconds for the whole solve, cost tables included (default %g)\n"
+               "  --time-limit S           seconds for the whole solve, cost tables included (default %g, at most 1e6)\n"
                "  --json                   print one JSON object: objective_seconds, specs, collectives,\n"
                "                           reshards, proven_optimal, solve_seconds\n"
                "  --evaluate SPECS.json    cost the assignment {\"specs\": {tensor: spec, ...}} instead of solving\n"
@@ -50,14 +49,6 @@ void usage(std::FILE* out) {
                default_time_limit_s);
 }
 
-std::string read_file(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw error(std::string(what) + " '" + path + "' cannot be read: " + std::strerror(errno));
-  std::ostringstream s;
-  s << in.rdbuf();
-  if (in.bad()) throw error(std::string(what) + " '" + path + "' cannot be read");
-  return s.str();
-}
 
 std::vector<double> per_axis(const std::string& flag, const std::vector<double>& v, int rank) {
   if (v.size() == 1) return std::vector<double>(static_cast<std::size_t>(rank), v[0]);
@@ -157,7 +148,7 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
       const std::string arg = argv[i];
       auto next = [&]() -> std::string {
-        if (i + 1 >= argc) throw error("flag " + arg + " needs a value");
+        if (i + 1 >= argc) throw error("flag " + meshcast::detail::printable(arg) + " needs a value");
         return argv[++i];
       };
       if (arg == "--help" || arg == "-h") {
@@ -178,17 +169,19 @@ int main(int argc, char** argv) {
         solver_name = meshcast_cli::parse_name(arg, next());
       } else if (arg == "--time-limit") {
         time_limit = parse_number(arg, next());
-        if (!(time_limit > 0)) throw error("--time-limit must be positive");
+        if (!(time_limit > 0 && time_limit <= meshcast::max_time_limit_s))  // 1e300 was taken as no limit
+          throw error("--time-limit must be positive and at most " +
+                      std::to_string(static_cast<long long>(meshcast::max_time_limit_s)) + " s");
       } else if (arg == "--json") {
         json = true;
       } else if (arg == "--evaluate") {
         evaluate_path = meshcast_cli::parse_name(arg, next());
       } else if (!arg.empty() && arg[0] == '-') {
-        throw error("unknown flag '" + arg + "' (see --help)");
+        throw error("unknown flag '" + meshcast::detail::printable(arg) + "' (see --help)");
       } else if (graph_path.empty()) {
         graph_path = arg;
       } else {
-        throw error("more than one graph file given ('" + graph_path + "' and '" + arg + "')");
+        throw error("more than one graph file given ('" + meshcast::detail::printable(graph_path) + "' and '" + meshcast::detail::printable(arg) + "')");
       }
     }
     if (graph_path.empty()) throw error("no graph file given (usage: meshcast-autoshard GRAPH.json --mesh 2x4)");
@@ -212,16 +205,16 @@ int main(int argc, char** argv) {
       m.latency.push_back(l * 1e-6);
     }
     checked_real(tflops, 0, true, "--device-tflops");
-    m.device_flops = tflops * 1e12;
+    m.device_flops = checked_real(tflops * 1e12, 0, true, "--device-tflops (times 1e12 flop/s)");
     if (std::isfinite(memory_gib)) m.memory_bytes = memory_gib * 1073741824.0;
     m.validate();
 
-    const graph g = graph_from_json(json::parse(read_file(graph_path, "graph file")));
+    const graph g = graph_from_json(json::parse(meshcast::detail::read_document(graph_path, "the graph file")));
     sharding_plan p;
     std::vector<std::string> spec_text(g.tensors().size());
     if (!evaluate_path.empty()) {
       const auto begin = std::chrono::steady_clock::now();
-      const json::value doc = json::parse(read_file(evaluate_path, "spec file"));
+      const json::value doc = json::parse(meshcast::detail::read_document(evaluate_path, "the spec file"));
       const std::vector<std::string> texts = spec_texts_from_json(g, doc);
       cost_model cm(g, m, deadline::after(time_limit));
       p = plan_of(cm, parse_assignment(cm, texts));

@@ -27,6 +27,8 @@ OPTIONAL = {
     "meshcast/mpi.hpp": "meshcast/mpi.hpp",
     "meshcast/nccl.hpp": "meshcast/nccl.hpp",
     "meshcast/detail/json.hpp": "meshcast/core/detail/json.hpp",
+    # The bounded file reader of the manifest, the pipeline file and the example programs' inputs.
+    "meshcast/core/detail/read_document.hpp": "meshcast/core/detail/read_document.hpp",
     "meshcast/pipeline.hpp": "meshcast/pipeline.hpp",
     "meshcast/autoshard.hpp": "meshcast/autoshard.hpp",
     "meshcast/manifest.hpp": "meshcast/api/manifest.hpp",

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -12,50 +13,44 @@
 #include <meshcast/meshcast.hpp>
 
 #include "support/schedule_checker.hpp"
+#include "support/thrown.hpp"
 
 using namespace meshcast;
+using meshcast::testing::thrown;
 
 namespace {
-std::string message_of(auto&& f) {
-  try {
-    f();
-  } catch (const error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 constexpr index_t big = std::numeric_limits<index_t>::max();
 }  // namespace
 
 TEST_CASE("hardening: sizes that do not fit are errors, never wrapped values") {
   // Mesh and shape products.
-  CHECK(message_of([] { parse_mesh("384773x95883776011880"); }).find("does not fit in 64 bits") != std::string::npos);
-  CHECK(message_of([] { parse_mesh("4294967296x4294967296"); }).find("does not fit") != std::string::npos);
-  CHECK(message_of([] { parse_mesh("65536x65536"); }).find("max_devices") != std::string::npos);
-  CHECK(message_of([] { parse_shape("4294967296x4294967296"); }).find("does not fit") != std::string::npos);
-  CHECK(message_of([] { parse_shape("3037000500x3037000500"); }).find("does not fit") != std::string::npos);
-  CHECK(message_of([] { parse_shape("99999999999999999999"); }).find("does not fit") != std::string::npos);
-  CHECK(message_of([] { dynamic_shape{big, 2}; }).find("does not fit") != std::string::npos);
-  CHECK(message_of([] { mesh<dyn, 4>{big}; }).find("does not fit") != std::string::npos);
+  CHECK(thrown([] { parse_mesh("384773x95883776011880"); }).find("does not fit in 64 bits") != std::string::npos);
+  CHECK(thrown([] { parse_mesh("4294967296x4294967296"); }).find("does not fit") != std::string::npos);
+  CHECK(thrown([] { parse_mesh("65536x65536"); }).find("max_devices") != std::string::npos);
+  CHECK(thrown([] { parse_shape("4294967296x4294967296"); }).find("does not fit") != std::string::npos);
+  CHECK(thrown([] { parse_shape("3037000500x3037000500"); }).find("does not fit") != std::string::npos);
+  CHECK(thrown([] { parse_shape("99999999999999999999"); }).find("does not fit") != std::string::npos);
+  CHECK(thrown([] { dynamic_shape{big, 2}; }).find("does not fit") != std::string::npos);
+  CHECK(thrown([] { mesh<dyn, 4>{big}; }).find("does not fit") != std::string::npos);
   // Element size times volume.
   dynamic_layout a(parse_mesh("2"), dynamic_spec("R,R"), dynamic_shape{index_t{1} << 31, index_t{1} << 31});
-  CHECK(message_of([&] { make_plan(a, a, {.element_bytes = 4}); }).find("more bytes than fit") != std::string::npos);
-  CHECK(message_of([&] { make_plan(a, a, {.element_bytes = max_element_bytes + 1}); }).find("element size") != std::string::npos);
+  CHECK(thrown([&] { make_plan(a, a, {.element_bytes = 4}); }).find("more bytes than fit") != std::string::npos);
+  CHECK(thrown([&] { make_plan(a, a, {.element_bytes = max_element_bytes + 1}); }).find("element size") != std::string::npos);
   // A value-form layout is validated too, whatever the caller put in it.
   layout_value v = a.value();
   v.shape.values[0] = -3;
-  CHECK(message_of([&] { make_plan(v, v); }).find("negative") != std::string::npos);
+  CHECK(thrown([&] { make_plan(v, v); }).find("negative") != std::string::npos);
   v = a.value();
   v.mesh.values[0] = big;
-  CHECK(message_of([&] { make_plan(v, v); }).find("max_devices") != std::string::npos);
+  CHECK(thrown([&] { make_plan(v, v); }).find("max_devices") != std::string::npos);
   // Device ids: bounded, and memory stays proportional to the plan (no table per id).
   dynamic_layout four(parse_mesh("4"), dynamic_spec("S0"), dynamic_shape{8});
-  CHECK(message_of([&] { make_plan(four, four, {.devices = device_map::listed({0, 1, 2, 100'000'000})}); })
+  CHECK(thrown([&] { make_plan(four, four, {.devices = device_map::listed({0, 1, 2, 100'000'000})}); })
             .find("outside") != std::string::npos);
-  CHECK(message_of([&] { make_plan(four, four, {.devices = device_map::listed({0, 1, 2, -1})}); }).find("outside") !=
+  CHECK(thrown([&] { make_plan(four, four, {.devices = device_map::listed({0, 1, 2, -1})}); }).find("outside") !=
         std::string::npos);
-  CHECK(message_of([] { default_hosts(8, 4, 0); }).find("devices per host") != std::string::npos);
-  CHECK(message_of([] { default_hosts(8, 4, big); }).find("devices per host") != std::string::npos);
+  CHECK(thrown([] { default_hosts(8, 4, 0); }).find("devices per host") != std::string::npos);
+  CHECK(thrown([] { default_hosts(8, 4, big); }).find("devices per host") != std::string::npos);
 }
 
 TEST_CASE("hardening: the chunk rule is exact at the edge of the index range") {
@@ -92,13 +87,13 @@ TEST_CASE("hardening: reals are finite and in range") {
   instance in = make_instance(p, network::alpa_testbed(default_hosts(p.device_count, 2, 1)), send_recv{});
   for (double bad : {nan, inf, -1.0, 1e10}) {
     CAPTURE(bad);
-    CHECK(message_of([&] { solve(in, greedy{}, {.time_limit_s = bad}); }).find("time limit") != std::string::npos);
+    CHECK(thrown([&] { solve(in, greedy{}, {.time_limit_s = bad}); }).find("time limit") != std::string::npos);
   }
   CHECK_THROWS_AS(detail::deadline(1e13), error);
   // Reals in messages are the shortest text that reads back, not std::to_string's six decimals.
-  CHECK(message_of([] { detail::deadline(-0.5, "the timeout"); }) == "the timeout (-0.5 s) must be a number in [0, 1e6] seconds");
-  CHECK(message_of([] { detail::deadline(1e13); }).find("(1e+13 s)") != std::string::npos);
-  CHECK(message_of([&] { network::uniform({0, 1}, 1e9, 1e9, nan); }).find("the latency (nan s) must be a number in [0, 3600]") == 0);
+  CHECK(thrown([] { detail::deadline(-0.5, "the timeout"); }) == "the timeout (-0.5 s) must be a number in [0, 1e6] seconds");
+  CHECK(thrown([] { detail::deadline(1e13); }).find("(1e+13 s)") != std::string::npos);
+  CHECK(thrown([&] { network::uniform({0, 1}, 1e9, 1e9, nan); }).find("the latency (nan s) must be a number in [0, 3600]") == 0);
   CHECK(detail::number(5) == "5");
   CHECK(detail::number(0.1) == "0.1");
   CHECK(detail::number(-inf) == "-inf");
@@ -161,7 +156,7 @@ std::string error_of_broken() {
   plan p = make_plan(dynamic_layout(parse_mesh("2"), dynamic_spec("R,R"), dynamic_shape{8, 6}),
                      dynamic_layout(parse_mesh("2x2"), dynamic_spec("R,S0"), dynamic_shape{8, 6}));
   instance in = make_instance(p, network::alpa_testbed(default_hosts(p.device_count, 2, 2)), send_recv_allgather{}, true);
-  return message_of([&] { solve(in, broken_solver<Mistake>{}); });
+  return thrown([&] { solve(in, broken_solver<Mistake>{}); });
 }
 }  // namespace
 
@@ -230,4 +225,44 @@ TEST_CASE("hardening: the checked host pack, unpack and copy_region refuse a til
   CHECK(detail::checked_tile_bytes(empty, 8, "pack") == 0);
   std::swap(empty[0], empty[1]);
   CHECK(detail::checked_tile_bytes(empty, 8, "pack") == 0);
+}
+
+// A spec_value built by hand indexed a bool[8] by its axes before checking them (SEGV at axis 10^6).
+TEST_CASE("hardening: a spec in value form is checked before its axes index anything") {
+  spec_value v;
+  v.rank = 1;
+  v.dims[0].axis_count = 1;
+  v.dims[0].axes[0] = 1'000'000;
+  CHECK(thrown([&] { dynamic_spec{v}; }) == "spec entry 0 names mesh axis 1000000, outside 0..max_rank-1");
+  v.dims[0].axes[0] = -1;
+  CHECK(thrown([&] { dynamic_spec{v}; }) == "spec entry 0 names mesh axis -1, outside 0..max_rank-1");
+  v.dims[0].axis_count = 99;
+  CHECK(thrown([&] { dynamic_spec{v}; }) == "spec entry 0 lists a bad number of mesh axes (99)");
+  v.dims[0].axis_count = 0;
+  for (int rank : {-1, max_rank + 1}) {
+    v.rank = rank;
+    CHECK(thrown([&] { dynamic_spec{v}; }).find("a spec has " + std::to_string(rank) + " entries") == 0);
+  }
+  v.rank = 2;
+  v.dims[0] = {1, {0}};
+  v.dims[1] = {1, {0}};
+  CHECK(thrown([&] { dynamic_spec{v}; }) == "spec one mesh axis is used twice");
+  v.dims[1] = {1, {1}};
+  CHECK(dynamic_spec{v}.to_string() == "S0,S1");
+}
+
+// Text from a spec is shown with control characters escaped and cut short, as text from a shape is.
+TEST_CASE("hardening: a bad spec's text is printable in the message") {
+  const std::string message = thrown([] { dynamic_spec("S0,\x1b[2J" + std::string(300, 'R')); });
+  CHECK(message.find("\\x1b[2J") != std::string::npos);
+  CHECK(message.find('\x1b') == std::string::npos);
+  CHECK(message.size() < 300);  // the text and the bad token, 60 characters each at most
+}
+
+// A run-time extent of an unsigned type past 2^63 - 1 was reported as a negative number.
+TEST_CASE("hardening: unsigned extents past 2^63 - 1 are named as given") {
+  CHECK(thrown([] { shape<dyn>{std::uint64_t(-1)}; }) == "extent 18446744073709551615 does not fit in 64 bits");
+  CHECK(thrown([] { mesh<dyn, 2>{std::uint64_t{1} << 63}; }) == "extent 9223372036854775808 does not fit in 64 bits");
+  CHECK(thrown([] { shape<dyn>{-3}; }) == "extent -3 is negative");
+  CHECK(shape<dyn, 4>{std::size_t{5}}.extent(0) == 5);
 }

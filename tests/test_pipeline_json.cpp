@@ -118,6 +118,9 @@ TEST_CASE("pipeline JSON: a tensor edge's time is the predicted reshard time") {
   CHECK(with("\"R,S0\"", "\"R,S7\"").find("edges[0]: ") == 0);
   CHECK(with("\"1x4\"", "\"1x\"").find("edges[0]: mesh '1x'") == 0);
   CHECK(with("\"nic_gbps\": 100", "\"nic_gbps\": 0") == "network.nic_gbps is 0, must be positive");
+  // Outside the model's range: named as the member, not as "the egress bandwidth of host 0 (0.000000 bytes/s)".
+  CHECK(with("\"nic_gbps\": 100", "\"nic_gbps\": 1e-300").find("network.nic_gbps is 1e-300, must be in [") == 0);
+  CHECK(with("\"nic_gbps\": 100", "\"nic_gbps\": 1e300").find("network.nic_gbps is 1e+300, must be in [") == 0);
   CHECK(with("\"devices_per_host\": 4", "\"strategy\": \"carrier_pigeon\"").find("unknown strategy 'carrier_pigeon'") == 0);
   CHECK(with("[1024, 1024]", "[1024, 1024, 1024, 1024, 1024, 1024]").find("edges[0]: ") == 0);
 }

@@ -5,17 +5,12 @@
 
 #include <meshcast/meshcast.hpp>
 
+#include "support/thrown.hpp"
+
 using namespace meshcast;
+using meshcast::testing::thrown;
 
 namespace {
-std::string thrown(auto&& f) {
-  try {
-    f();
-  } catch (const error& e) {
-    return e.what();
-  }
-  return "(nothing thrown)";
-}
 
 struct first_option_in_order {  // a user's solver
   static constexpr std::string_view name = "first_option_in_order";

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include <meshcast/autoshard.hpp>
+#include <meshcast/core/detail/read_document.hpp>
 #include <meshcast/mpi.hpp>
 #include "../cli/flag_values.hpp"
 #include "../cli/one_blas_thread.hpp"  // CBC and MPI in one executable

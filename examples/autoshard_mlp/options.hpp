@@ -70,7 +70,7 @@ options parse_options(int argc, char** argv, bool& help) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto next = [&]() -> std::string {
-      if (i + 1 >= argc) throw error("flag " + arg + " needs a value");
+      if (i + 1 >= argc) throw error("flag " + meshcast::detail::printable(arg) + " needs a value");
       return argv[++i];
     };
     constexpr index_t big = index_t{1} << 20;
@@ -110,22 +110,14 @@ options parse_options(int argc, char** argv, bool& help) {
     } else if (arg == "--expect-spec") {
       const std::string v = next();
       const auto eq = v.find('=');
-      if (eq == std::string::npos || eq == 0) throw error("--expect-spec '" + v + "' is not TENSOR=SPEC");
+      if (eq == std::string::npos || eq == 0) throw error("--expect-spec '" + meshcast::detail::printable(v) + "' is not TENSOR=SPEC");
       o.expect.emplace_back(v.substr(0, eq), v.substr(eq + 1));
-    } else throw error("unknown argument '" + arg + "' (see --help)");
+    } else throw error("unknown argument '" + meshcast::detail::printable(arg) + "' (see --help)");
   }
   if (!o.specs_path.empty() && !o.solver.empty()) throw error("--specs and --solver exclude each other");
   if (!o.graph_path.empty() && !mlp_flag.empty())
     throw error(mlp_flag + " describes the built-in MLP, which --graph replaces: give one or the other");
   return o;
-}
-
-std::string read_file(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw error(std::string(what) + " '" + path + "' cannot be read: " + std::strerror(errno));
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 }  // namespace

@@ -142,7 +142,7 @@ int pipeline_main(int argc, char** argv, std::FILE* out = stdout, std::FILE* err
     for (int i = 1; i < argc; ++i) {
       const std::string arg = argv[i];
       auto next = [&]() -> std::string {
-        if (i + 1 >= argc) throw error("flag " + arg + " needs a value");
+        if (i + 1 >= argc) throw error("flag " + detail::printable(arg) + " needs a value");
         return argv[++i];
       };
       if (arg == "--policy") policy = next();
@@ -162,11 +162,11 @@ int pipeline_main(int argc, char** argv, std::FILE* out = stdout, std::FILE* err
         pipeline_usage(out, pipeline::policy_names<Policies>());
         return std::fflush(out) == 0 && !std::ferror(out) ? 0 : 1;
       } else if (!arg.empty() && arg[0] == '-' && arg != "-") {
-        throw error("unknown flag '" + arg + "'");
+        throw error("unknown flag '" + detail::printable(arg) + "'");
       } else if (file.empty()) {
         file = arg;
       } else {
-        throw error("one pipeline file only ('" + file + "' and '" + arg + "' given)");
+        throw error("one pipeline file only ('" + detail::printable(file) + "' and '" + detail::printable(arg) + "' given)");
       }
     }
     if (file.empty()) throw error("missing the pipeline file (usage: meshcast-pipeline FILE.json [--policy NAME] [--json] [--trace OUT.json])");

@@ -38,17 +38,16 @@ int plan_main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
       std::string arg = argv[i];
       auto next = [&]() -> std::string {
-        if (i + 1 >= argc) throw error("flag " + arg + " needs a value");
+        if (i + 1 >= argc) throw error("flag " + detail::printable(arg) + " needs a value");
         return argv[++i];
       };
-      if (!cli::parse_plan_flag(flags, arg, next) && !cli::parse_schedule_flag(sched, arg, next)) throw error("unknown flag '" + arg + "'");
+      if (!cli::parse_plan_flag(flags, arg, next) && !cli::parse_schedule_flag(sched, arg, next)) throw error("unknown flag '" + detail::printable(arg) + "'");
     }
     if (flags.help) {
       usage(stdout);
       return 0;
     }
-    if (sched.group_broadcast && !sched.wanted())  // refused, as when a schedule is made (solve_named)
-      throw error("--mpi-broadcast communicator needs --strategy broadcast (strategy 'auto' broadcasts in chains)");
+    if (sched.group_broadcast && !sched.wanted()) cli::refuse_group_broadcast("auto");  // as solve_named does
     plan p = cli::plan_from_flags(flags);
     cut_for_staging(p, sched.max_staging_bytes);  // what meshcast-reshard runs: the same default cap
     auto hosts = default_hosts(p.device_count, static_cast<index_t>(p.src_devices.size()), flags.devices_per_host);

@@ -115,6 +115,12 @@ inline network network_from_flags(const schedule_flags& f, std::vector<index_t> 
       .with_eager_bytes(f.eager_bytes);
 }
 
+/// `--mpi-broadcast communicator` acts only under `--strategy broadcast`; any other strategy
+/// broadcasts in chains, so the flag is refused rather than ignored.
+[[noreturn]] inline void refuse_group_broadcast(const std::string& strategy) {
+  throw error("--mpi-broadcast communicator needs --strategy broadcast (strategy '" + strategy + "' broadcasts in chains)");
+}
+
 /// Calls `solve(strategy, solver, options)` with the strategy of `Strategies` and the solver of
 /// `Solvers` that the flags name; throws `error` for unknown or inapplicable names. A program that
 /// appends its own policies to the lists accepts their names too.
@@ -128,8 +134,8 @@ schedule solve_named(const schedule_flags& f, Solve&& solve) {
   return visit_strategy<Strategies>(strategy, [&](auto s) {
     if constexpr (std::is_same_v<decltype(s), broadcast>) {
       if (f.group_broadcast) s.how = transfer_kind::group_broadcast;
-    } else if (f.group_broadcast) {  // other strategies' broadcasts are chains: refused, not ignored
-      throw error("--mpi-broadcast communicator needs --strategy broadcast (strategy '" + strategy + "' broadcasts in chains)");
+    } else if (f.group_broadcast) {
+      refuse_group_broadcast(strategy);
     }
     return visit_solver<Solvers>(solver_name, [&](auto solver) { return solve(s, solver, o); });
   });

@@ -20,16 +20,15 @@
 // naming the tensor and the field.
 
 #include <algorithm>
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <meshcast/detail/json.hpp>
+#include <meshcast/core/detail/read_document.hpp>
 #include <meshcast/meshcast.hpp>
 
 namespace meshcast {
@@ -255,14 +254,10 @@ inline manifest parse_manifest(const json::value& doc) { return detail::manifest
 inline manifest parse_manifest(std::string_view text) { return parse_manifest(json::parse(text)); }
 /// The manifest in the file `path`; a file that cannot be read is an error naming it.
 inline manifest read_manifest(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw error("cannot read the manifest file '" + detail::printable(path) + "'");
-  std::ostringstream text;
-  text << f.rdbuf();
-  if (!f.good() && !f.eof()) throw error("cannot read the manifest file '" + detail::printable(path) + "'");
+  const std::string text = detail::read_document(path, "the manifest file");
   // A directory opens but reads as nothing, like an empty file: both are named as such.
-  if (text.str().empty()) throw error("the manifest file '" + detail::printable(path) + "' is empty or not a regular file");
-  return parse_manifest(std::string_view(text.str()));
+  if (text.empty()) throw error("the manifest file '" + detail::printable(path, 1024) + "' is empty or not a regular file");
+  return parse_manifest(std::string_view(text));
 }
 
 }  // namespace meshcast

@@ -96,6 +96,7 @@ inline std::string printable(std::string_view text, std::size_t max_chars = 60) 
 #include <concepts>
 #include <type_traits>
 #include <initializer_list>
+#include <limits>
 #include <span>
 #include <string>
 #include <vector>
@@ -200,6 +201,19 @@ constexpr bool static_product_fits() {
   return true;
 }
 
+// A run-time extent given as any integer type, checked before it becomes an index_t: a negative
+// value, or an unsigned one past 2^63 - 1, is an error naming the value the caller passed.
+template <std::integral Int>
+constexpr index_t extent_from(Int v) {
+  if constexpr (std::is_signed_v<Int>) {
+    if (v < 0) throw error("extent " + std::to_string(v) + " is negative");
+  } else if constexpr (sizeof(Int) >= sizeof(index_t)) {
+    if (v > static_cast<Int>(std::numeric_limits<index_t>::max()))
+      throw error("extent " + std::to_string(v) + " does not fit in 64 bits");
+  }
+  return static_cast<index_t>(v);
+}
+
 template <int N>
 struct dynamic_storage {
   std::array<index_t, N> values{};
@@ -228,15 +242,18 @@ class extents : private detail::dynamic_storage<detail::dynamic_count<Es...>> {
 
   constexpr extents() noexcept = default;
 
-  /// One value per `dyn` extent, in order.
-  template <class... Ints>
-    requires(sizeof...(Ints) == detail::dynamic_count<Es...> && sizeof...(Ints) > 0 &&
-             (std::is_convertible_v<Ints, index_t> && ...))
-  constexpr explicit extents(Ints... dynamic_values)
-      : storage{{static_cast<index_t>(dynamic_values)...}} {
-    for (index_t v : this->values)
-      if (v < 0) throw error("extent " + std::to_string(v) + " is negative");
+  /// One value per `dyn` extent, in order: integers only, so that 2.9 is not silently 2.
+  template <std::integral... Ints>
+    requires(sizeof...(Ints) == detail::dynamic_count<Es...> && sizeof...(Ints) > 0)
+  constexpr explicit extents(Ints... dynamic_values) : storage{{detail::extent_from(dynamic_values)...}} {
     product();  // throws when the product does not fit
+  }
+  /// Anything but integers is refused with a sentence, not dropped from overload resolution.
+  template <class... Args>
+    requires(sizeof...(Args) == detail::dynamic_count<Es...> && sizeof...(Args) > 0 && !(std::integral<Args> && ...))
+  constexpr explicit extents(Args...) {
+    static_assert((std::integral<Args> && ...),
+                  "A run-time extent must be given as an integer: a real such as 2.9 would be cut to 2.");
   }
 
   constexpr index_t extent(int i) const noexcept {
@@ -569,7 +586,24 @@ template <int... Acc, int... Axes, class... Rest>
 struct all_axes<std::integer_sequence<int, Acc...>, S<Axes...>, Rest...>
     : all_axes<std::integer_sequence<int, Acc..., Axes...>, Rest...> {};
 
-/// Checks that a spec is well formed and returns the first problem as a sentence (nullptr if none).
+/// Throws unless every count and mesh axis of `s` lies inside spec_value's fixed arrays: a spec
+/// given in value form is checked before anything indexes by its axes.
+constexpr void check_spec_bounds(const spec_value& s) {
+  if (s.rank < 0 || s.rank > max_rank)
+    throw error("a spec has " + std::to_string(s.rank) + " entries; it may have 0 to meshcast::max_rank");
+  for (int d = 0; d < s.rank; ++d) {
+    if (s.dims[d].axis_count < 0 || s.dims[d].axis_count > max_rank)
+      throw error("spec entry " + std::to_string(d) + " lists a bad number of mesh axes (" +
+                  std::to_string(s.dims[d].axis_count) + ")");
+    for (int k = 0; k < s.dims[d].axis_count; ++k)
+      if (s.dims[d].axes[k] < 0 || s.dims[d].axes[k] >= max_rank)
+        throw error("spec entry " + std::to_string(d) + " names mesh axis " + std::to_string(s.dims[d].axes[k]) +
+                    ", outside 0..max_rank-1");
+  }
+}
+
+/// Checks that a spec within bounds (check_spec_bounds) is well formed and returns the first
+/// problem as a sentence (nullptr if none).
 constexpr const char* check_spec(const spec_value& s) {
   bool used[max_rank] = {};
   for (int d = 0; d < s.rank; ++d)
@@ -613,6 +647,7 @@ class dynamic_spec {
   explicit dynamic_spec(const std::string& text) : value_(parse(text)) {}
   explicit dynamic_spec(const char* text) : dynamic_spec(std::string(text)) {}
   constexpr explicit dynamic_spec(const spec_value& v) : value_(v) {
+    detail::check_spec_bounds(v);
     if (const char* problem = detail::check_spec(v)) throw error(std::string("spec ") + problem);
   }
 
@@ -624,7 +659,7 @@ class dynamic_spec {
  private:
   static spec_value parse(const std::string& text) {
     spec_value v;
-    auto bad = [&](const std::string& why) -> error { return error("spec '" + text + "': " + why); };
+    auto bad = [&](const std::string& why) -> error { return error("spec '" + detail::printable(text) + "': " + why); };
     std::size_t pos = 0;
     int owner[max_rank];
     for (int& o : owner) o = -1;
@@ -643,9 +678,9 @@ class dynamic_spec {
         for (std::size_t k = 1; k < token.size(); ++k) {
           int axis = token[k] - '0';
           if (axis >= max_rank)
-            throw bad("token '" + token + "' names mesh axis " + std::to_string(axis) + ", beyond max_rank");
+            throw bad("token '" + detail::printable(token) + "' names mesh axis " + std::to_string(axis) + ", beyond max_rank");
           if (owner[axis] == v.rank)
-            throw bad("token '" + token + "' lists mesh axis " + std::to_string(axis) + " twice");
+            throw bad("token '" + detail::printable(token) + "' lists mesh axis " + std::to_string(axis) + " twice");
           if (owner[axis] >= 0)
             throw bad("mesh axis " + std::to_string(axis) + " is used by dims " + std::to_string(owner[axis]) +
                       " and " + std::to_string(v.rank) + "; each mesh axis may shard at most one dim");
@@ -653,7 +688,7 @@ class dynamic_spec {
           dim.axes[dim.axis_count++] = axis;
         }
       } else {
-        throw bad("token '" + token + "' is not R or S followed by mesh axis digits (e.g. S0, S01)");
+        throw bad("token '" + detail::printable(token) + "' is not R or S followed by mesh axis digits (e.g. S0, S01)");
       }
       ++v.rank;
       if (next == std::string::npos) break;
@@ -839,14 +874,7 @@ constexpr void validate(const layout_value& l) {
   for (int d = 0; d < l.shape.rank; ++d)
     if (__builtin_mul_overflow(volume, l.shape[d], &volume))
       throw error("shape " + l.shape.to_string() + " has more elements than fit in 64 bits");
-  for (int d = 0; d < l.spec.rank; ++d) {
-    if (l.spec.dims[d].axis_count < 0 || l.spec.dims[d].axis_count > max_rank)
-      throw error("spec entry " + std::to_string(d) + " lists a bad number of mesh axes");
-    for (int k = 0; k < l.spec.dims[d].axis_count; ++k)
-      if (l.spec.dims[d].axes[k] < 0 || l.spec.dims[d].axes[k] >= max_rank)
-        throw error("spec entry " + std::to_string(d) + " names mesh axis " + std::to_string(l.spec.dims[d].axes[k]) +
-                    ", outside 0..max_rank-1");
-  }
+  detail::check_spec_bounds(l.spec);
   if (l.spec.rank != l.shape.rank)
     throw error("spec '" + l.spec.to_string() + "' has " + std::to_string(l.spec.rank) + " entries but shape '" +
                 l.shape.to_string() + "' has " + std::to_string(l.shape.rank) + " dims; give one R or S per dim");
@@ -1537,7 +1565,7 @@ class network {
  private:
   static void check_bandwidth(double bps, const std::string& what) {
     if (!(bps >= min_bandwidth_bps && bps <= max_bandwidth_bps))
-      throw error(what + " (" + std::to_string(bps) + " bytes/s) must be a number in [1, 1e15] bytes/s");
+      throw error(what + " (" + detail::number(bps) + " bytes/s) must be a number in [1, 1e15] bytes/s");
   }
   std::vector<index_t> host_of_;
   std::vector<host_nics> hosts_;
@@ -4823,6 +4851,9 @@ struct branch_and_bound {
       // for, or start with, the other direction's) that may not be all of them: no proof then.
       out.proven_optimal = !timed_out && !uses_connections();
       out.bound_s = out.proven_optimal ? best : std::min(root, best);
+      // The search and its bounds are the ordered model's. In concurrent mode messages share a
+      // NIC's bandwidth and may end sooner than any ordered schedule: neither carries over.
+      if (in.mode != execution::ordered) out.proven_optimal = false, out.bound_s = 0;
       return out;
     }
 
@@ -5148,14 +5179,17 @@ struct open_shop {
     }
     return true;
   }
-  // Splits n indices in the given proportions (largest remainder).
+  // Splits n indices in the given proportions (largest remainder). Above 2^53 a double does not
+  // hold n exactly and share * n may round past what is left: each count is capped at what is left
+  // before it is converted, so the counts never sum past n (nor convert 2^63 to an integer).
   static std::vector<index_t> apportion(index_t n, const std::vector<double>& share) {
     std::vector<index_t> counts(share.size(), 0);
     std::vector<std::pair<double, std::size_t>> rest;
     index_t given = 0;
     for (std::size_t k = 0; k < share.size(); ++k) {
-      double exact = share[k] * static_cast<double>(n);
-      counts[k] = static_cast<index_t>(std::floor(exact));
+      const double exact = std::max(0.0, share[k] * static_cast<double>(n));  // a share of -1e-17 gives none
+      const index_t left = n - given;
+      counts[k] = exact >= static_cast<double>(left) ? left : static_cast<index_t>(std::floor(exact));
       given += counts[k];
       rest.push_back({exact - std::floor(exact), k});
     }
@@ -5592,6 +5626,7 @@ inline schedule bucketed(const schedule& s, const network& net, std::size_t max_
   const resource_space rs{net.port_count(), net.device_count()};
   std::map<std::vector<index_t>, std::size_t> open;  // (kind, sender, receivers...) -> its bucket
   std::vector<std::int32_t> moved(s.transfers.size());     // old index -> new index
+  std::vector<char> grown;  // per new transfer: whether messages were merged into it here
   bool merged = false;
   for (std::size_t i = 0; i < s.transfers.size(); ++i) {
     const transfer& t = s.transfers[i];
@@ -5605,6 +5640,7 @@ inline schedule bucketed(const schedule& s, const network& net, std::size_t max_
         b.parts.push_back({t.tensor, t.task, t.region, t.bytes});
         b.bytes += t.bytes;
         moved[i] = static_cast<std::int32_t>(it->second);
+        grown[it->second] = 1;
         merged = true;
         continue;
       }
@@ -5612,13 +5648,16 @@ inline schedule bucketed(const schedule& s, const network& net, std::size_t max_
     moved[i] = static_cast<std::int32_t>(out.transfers.size());
     if (candidate) open[key] = out.transfers.size();
     out.transfers.push_back(t);
+    grown.push_back(0);
     for (std::int32_t& w : out.transfers.back().waits_for) w = moved[static_cast<std::size_t>(w)];
     out.model.push_back(s.model[i]);
   }
   if (!merged) return s;
   for (std::size_t i = 0; i < out.transfers.size(); ++i) {
+    // Only what this pass merged is modelled anew: a bundle that came with its parts (a forward,
+    // a group broadcast) keeps its own model, which a chain's would misdescribe.
+    if (!grown[i]) continue;
     const transfer& t = out.transfers[i];
-    if (t.parts.empty()) continue;
     transfer_model& m = out.model[i];  // one message, or one chain, of all the bucket's bytes
     if (t.kind == transfer_kind::point_to_point) {
       m.duration = net.transfer_time(t.sender, t.receivers[0], t.bytes);

@@ -20,6 +20,8 @@ CASES = [
     ("meshcast-pipeline", 0, ["--trace", ""], "--trace '' names nothing"),
     ("meshcast-autoshard", 0, ["--evaluate", ""], "--evaluate '' names nothing"),
     ("meshcast-autoshard", 0, ["--solver", ""], "--solver '' names nothing"),
+    ("meshcast-autoshard", 0, ["--time-limit", "1e300"], "--time-limit must be positive and at most 1000000 s"),
+    ("meshcast-autoshard", 0, ["absent.json", "--mesh", "2", "--device-tflops", "1e300"], "--device-tflops (times 1e12"),
     ("meshcast-autoshard-mlp-mpi", 2, ["--mesh", "2", "--time-limit", "1e6"], "--time-limit must be positive and at most"),
     ("meshcast-autoshard-mlp-mpi", 2, ["--mesh", "2", "--graph", ""], "--graph '' names nothing"),
     ("meshcast-autoshard-mlp-mpi", 2, ["--mesh", "2", "--axis-gbps", "1e-9"], "--axis-gbps 1e-09 is outside"),

@@ -135,6 +135,26 @@ out, _ = expect("plan: pieces up to 2^63 - 1", plan + ["--shape", "9223372036854
                 "--src-spec", "R", "--dst-mesh", "1", "--dst-spec", "R", "--max-staging-bytes", str(1 << 50), "--json"], 0,
                 seconds=30, memory_gib=2)
 check(out.strip() != "" and len(json.loads(out).get("tasks", [])) == 16384, "plan: 2^63 - 1 bytes in 2^49-byte pieces")
+# open_shop split 2^53 + 3 rows in doubles: the rows summed past the region ("invalid schedule").
+for rows in ["9007199254740995", "9223372036854775807"]:
+    expect(f"plan: open_shop over {rows} rows, no staging cap", plan + ["--shape", rows, "--dtype-bytes", "1", "--src-mesh",
+           "1", "--src-spec", "R", "--dst-mesh", "1", "--dst-spec", "R", "--max-staging-bytes", "0", "--solver", "open_shop",
+           "--strategy", "send_recv"], 0, seconds=30)
+# Control characters from a spec, a flag or a path are escaped in messages, as they are from --shape.
+for name, args, said in [("a spec", BASE[:5] + ["S0,\x1b[2JR"] + BASE[6:], "\\x1b"),
+                         ("an unknown flag", BASE + ["--bogus\x1b[31m"], "--bogus\\x1b"),
+                         ("a manifest path", ["--manifest", "/nonexistent/\x1b[2J.json"], "\\x1b")]:
+    out, err = expect(f"control characters in {name} are escaped", plan + args, 2, said, seconds=10)
+    check("\x1b" not in err, f"raw escape character in {err!r}")
+# A manifest was read whole before its size was checked: /dev/zero grew until memory ran out.
+expect("plan: an endless manifest stops at the document limit", plan + ["--manifest", "/dev/zero"], 2,
+       "larger than the limit", seconds=30, memory_gib=1.5)
+# Repeated member names were searched linearly: an object of 100,000 members took minutes.
+with tempfile.TemporaryDirectory() as tmp:
+    many = os.path.join(tmp, "many_keys.json")
+    with open(many, "w") as f:
+        f.write("{" + ",".join(f'"k{i}":0' for i in range(100_000)) + "}")
+    expect("plan: a manifest object of 100,000 members", plan + ["--manifest", many], 2, 'unknown key "k0"', seconds=10)
 if not SANITIZED:  # needs the address-space limit to run out of memory (see SANITIZED)
     expect("out of memory is a message, not terminate", plan + ["--shape", "1048576x1048576", "--src-mesh", "1024x1024",
            "--src-spec", "S0,S1", "--dst-mesh", "1024x1024", "--dst-spec", "S1,S0", "--same-mesh", "--json"], 2,

@@ -8,6 +8,7 @@
 #include <concepts>
 #include <type_traits>
 #include <initializer_list>
+#include <limits>
 #include <span>
 #include <string>
 #include <vector>
@@ -49,6 +50,19 @@ constexpr bool static_product_fits() {
   return true;
 }
 
+// A run-time extent given as any integer type, checked before it becomes an index_t: a negative
+// value, or an unsigned one past 2^63 - 1, is an error naming the value the caller passed.
+template <std::integral Int>
+constexpr index_t extent_from(Int v) {
+  if constexpr (std::is_signed_v<Int>) {
+    if (v < 0) throw error("extent " + std::to_string(v) + " is negative");
+  } else if constexpr (sizeof(Int) >= sizeof(index_t)) {
+    if (v > static_cast<Int>(std::numeric_limits<index_t>::max()))
+      throw error("extent " + std::to_string(v) + " does not fit in 64 bits");
+  }
+  return static_cast<index_t>(v);
+}
+
 template <int N>
 struct dynamic_storage {
   std::array<index_t, N> values{};
@@ -77,15 +91,18 @@ class extents : private detail::dynamic_storage<detail::dynamic_count<Es...>> {
 
   constexpr extents() noexcept = default;
 
-  /// One value per `dyn` extent, in order.
-  template <class... Ints>
-    requires(sizeof...(Ints) == detail::dynamic_count<Es...> && sizeof...(Ints) > 0 &&
-             (std::is_convertible_v<Ints, index_t> && ...))
-  constexpr explicit extents(Ints... dynamic_values)
-      : storage{{static_cast<index_t>(dynamic_values)...}} {
-    for (index_t v : this->values)
-      if (v < 0) throw error("extent " + std::to_string(v) + " is negative");
+  /// One value per `dyn` extent, in order: integers only, so that 2.9 is not silently 2.
+  template <std::integral... Ints>
+    requires(sizeof...(Ints) == detail::dynamic_count<Es...> && sizeof...(Ints) > 0)
+  constexpr explicit extents(Ints... dynamic_values) : storage{{detail::extent_from(dynamic_values)...}} {
     product();  // throws when the product does not fit
+  }
+  /// Anything but integers is refused with a sentence, not dropped from overload resolution.
+  template <class... Args>
+    requires(sizeof...(Args) == detail::dynamic_count<Es...> && sizeof...(Args) > 0 && !(std::integral<Args> && ...))
+  constexpr explicit extents(Args...) {
+    static_assert((std::integral<Args> && ...),
+                  "A run-time extent must be given as an integer: a real such as 2.9 would be cut to 2.");
   }
 
   constexpr index_t extent(int i) const noexcept {

@@ -99,7 +99,24 @@ template <int... Acc, int... Axes, class... Rest>
 struct all_axes<std::integer_sequence<int, Acc...>, S<Axes...>, Rest...>
     : all_axes<std::integer_sequence<int, Acc..., Axes...>, Rest...> {};
 
-/// Checks that a spec is well formed and returns the first problem as a sentence (nullptr if none).
+/// Throws unless every count and mesh axis of `s` lies inside spec_value's fixed arrays: a spec
+/// given in value form is checked before anything indexes by its axes.
+constexpr void check_spec_bounds(const spec_value& s) {
+  if (s.rank < 0 || s.rank > max_rank)
+    throw error("a spec has " + std::to_string(s.rank) + " entries; it may have 0 to meshcast::max_rank");
+  for (int d = 0; d < s.rank; ++d) {
+    if (s.dims[d].axis_count < 0 || s.dims[d].axis_count > max_rank)
+      throw error("spec entry " + std::to_string(d) + " lists a bad number of mesh axes (" +
+                  std::to_string(s.dims[d].axis_count) + ")");
+    for (int k = 0; k < s.dims[d].axis_count; ++k)
+      if (s.dims[d].axes[k] < 0 || s.dims[d].axes[k] >= max_rank)
+        throw error("spec entry " + std::to_string(d) + " names mesh axis " + std::to_string(s.dims[d].axes[k]) +
+                    ", outside 0..max_rank-1");
+  }
+}
+
+/// Checks that a spec within bounds (check_spec_bounds) is well formed and returns the first
+/// problem as a sentence (nullptr if none).
 constexpr const char* check_spec(const spec_value& s) {
   bool used[max_rank] = {};
   for (int d = 0; d < s.rank; ++d)
@@ -143,6 +160,7 @@ class dynamic_spec {
   explicit dynamic_spec(const std::string& text) : value_(parse(text)) {}
   explicit dynamic_spec(const char* text) : dynamic_spec(std::string(text)) {}
   constexpr explicit dynamic_spec(const spec_value& v) : value_(v) {
+    detail::check_spec_bounds(v);
     if (const char* problem = detail::check_spec(v)) throw error(std::string("spec ") + problem);
   }
 
@@ -154,7 +172,7 @@ class dynamic_spec {
  private:
   static spec_value parse(const std::string& text) {
     spec_value v;
-    auto bad = [&](const std::string& why) -> error { return error("spec '" + text + "': " + why); };
+    auto bad = [&](const std::string& why) -> error { return error("spec '" + detail::printable(text) + "': " + why); };
     std::size_t pos = 0;
     int owner[max_rank];
     for (int& o : owner) o = -1;
@@ -173,9 +191,9 @@ class dynamic_spec {
         for (std::size_t k = 1; k < token.size(); ++k) {
           int axis = token[k] - '0';
           if (axis >= max_rank)
-            throw bad("token '" + token + "' names mesh axis " + std::to_string(axis) + ", beyond max_rank");
+            throw bad("token '" + detail::printable(token) + "' names mesh axis " + std::to_string(axis) + ", beyond max_rank");
           if (owner[axis] == v.rank)
-            throw bad("token '" + token + "' lists mesh axis " + std::to_string(axis) + " twice");
+            throw bad("token '" + detail::printable(token) + "' lists mesh axis " + std::to_string(axis) + " twice");
           if (owner[axis] >= 0)
             throw bad("mesh axis " + std::to_string(axis) + " is used by dims " + std::to_string(owner[axis]) +
                       " and " + std::to_string(v.rank) + "; each mesh axis may shard at most one dim");
@@ -183,7 +201,7 @@ class dynamic_spec {
           dim.axes[dim.axis_count++] = axis;
         }
       } else {
-        throw bad("token '" + token + "' is not R or S followed by mesh axis digits (e.g. S0, S01)");
+        throw bad("token '" + detail::printable(token) + "' is not R or S followed by mesh axis digits (e.g. S0, S01)");
       }
       ++v.rank;
       if (next == std::string::npos) break;

@@ -70,14 +70,7 @@ constexpr void validate(const layout_value& l) {
   for (int d = 0; d < l.shape.rank; ++d)
     if (__builtin_mul_overflow(volume, l.shape[d], &volume))
       throw error("shape " + l.shape.to_string() + " has more elements than fit in 64 bits");
-  for (int d = 0; d < l.spec.rank; ++d) {
-    if (l.spec.dims[d].axis_count < 0 || l.spec.dims[d].axis_count > max_rank)
-      throw error("spec entry " + std::to_string(d) + " lists a bad number of mesh axes");
-    for (int k = 0; k < l.spec.dims[d].axis_count; ++k)
-      if (l.spec.dims[d].axes[k] < 0 || l.spec.dims[d].axes[k] >= max_rank)
-        throw error("spec entry " + std::to_string(d) + " names mesh axis " + std::to_string(l.spec.dims[d].axes[k]) +
-                    ", outside 0..max_rank-1");
-  }
+  detail::check_spec_bounds(l.spec);
   if (l.spec.rank != l.shape.rank)
     throw error("spec '" + l.spec.to_string() + "' has " + std::to_string(l.spec.rank) + " entries but shape '" +
                 l.shape.to_string() + "' has " + std::to_string(l.shape.rank) + " dims; give one R or S per dim");

@@ -131,7 +131,7 @@ class network {
  private:
   static void check_bandwidth(double bps, const std::string& what) {
     if (!(bps >= min_bandwidth_bps && bps <= max_bandwidth_bps))
-      throw error(what + " (" + std::to_string(bps) + " bytes/s) must be a number in [1, 1e15] bytes/s");
+      throw error(what + " (" + detail::number(bps) + " bytes/s) must be a number in [1, 1e15] bytes/s");
   }
   std::vector<index_t> host_of_;
   std::vector<host_nics> hosts_;

@@ -27,7 +27,6 @@
 // give no "backward_time". A "time" edge stays the only edge of its pair of stages.
 #pragma once
 
-#include <fstream>
 #include <limits>
 #include <map>
 #include <utility>
@@ -38,6 +37,7 @@
 
 #include "../core/detail/json.hpp"
 #include "../core/detail/number_text.hpp"
+#include "../core/detail/read_document.hpp"
 #include "description.hpp"
 #include "edge_time.hpp"
 
@@ -110,17 +110,23 @@ inline parsed_pipeline parse_pipeline(const json::value& doc) {
     net_read = true;
     if (!net_json) throw error("an edge gives a tensor, so the pipeline needs a \"network\"");
     net_json->as_object("network");
-    auto positive = [&](const char* key, double& out, bool zero_ok) {
+    // The network model's own ranges (1 byte/s to 1e15 bytes/s, latency up to 3600 s), checked
+    // here so that the error names the member rather than a host's egress bandwidth.
+    auto in_range = [&](const char* key, double& out, double low, double high) {
       if (const json::value* v = net_json->find(key)) {
         out = v->as_double(std::string("network.") + key);
-        if (zero_ok ? !(out >= 0) : !(out > 0))
+        if (low > 0 ? !(out > 0) : !(out >= 0))
           throw error(std::string("network.") + key + " is " + meshcast::detail::number(out) + ", must be " +
-                      (zero_ok ? ">= 0" : "positive"));
+                      (low > 0 ? "positive" : ">= 0"));
+        if (!(out >= low && out <= high))
+          throw error(std::string("network.") + key + " is " + meshcast::detail::number(out) + ", must be in [" +
+                      meshcast::detail::number(low) + ", " + meshcast::detail::number(high) + "]");
       }
     };
-    positive("nic_gbps", net.nic_gbps, false);
-    positive("intra_gbps", net.intra_gbps, false);
-    positive("latency_us", net.latency_us, true);
+    constexpr double gbps_per_bps = 8e-9;
+    in_range("nic_gbps", net.nic_gbps, network::min_bandwidth_bps * gbps_per_bps, network::max_bandwidth_bps * gbps_per_bps);
+    in_range("intra_gbps", net.intra_gbps, network::min_bandwidth_bps * gbps_per_bps, network::max_bandwidth_bps * gbps_per_bps);
+    in_range("latency_us", net.latency_us, 0, network::max_latency_s * 1e6);
     if (const json::value* v = net_json->find("nics_per_host"))
       net.nics_per_host = static_cast<int>(v->as_int("network.nics_per_host", 1, 64));
     if (const json::value* v = net_json->find("devices_per_host"))
@@ -223,17 +229,7 @@ inline description from_json(std::string_view text) { return from_json(json::par
 
 /// The text of a pipeline file (at most json::max_document_bytes); throws naming the file.
 inline std::string read_pipeline_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw error("cannot read '" + path + "'");
-  std::string text;
-  char buf[1 << 16];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    text.append(buf, static_cast<std::size_t>(in.gcount()));
-    if (text.size() > json::max_document_bytes)
-      throw error("'" + path + "' is larger than the limit of " + std::to_string(json::max_document_bytes) + " bytes");
-  }
-  if (in.bad()) throw error("cannot read '" + path + "'");
-  return text;
+  return meshcast::detail::read_document(path, "the pipeline file");
 }
 
 /// Reads a pipeline description from a JSON file; the errors name the file.
@@ -242,7 +238,7 @@ inline description load(const std::string& path) {
   try {
     return from_json(std::string_view(text));
   } catch (const error& e) {
-    throw error(path + ": " + e.what());
+    throw error(meshcast::detail::printable(path, 1024) + ": " + e.what());
   }
 }
 

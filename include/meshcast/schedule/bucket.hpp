@@ -78,6 +78,7 @@ inline schedule bucketed(const schedule& s, const network& net, std::size_t max_
   const resource_space rs{net.port_count(), net.device_count()};
   std::map<std::vector<index_t>, std::size_t> open;  // (kind, sender, receivers...) -> its bucket
   std::vector<std::int32_t> moved(s.transfers.size());     // old index -> new index
+  std::vector<char> grown;  // per new transfer: whether messages were merged into it here
   bool merged = false;
   for (std::size_t i = 0; i < s.transfers.size(); ++i) {
     const transfer& t = s.transfers[i];
@@ -91,6 +92,7 @@ inline schedule bucketed(const schedule& s, const network& net, std::size_t max_
         b.parts.push_back({t.tensor, t.task, t.region, t.bytes});
         b.bytes += t.bytes;
         moved[i] = static_cast<std::int32_t>(it->second);
+        grown[it->second] = 1;
         merged = true;
         continue;
       }
@@ -98,13 +100,16 @@ inline schedule bucketed(const schedule& s, const network& net, std::size_t max_
     moved[i] = static_cast<std::int32_t>(out.transfers.size());
     if (candidate) open[key] = out.transfers.size();
     out.transfers.push_back(t);
+    grown.push_back(0);
     for (std::int32_t& w : out.transfers.back().waits_for) w = moved[static_cast<std::size_t>(w)];
     out.model.push_back(s.model[i]);
   }
   if (!merged) return s;
   for (std::size_t i = 0; i < out.transfers.size(); ++i) {
+    // Only what this pass merged is modelled anew: a bundle that came with its parts (a forward,
+    // a group broadcast) keeps its own model, which a chain's would misdescribe.
+    if (!grown[i]) continue;
     const transfer& t = out.transfers[i];
-    if (t.parts.empty()) continue;
     transfer_model& m = out.model[i];  // one message, or one chain, of all the bucket's bytes
     if (t.kind == transfer_kind::point_to_point) {
       m.duration = net.transfer_time(t.sender, t.receivers[0], t.bytes);

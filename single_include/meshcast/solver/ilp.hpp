@@ -145,8 +145,9 @@ inline double nonzeros(const instance& in, const grid& g) {
 
 /// Whether the program's optimum on `g` is the ordered model's: every duration and hold is a
 /// whole number of slots, and no op keeps the connection rule (the program does not state it).
+/// Never in concurrent mode, whose messages share bandwidth and may end sooner than the program's.
 inline bool exact(const instance& in, const grid& g) {
-  bool whole = true;
+  bool whole = in.mode == execution::ordered;
   for (const unit& u : in.units)
     for (const option& o : u.options)
       for (const op& x : o.ops) {

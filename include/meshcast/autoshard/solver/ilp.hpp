@@ -53,7 +53,7 @@ struct ilp {
   /// Seconds -> microseconds for CBC's tolerances, unless the largest finite cost would then pass
   /// 1e9: CBC misjudges feasibility on larger objective coefficients and asserts past 1e25, and a
   /// slow device (--device-tflops 1e-12) or a slow axis gives costs of 1e9 s and more. Then the
-  /// largest becomes 1e9 instead.
+  /// largest becomes 1e9 instead; below a microsecond it becomes 1.
   static double objective_scale(const std::vector<std::vector<double>>& unary, const factor_graph& p,
                                 const std::vector<int>& live_edges) {
     double largest = 0;
@@ -63,7 +63,11 @@ struct ilp {
     for (const auto& costs : unary) std::for_each(costs.begin(), costs.end(), see);
     for (int e : live_edges) std::for_each(p.edges[e].cost.begin(), p.edges[e].cost.end(), see);
     const double microseconds = 1e6, ceiling = 1e9;
-    return largest * microseconds <= ceiling ? microseconds : ceiling / largest;
+    if (largest * microseconds > ceiling) return ceiling / largest;
+    // Costs below a microsecond all lie within CBC's absolute gap (1e-6) in microseconds, so any
+    // first answer would pass as optimal: the largest becomes 1 instead.
+    if (largest > 0 && largest * microseconds < 1) return 1 / largest;
+    return microseconds;
   }
 
   /// Solves one problem exactly (up to the deadline).
@@ -136,10 +140,13 @@ struct ilp {
       }
     }
     if (p.memory_limit < infinite_cost) {
+      // In units of the limit: raw bytes (1e9 to 1e12) beside coefficients of 1 misled CBC into a
+      // "proven optimal" answer that was neither. Rounding here is caught by p.fits below.
+      const double unit = std::max(p.memory_limit, 1.0);
       std::vector<std::pair<int, double>> row;
       for (int v = 0; v < n; ++v)
-        for (int i = 0; i < p.choices(v); ++i) row.push_back({s_first[v] + i, p.memory[v][i]});
-      program.add_row(std::move(row), -1e30, p.memory_limit);
+        for (int i = 0; i < p.choices(v); ++i) row.push_back({s_first[v] + i, p.memory[v][i] / unit});
+      program.add_row(std::move(row), -1e30, p.memory_limit / unit);
     }
     const int columns = program.columns();
     r.variables = static_cast<std::size_t>(columns);
@@ -170,6 +177,7 @@ struct ilp {
                   std::to_string(p.memory_limit) + " bytes per device (proven by the integer program)");
     r.choice = start;
     bool have = have_start;
+    bool took_cbc = false;  // CBC's proof covers only its own answer
     if (!answer.values.empty()) {
       const double* sol = answer.values.data();
       std::vector<int> found(static_cast<std::size_t>(n), -1);
@@ -180,14 +188,16 @@ struct ilp {
       }
       if (p.fits(found) && (!have_start || p.objective(found) <= p.objective(start))) {
         r.choice = std::move(found);
-        have = true;
+        have = took_cbc = true;
       }
     }
     if (!have)
       throw time_limit_reached("the integer program found no assignment within the memory limit in time");
-    r.proven_optimal = answer.proven_optimal;
+    r.proven_optimal = answer.proven_optimal && took_cbc;
     if (r.proven_optimal) r.bound = std::max(0.0, answer.best_bound / scale);
-    if (!r.proven_optimal) r.note = "CBC stopped at the time limit";
+    if (!r.proven_optimal)
+      r.note = answer.proven_optimal ? "CBC's answer did not fit the memory limit or was no better than greedy's: no proof"
+                                     : "CBC stopped at the time limit";
     return r;
   }
 };

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <limits>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -189,14 +190,14 @@ class parser {
   value parse_object(int depth) {
     expect('{');
     object o;
+    std::set<std::string> names;  // filled once `o` is long enough that a linear search would be quadratic
     skip_space();
     if (eat('}')) return value::make_object(std::move(o));
     while (true) {
       skip_space();
       if (at_ >= s_.size() || s_[at_] != '"') fail("expected a member name in quotes");
       std::string key = parse_string();
-      for (const member& m : o)
-        if (m.first == key) fail("member \"" + meshcast::detail::printable(key) + "\" appears twice");
+      if (seen_before(o, names, key)) fail("member \"" + meshcast::detail::printable(key) + "\" appears twice");
       skip_space();
       expect(':');
       skip_space();
@@ -206,6 +207,20 @@ class parser {
       if (eat('}')) return value::make_object(std::move(o));
       expect(',');
     }
+  }
+
+  // Whether `key` names a member already in `o`: a linear search for short objects, a set for long
+  // ones, so that an object of n members costs O(n log n), not O(n^2).
+  static bool seen_before(const object& o, std::set<std::string>& names, const std::string& key) {
+    constexpr std::size_t linear_up_to = 16;
+    if (o.size() < linear_up_to) {
+      for (const member& m : o)
+        if (m.first == key) return true;
+      return false;
+    }
+    if (names.empty())
+      for (const member& m : o) names.insert(m.first);
+    return !names.insert(key).second;
   }
 
   value parse_array(int depth) {

@@ -103,8 +103,9 @@ class mip {
     a.proven_optimal = Cbc_isProvenOptimal(model.get()) != 0;
     a.proven_infeasible = Cbc_isProvenInfeasible(model.get()) != 0;
     a.best_bound = Cbc_getBestPossibleObjValue(model.get());
-    if (a.saved_solutions > 0 || a.proven_optimal)
-      if (const double* sol = Cbc_getColSolution(model.get())) a.values.assign(sol, sol + n);
+    // The best integer solution CBC kept: the column solution it also offers may be the last LP's,
+    // fractional (values of -0.667 were seen under a proof of optimality).
+    if (const double* sol = Cbc_bestSolution(model.get())) a.values.assign(sol, sol + n);
     return a;
   }
 

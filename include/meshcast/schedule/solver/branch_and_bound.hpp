@@ -116,6 +116,9 @@ struct branch_and_bound {
       // for, or start with, the other direction's) that may not be all of them: no proof then.
       out.proven_optimal = !timed_out && !uses_connections();
       out.bound_s = out.proven_optimal ? best : std::min(root, best);
+      // The search and its bounds are the ordered model's. In concurrent mode messages share a
+      // NIC's bandwidth and may end sooner than any ordered schedule: neither carries over.
+      if (in.mode != execution::ordered) out.proven_optimal = false, out.bound_s = 0;
       return out;
     }
 

@@ -177,14 +177,17 @@ struct open_shop {
     }
     return true;
   }
-  // Splits n indices in the given proportions (largest remainder).
+  // Splits n indices in the given proportions (largest remainder). Above 2^53 a double does not
+  // hold n exactly and share * n may round past what is left: each count is capped at what is left
+  // before it is converted, so the counts never sum past n (nor convert 2^63 to an integer).
   static std::vector<index_t> apportion(index_t n, const std::vector<double>& share) {
     std::vector<index_t> counts(share.size(), 0);
     std::vector<std::pair<double, std::size_t>> rest;
     index_t given = 0;
     for (std::size_t k = 0; k < share.size(); ++k) {
-      double exact = share[k] * static_cast<double>(n);
-      counts[k] = static_cast<index_t>(std::floor(exact));
+      const double exact = std::max(0.0, share[k] * static_cast<double>(n));  // a share of -1e-17 gives none
+      const index_t left = n - given;
+      counts[k] = exact >= static_cast<double>(left) ? left : static_cast<index_t>(std::floor(exact));
       given += counts[k];
       rest.push_back({exact - std::floor(exact), k});
     }
