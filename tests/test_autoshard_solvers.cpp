@@ -225,18 +225,14 @@ TEST_CASE("(e) the ILP and the DP equal brute force over all assignments on smal
 }
 
 #if MESHCAST_HAS_CBC
-TEST_CASE("the ILP equals brute force when costs are huge (a slow device, slow axes)") {
-  // Scaled to microseconds these objectives passed 1e25: CBC aborted on an assertion, or claimed
-  // infeasible well before that.
-  std::mt19937_64 rng(20261127);
+// The ILP on `trials` random graphs of `ops` ops, each on the mesh `model_of(trial)` gives, against
+// brute force; returns how many graphs had a finite optimum to compare.
+static int ilp_against_brute_force(std::uint64_t seed, int ops, const std::function<mesh_model(int)>& model_of) {
+  std::mt19937_64 rng(seed);
   int compared = 0;
   for (int trial = 0; trial < 24; ++trial) {
-    graph g = random_graph(rng, 3, 8);
-    mesh_model m;
-    m.sizes = {2, 2};
-    m.bandwidth = {1.0 + trial % 3, 2.0};        // bytes per second: the slowest the network takes
-    m.latency = {0.5, 1.0};
-    m.device_flops = std::pow(10.0, -12.0 - 30.0 * (trial % 9));  // 1e-12 .. 1e-252 flop/s
+    graph g = random_graph(rng, ops, 8);
+    const mesh_model m = model_of(trial);
     std::size_t valid = 0;
     const double best = brute_force(g, m, &valid);
     if (valid == 0 || !std::isfinite(best)) continue;
@@ -246,7 +242,20 @@ TEST_CASE("the ILP equals brute force when costs are huge (a slow device, slow a
     sharding_plan p = run<ilp>(g, m);
     CHECK(p.report.objective_s == doctest::Approx(best).epsilon(1e-9));
   }
-  CHECK(compared >= 10);
+  return compared;
+}
+
+TEST_CASE("the ILP equals brute force when costs are huge (a slow device, slow axes)") {
+  // Scaled to microseconds these objectives passed 1e25: CBC aborted on an assertion, or claimed
+  // infeasible well before that.
+  CHECK(ilp_against_brute_force(20261127, 3, [](int trial) {
+          mesh_model m;
+          m.sizes = {2, 2};
+          m.bandwidth = {1.0 + trial % 3, 2.0};  // bytes per second: the slowest the network takes
+          m.latency = {0.5, 1.0};
+          m.device_flops = std::pow(10.0, -12.0 - 30.0 * (trial % 9));  // 1e-12 .. 1e-252 flop/s
+          return m;
+        }) >= 10);
 }
 
 // CBC was handed the memory row in bytes (1e9 and more beside coefficients of 1): it answered with
@@ -276,36 +285,19 @@ TEST_CASE("the ILP equals brute force under a memory limit on large tensors") {
 // optimal (meshcast-autoshard gave 8.64e-16 s "proven" against 4.8e-16 s on the graph below; the
 // regression test of that run is in cli/check_autoshard_cli.py, these are the laws at that scale).
 TEST_CASE("the ILP equals brute force when costs are tiny (a fast device, fast axes)") {
-  std::mt19937_64 rng(20261128);
-  int compared = 0;
-  for (int trial = 0; trial < 24; ++trial) {
-    graph g = random_graph(rng, 2, 8);
-    mesh_model m;
-    m.sizes = {2, 2};
-    m.bandwidth = {1e15, 5e14};  // the fastest the network takes
-    m.latency = {0, 0};
-    m.device_flops = 1e18;
-    std::size_t valid = 0;
-    const double best = brute_force(g, m, &valid);
-    if (valid == 0 || !std::isfinite(best)) continue;
-    CAPTURE(trial);
-    CAPTURE(best);
-    ++compared;
-    sharding_plan p = run<ilp>(g, m);
-    CHECK(p.report.objective_s == doctest::Approx(best).epsilon(1e-9));
-  }
-  CHECK(compared >= 10);
+  mesh_model m;
+  m.sizes = {2, 2};
+  m.bandwidth = {1e15, 5e14};  // the fastest the network takes
+  m.latency = {0, 0};
+  m.device_flops = 1e18;
+  CHECK(ilp_against_brute_force(20261128, 2, [&](int) { return m; }) >= 10);
   // The graph of that run.
   const graph found = graph_from_json(meshcast::json::parse(R"({"element_bytes": 4, "training": false,
       "tensors": {"t0": {"shape": [6, 1]}, "t1": {"shape": [1, 8]}, "w3": {"shape": [8, 8], "parameter": true}},
       "ops": [{"name": "op2", "type": "matmul", "inputs": ["t0", "t1"], "output": "o0"},
               {"name": "op4", "type": "matmul", "inputs": ["o0", "w3"], "output": "o1"}],
       "outputs": {"o1": "R,S0", "o0": null}})"));
-  mesh_model m;
-  m.sizes = {2, 2};
   m.bandwidth = {1e15, 1e15};
-  m.latency = {0, 0};
-  m.device_flops = 1e18;
   CHECK(run<ilp>(found, m).report.objective_s == doctest::Approx(brute_force(found, m)).epsilon(1e-9));
 }
 
