@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Meson install, checked as a user would use it: `meson install` of a configured build into a
+# The Meson install, checked as a user would use it: `meson install` of a built Meson build into a
 # fresh prefix, then tests/consumer's programs built with pkg-config alone against that prefix,
 # header-only (`meshcast`) and, where the build found MPI, compiled (`meshcast-compiled`, run at
 # 4 ranks). CI runs it after the Meson tests.
@@ -13,7 +13,7 @@ cxx="${CXX:-g++}"
 
 # Staged with --destdir (the build keeps its prefix); pkg-config is told the staged prefix, as
 # for a relocated install.
-meson install -C "$build" --quiet --destdir "$work/dest"
+meson install -C "$build" --no-rebuild --quiet --destdir "$work/dest"
 pc="$(dirname "$(find "$work/dest" -name meshcast.pc | head -1)")"
 [ -f "$pc/meshcast.pc" ] || { echo "meson install wrote no meshcast.pc under $work/dest" >&2; exit 1; }
 export PKG_CONFIG_PATH="$pc"  # searched before the system's (which holds mpich.pc)

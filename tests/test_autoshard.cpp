@@ -9,10 +9,12 @@
 #include <meshcast/autoshard.hpp>
 
 #include "autoshard/graphs.hpp"
+#include "support/autoshard_run.hpp"
 
 using namespace meshcast::autoshard;
 namespace t = meshcast::autoshard::test;
 using meshcast::index_t;
+using meshcast::testing::run;
 using meshcast::spec_value;
 
 namespace {
@@ -27,11 +29,6 @@ std::string spec_of(const sharding_plan& p, const graph& g, const std::string& t
 }
 
 double ar(double n, double bytes, double bw, double lat) { return 2 * (n - 1) / n * bytes / bw + 2 * (n - 1) * lat; }
-
-template <class S>
-sharding_plan run(const graph& g, const mesh_model& m, S s = {}) {
-  return auto_shard(g, m, s, {.time_limit_s = 60});
-}
 
 // Exact solvers: the ILP when CBC is there; else the DP, exact on the MLP's chain (the
 // transformer block, which is not a tree, then needs the ILP and is skipped).

@@ -11,10 +11,12 @@
 #include <meshcast/autoshard.hpp>
 
 #include "autoshard/graphs.hpp"
+#include "support/autoshard_run.hpp"
 
 using namespace meshcast::autoshard;
 namespace t = meshcast::autoshard::test;
 using meshcast::index_t;
+using meshcast::testing::run;
 using meshcast::spec_value;
 
 namespace {
@@ -165,11 +167,6 @@ graph random_graph(std::mt19937_64& rng, int ops, index_t max_dim) {
   }
   g.finalize();
   return g;
-}
-
-template <class S>
-sharding_plan run(const graph& g, const mesh_model& m, S s = {}) {
-  return auto_shard(g, m, s, {.time_limit_s = 60});
 }
 
 }  // namespace

@@ -18,19 +18,19 @@ using namespace meshcast;
 
 namespace {
 
-struct random_case {
+struct timing_case {
   std::vector<std::shared_ptr<const plan>> plans;
   std::shared_ptr<const network> net;
 };
 
-random_case make_case(std::mt19937_64& rng, int round) {
+timing_case make_timing_case(std::mt19937_64& rng, int round) {
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   const char* specs[] = {"S0,S1", "S1,R", "R,S0", "S01,R", "R,R", "S0,R", "S1,S0", "R,S1"};
   const int meshes[][2] = {{2, 2}, {2, 4}, {4, 2}, {1, 4}, {3, 2}};
   const auto& s = meshes[pick(0, 4)];
   const auto& d = meshes[pick(0, 4)];
   const index_t devices = s[0] * s[1] + d[0] * d[1];
-  random_case c;
+  timing_case c;
   for (int k = 0, tensors = 1 + round % 5; k < tensors; ++k) {
     const dynamic_shape shape{pick(1, 32) * 4, pick(1, 24) * 6};
     c.plans.push_back(std::make_shared<const plan>(
@@ -47,7 +47,7 @@ random_case make_case(std::mt19937_64& rng, int round) {
 
 // Calls f(instance) for every strategy and option mix of the case.
 template <class F>
-void each_instance(const random_case& c, F&& f) {
+void each_instance(const timing_case& c, F&& f) {
   auto with = [&](auto strategy) {
     for (int mix = 0; mix < 4; ++mix) {
       CAPTURE(std::string(decltype(strategy)::name));
@@ -91,7 +91,7 @@ TEST_CASE("instance_timing: every op_timing reads as its op") {
   std::size_t ops = 0, brief = 0, slotted = 0;
   for (int round = 0; round < 12; ++round) {
     CAPTURE(round);
-    each_instance(make_case(rng, round), [&](const instance& in) {
+    each_instance(make_timing_case(rng, round), [&](const instance& in) {
       const instance_timing timing(in);
       for (std::size_t u = 0; u < in.units.size(); ++u)
         for (std::size_t k = 0; k < in.units[u].options.size(); ++k) {
@@ -127,7 +127,7 @@ TEST_CASE("greedy's list schedule over the packed timing places every unit as ov
   std::mt19937_64 rng(23);
   for (int round = 0; round < 12; ++round) {
     CAPTURE(round);
-    each_instance(make_case(rng, round), [&](const instance& in) {
+    each_instance(make_timing_case(rng, round), [&](const instance& in) {
       std::vector<std::size_t> order(in.units.size());
       std::iota(order.begin(), order.end(), 0);
       for (int shuffle = 0; shuffle < 3; ++shuffle) {
@@ -149,7 +149,7 @@ TEST_CASE("greedy's local search answers with the list it names, placed from scr
   std::size_t searched = 0;
   for (int round = 0; round < 10; ++round) {
     CAPTURE(round);
-    each_instance(make_case(rng, round), [&](const instance& in) {
+    each_instance(make_timing_case(rng, round), [&](const instance& in) {
       const greedy::outcome best = g.search(in, {.seed = static_cast<std::uint64_t>(round)});
       std::vector<std::size_t> choice;
       CHECK(greedy::list_schedule(in, best.order, &choice, &best.forced) == best.makespan);

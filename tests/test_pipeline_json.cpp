@@ -15,7 +15,7 @@ using namespace meshcast;
 using namespace meshcast::pipeline;
 
 namespace {
-std::string thrown(const std::string& text) {
+std::string parse_error(const std::string& text) {
   try {
     from_json(std::string_view(text));
   } catch (const error& e) {
@@ -55,34 +55,34 @@ TEST_CASE("pipeline JSON: the issue's form") {
 TEST_CASE("pipeline JSON: errors name the input") {
   const std::string ok_stages = R"("stages": [{"forward": 2, "backward": 4}, {"forward": 2, "backward": 4}, {"forward": 2, "backward": 4}])";
   auto doc = [&](const std::string& rest) { return "{" + ok_stages + ", " + rest + "}"; };
-  CHECK(thrown(R"({"microbatches": 2})") == "the pipeline has no \"stages\"");
-  CHECK(thrown(R"({"stages": [{"forward": 1}]})") == "the pipeline has no \"microbatches\"");
-  CHECK(thrown(R"({"stages": [], "microbatches": 1})") == "stages must list at least one stage");
-  CHECK(thrown(R"({"stages": [{"backward": 1}], "microbatches": 1})") == "stages[0] has no \"forward\"");
-  CHECK(thrown(R"({"stages": [{"forward": "2"}], "microbatches": 1})") == "stages[0].forward must be a number");
-  CHECK(thrown(R"({"stages": [{"forward": -2}], "microbatches": 1})").find("stages[0].forward is -2: a time must be") == 0);
-  CHECK(thrown(R"({"stages": [{"forward": 1}], "microbatches": 1, "schedule": "1f1b"})") ==
+  CHECK(parse_error(R"({"microbatches": 2})") == "the pipeline has no \"stages\"");
+  CHECK(parse_error(R"({"stages": [{"forward": 1}]})") == "the pipeline has no \"microbatches\"");
+  CHECK(parse_error(R"({"stages": [], "microbatches": 1})") == "stages must list at least one stage");
+  CHECK(parse_error(R"({"stages": [{"backward": 1}], "microbatches": 1})") == "stages[0] has no \"forward\"");
+  CHECK(parse_error(R"({"stages": [{"forward": "2"}], "microbatches": 1})") == "stages[0].forward must be a number");
+  CHECK(parse_error(R"({"stages": [{"forward": -2}], "microbatches": 1})").find("stages[0].forward is -2: a time must be") == 0);
+  CHECK(parse_error(R"({"stages": [{"forward": 1}], "microbatches": 1, "schedule": "1f1b"})") ==
         "stages[0] (schedule 1f1b) has no \"backward\"");
-  CHECK(thrown(R"({"stages": [{"forward": 1}], "microbatches": 0})") == "microbatches is 0, outside [1, 100000]");
-  CHECK(thrown(R"({"stages": [{"forward": 1}], "microbatches": 2.5})") == "microbatches must be an integer");
-  CHECK(thrown(R"({"stages": [{"forward": 1}], "microbatches": 1, "schedule": "zb"})").find("schedule 'zb' is not a schedule") == 0);
-  CHECK(thrown(R"({"stages": [{"forward": 1}], "microbatches": 1, "streams": 2})") == "streams must be a string");
-  CHECK(thrown(doc(R"("microbatches": 2, "edges": [{"from": 0, "to": 1, "time": 1}, {"from": 0, "to": 1}])")).find("edges[1] has no \"time\"") == 0);
-  CHECK(thrown(doc(R"("microbatches": 2, "edges": [{"from": 0, "to": 1, "time": 1}, {"from": 1, "to": 7, "time": 1}])")) ==
+  CHECK(parse_error(R"({"stages": [{"forward": 1}], "microbatches": 0})") == "microbatches is 0, outside [1, 100000]");
+  CHECK(parse_error(R"({"stages": [{"forward": 1}], "microbatches": 2.5})") == "microbatches must be an integer");
+  CHECK(parse_error(R"({"stages": [{"forward": 1}], "microbatches": 1, "schedule": "zb"})").find("schedule 'zb' is not a schedule") == 0);
+  CHECK(parse_error(R"({"stages": [{"forward": 1}], "microbatches": 1, "streams": 2})") == "streams must be a string");
+  CHECK(parse_error(doc(R"("microbatches": 2, "edges": [{"from": 0, "to": 1, "time": 1}, {"from": 0, "to": 1}])")).find("edges[1] has no \"time\"") == 0);
+  CHECK(parse_error(doc(R"("microbatches": 2, "edges": [{"from": 0, "to": 1, "time": 1}, {"from": 1, "to": 7, "time": 1}])")) ==
         "edges[1].to is 7, outside [0, 2]");
-  CHECK(thrown(doc(R"("microbatches": 2, "edges": [{"to": 1, "time": 1}])")) == "edges[0] has no \"from\"");
-  CHECK(thrown(doc(R"("microbatches": 2, "edges": [{"from": 2, "to": 1, "time": 1}])")).find("edges[0].to is 1 but must be greater than .from (2)") == 0);
-  CHECK(thrown(doc(R"("microbatches": 2, "edges": [{"from": 0, "to": 2, "time": 1}, {"from": 0, "to": 2, "time": 3}])")).find("edges[1] repeats edges[0] (0 -> 2)") == 0);
-  CHECK(thrown(doc(R"("microbatches": 2, "edges": [{"from": 0, "to": 1, "time": -1}])")).find("edges[0].time is -1") == 0);
-  CHECK(thrown(doc(R"("microbatches": 2, "edges": [{"from": 0, "to": 1, "time": 1, "backward_time": -3}])")).find("edges[0].backward_time is -3") == 0);
-  CHECK(thrown(doc(R"("microbatches": 2, "edges": [{"from": 0, "to": 1, "time": 1, "shape": [4]}])")).find("edges[0] gives both") == 0);
-  CHECK(thrown(doc(R"("microbatches": 2, "edges": {"from": 0})")) == "edges must be an array");
-  CHECK(thrown(doc(R"("microbatches": 2, "edges": [{"from": 0, "to": 1, "shape": [64], "src_mesh": "2", "src_spec": "S0", "dst_mesh": "2", "dst_spec": "R"}])")) ==
+  CHECK(parse_error(doc(R"("microbatches": 2, "edges": [{"to": 1, "time": 1}])")) == "edges[0] has no \"from\"");
+  CHECK(parse_error(doc(R"("microbatches": 2, "edges": [{"from": 2, "to": 1, "time": 1}])")).find("edges[0].to is 1 but must be greater than .from (2)") == 0);
+  CHECK(parse_error(doc(R"("microbatches": 2, "edges": [{"from": 0, "to": 2, "time": 1}, {"from": 0, "to": 2, "time": 3}])")).find("edges[1] repeats edges[0] (0 -> 2)") == 0);
+  CHECK(parse_error(doc(R"("microbatches": 2, "edges": [{"from": 0, "to": 1, "time": -1}])")).find("edges[0].time is -1") == 0);
+  CHECK(parse_error(doc(R"("microbatches": 2, "edges": [{"from": 0, "to": 1, "time": 1, "backward_time": -3}])")).find("edges[0].backward_time is -3") == 0);
+  CHECK(parse_error(doc(R"("microbatches": 2, "edges": [{"from": 0, "to": 1, "time": 1, "shape": [4]}])")).find("edges[0] gives both") == 0);
+  CHECK(parse_error(doc(R"("microbatches": 2, "edges": {"from": 0})")) == "edges must be an array");
+  CHECK(parse_error(doc(R"("microbatches": 2, "edges": [{"from": 0, "to": 1, "shape": [64], "src_mesh": "2", "src_spec": "S0", "dst_mesh": "2", "dst_spec": "R"}])")) ==
         "an edge gives a tensor, so the pipeline needs a \"network\"");
-  CHECK(thrown(R"({"stages": [{"forward": 1}], "microbatches": 1} x)").find("JSON at line 1 column") == 0);
-  CHECK(thrown("[1, 2]") == "the pipeline must be an object");
+  CHECK(parse_error(R"({"stages": [{"forward": 1}], "microbatches": 1} x)").find("JSON at line 1 column") == 0);
+  CHECK(parse_error("[1, 2]") == "the pipeline must be an object");
   // NaN cannot be written in JSON; numbers beyond double range are refused by the reader.
-  CHECK(thrown(R"({"stages": [{"forward": 1e999}], "microbatches": 1})").find("JSON at line 1") == 0);
+  CHECK(parse_error(R"({"stages": [{"forward": 1e999}], "microbatches": 1})").find("JSON at line 1") == 0);
 }
 
 TEST_CASE("pipeline JSON: a tensor edge's time is the predicted reshard time") {
