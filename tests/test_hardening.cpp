@@ -145,6 +145,28 @@ struct broken_solver {
           break;
         }
     }
+    // The model is the instance's: a solver that re-times or re-routes a transfer is refused
+    // (solve() simulated what the solver said, a NaN or a resource past the table included).
+    if constexpr (Mistake == 7) r.ops.back().duration = -1;
+    if constexpr (Mistake == 8) r.ops.back().duration = std::numeric_limits<double>::quiet_NaN();
+    if constexpr (Mistake == 9) r.ops.back().resources.back() = 1 << 30;
+    if constexpr (Mistake == 10) r.ops.back().piece_bytes = -5;
+    if constexpr (Mistake == 11) r.ops.back().latency_s += 1e-3;
+    if constexpr (Mistake == 12) {  // a NIC transfer cut in two, the second piece said to take no time
+      for (std::size_t i = 0; i < r.ops.size(); ++i)
+        if (r.ops[i].kind == transfer_kind::point_to_point && r.ops[i].region[0].size() > 1) {
+          op second = r.ops[i];
+          const index_t mid = r.ops[i].region[0].lo + r.ops[i].region[0].size() / 2;
+          r.ops[i].region[0].hi = second.region[0].lo = mid;
+          r.ops[i].bytes = r.ops[i].region.volume() * in.plans[0]->element_bytes;
+          r.ops[i].duration = in.net->transfer_time(r.ops[i].sender, r.ops[i].receivers[0], r.ops[i].bytes);
+          second.bytes = second.region.volume() * in.plans[0]->element_bytes;
+          second.duration = 0;
+          r.ops.insert(r.ops.begin() + static_cast<std::ptrdiff_t>(i) + 1, second);
+          break;
+        }
+    }
+    if constexpr (Mistake == 13) r.bound_s = std::numeric_limits<double>::infinity();
     return r;
   }
 };
@@ -169,6 +191,13 @@ TEST_CASE("hardening: solve() refuses a solver's wrong answer") {
   CHECK(error_of_broken<4>().find("outside its region") != std::string::npos);
   CHECK(error_of_broken<5>().find("names no unit") != std::string::npos);
   CHECK(error_of_broken<6>().find("exactly once") != std::string::npos);
+  CHECK(error_of_broken<7>().find("changes its modelled duration") != std::string::npos);
+  CHECK(error_of_broken<8>().find("changes its modelled duration") != std::string::npos);
+  CHECK(error_of_broken<9>().find("changes its model (the resources") != std::string::npos);
+  CHECK(error_of_broken<10>().find("changes its model (the resources") != std::string::npos);
+  CHECK(error_of_broken<11>().find("changes its model (the resources") != std::string::npos);
+  CHECK(error_of_broken<12>().find("has a piece not modelled as the network's transfer of its bytes") != std::string::npos);
+  CHECK(error_of_broken<13>() == "solver 'broken' returned a lower bound of inf s: a bound must be a finite number of seconds, at least 0");
 }
 
 TEST_CASE("hardening: every solver keeps its time limit on a large instance, first construction included") {
@@ -265,4 +294,17 @@ TEST_CASE("hardening: unsigned extents past 2^63 - 1 are named as given") {
   CHECK(thrown([] { mesh<dyn, 2>{std::uint64_t{1} << 63}; }) == "extent 9223372036854775808 does not fit in 64 bits");
   CHECK(thrown([] { shape<dyn>{-3}; }) == "extent -3 is negative");
   CHECK(shape<dyn, 4>{std::size_t{5}}.extent(0) == 5);
+}
+
+TEST_CASE("hardening: make_instance stops at the deadline it is given") {
+  // Automatic sharding builds instances of 2^18 triples for one cost (seconds each): its time
+  // limit reaches into the building.
+  plan p = make_plan(dynamic_layout(parse_mesh("4x4"), dynamic_spec("S0,R"), dynamic_shape{64, 64}),
+                     dynamic_layout(parse_mesh("4x4"), dynamic_spec("R,S1"), dynamic_shape{64, 64}),
+                     {.devices = device_map::same()});
+  const network net = network::alpa_testbed(default_hosts(p.device_count, 4, 4));
+  const meshcast::detail::deadline passed(0), later(60);
+  CHECK_THROWS_AS(make_instance(p, net, send_recv{}, {.split_replicas = true, .stop = &passed}), time_limit_reached);
+  CHECK(make_instance(p, net, send_recv{}, {.split_replicas = true, .stop = &later}).units.size() ==
+        make_instance(p, net, send_recv{}, true).units.size());
 }

@@ -243,3 +243,19 @@ TEST_CASE("simulator: the ordered model serialises a port, the concurrent model 
   CHECK(s.physical_bound_s == doctest::Approx(2.5));
   CHECK(s.lower_bound_s == doctest::Approx(3.0));  // the ordered mode pays each latency on the port
 }
+
+TEST_CASE("a broadcast chain through a host's devices goes at the intra-host link's rate when that is slower") {
+  // Device 0 on host 0 sends to devices 1-3 on host 1, which pass the pieces on to each other.
+  const double nic = 10e9, bytes = 64e6;
+  for (double intra : {100e9, 1e9}) {
+    const network net = network::uniform({0, 1, 1, 1}, nic, intra, 5e-6);
+    const resource_space rs{net.port_count(), net.device_count()};
+    const std::vector<index_t> remote = {1, 2, 3};
+    std::vector<op> out;
+    broadcast{}.remote_ops(net, rs, 0, box{}, static_cast<index_t>(bytes), 0, remote, out);
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].kind == transfer_kind::chain);
+    CHECK(out[0].duration >= bytes / std::min(nic, intra));
+    CHECK(out[0].duration < bytes / std::min(nic, intra) * 1.05);
+  }
+}

@@ -63,6 +63,13 @@ class timeout_error : public error {
   std::vector<int> missing_;
 };
 
+/// Thrown when a time limit runs out before any answer exists (automatic sharding's cost tables
+/// and solvers; building an instance given a deadline).
+class time_limit_reached : public error {
+ public:
+  using error::error;
+};
+
 namespace detail {
 /// User text as it may appear in a message: control characters escaped (\xNN), at most
 /// `max_chars` characters, so that a message never carries raw bytes from bad input.
@@ -2414,6 +2421,8 @@ struct broadcast {
       }
       intra |= receivers.size() > 1;
     }
+    // Devices of one host pass the pieces on over the intra-host link: a slower one sets the rate.
+    if (intra) slowest = std::min(slowest, net.intra_bps());
     // Pipelined in pieces: every hop adds a latency, the bytes flow at the slowest link's rate,
     // and each NIC crossing after the first holds the last chunk back by a chunk's time (one
     // more when several chunks share the first link: the executor keeps two in flight).
@@ -2690,6 +2699,59 @@ class connection_map {
 #include <string_view>
 #include <vector>
 
+// ---- begin meshcast/core/detail/deadline.hpp ----
+// A point in time after which a search stops. Built from a checked number of seconds, so that
+// no conversion of a huge or non-finite limit can overflow the clock.
+
+#include <chrono>
+#include <cmath>
+#include <string>
+
+// ---- begin meshcast/core/time_limit.hpp ----
+// The longest time limit meshcast accepts, alone: options that only name it need nothing of the
+// clock (detail/deadline.hpp turns limits into points in time).
+
+namespace meshcast {
+
+/// Longest time limit any solver or wait accepts, in seconds (about 11.6 days).
+inline constexpr double max_time_limit_s = 1e6;
+
+}  // namespace meshcast
+// ---- end meshcast/core/time_limit.hpp ----
+
+namespace meshcast {
+
+namespace detail {
+
+/// Throws naming `what` unless `seconds` is a finite number in [0, max_time_limit_s].
+inline double checked_seconds(double seconds, const std::string& what) {
+  if (!(seconds >= 0 && seconds <= max_time_limit_s))
+    throw error(what + " (" + number(seconds) + " s) must be a number in [0, 1e6] seconds");
+  return seconds;
+}
+
+class deadline {
+ public:
+  using clock = std::chrono::steady_clock;
+  /// `seconds` from now; checked as by `checked_seconds`.
+  explicit deadline(double seconds, const char* what = "a time limit")
+      : at_(clock::now() + std::chrono::duration_cast<clock::duration>(
+                               std::chrono::duration<double>(checked_seconds(seconds, what)))) {}
+  bool expired() const noexcept { return clock::now() >= at_; }
+  /// Seconds left (0 once expired).
+  double remaining_s() const noexcept {
+    const double s = std::chrono::duration<double>(at_ - clock::now()).count();
+    return s > 0 ? s : 0;
+  }
+  clock::time_point at() const noexcept { return at_; }
+
+ private:
+  clock::time_point at_;
+};
+
+}  // namespace detail
+}  // namespace meshcast
+// ---- end meshcast/core/detail/deadline.hpp ----
 // ---- begin meshcast/schedule/bundle.hpp ----
 // Bundles: the tasks of a batch that go from the same senders to the same receivers (the pieces of
 // many tensors between the same devices) gathered into units of work of at most a bundle's bytes.
@@ -2869,6 +2931,8 @@ struct instance_options {
   /// The bundles of these plans, made beforehand for `bundle_bytes` and `split_replicas`
   /// (solve_batch shares them among its instances); none: make_instance makes them.
   std::shared_ptr<const std::vector<bundle>> bundles{};
+  /// Building throws `time_limit_reached` once this passes (none: no limit); the caller keeps it.
+  const detail::deadline* stop = nullptr;
 };
 
 /// Most slices a task is cut into under replica splitting.
@@ -3026,6 +3090,8 @@ instance make_instance(std::vector<std::shared_ptr<const plan>> plans, std::shar
   for (std::size_t tensor = 0; tensor < in.plans.size(); ++tensor) {
     const plan& p = *in.plans[tensor];
     for (std::size_t i = 0; i < p.tasks.size(); ++i) {
+      if (options.stop && options.stop->expired())
+        throw time_limit_reached("the time limit passed while building the scheduling instance");
       const send_task& t = p.tasks[i];
       const auto task = static_cast<index_t>(i);
       auto senders = p.senders(t);
@@ -3620,59 +3686,6 @@ inline double sender_nic_bytes(const instance& in, const option& o) {
 #include <limits>
 #include <vector>
 
-// ---- begin meshcast/core/detail/deadline.hpp ----
-// A point in time after which a search stops. Built from a checked number of seconds, so that
-// no conversion of a huge or non-finite limit can overflow the clock.
-
-#include <chrono>
-#include <cmath>
-#include <string>
-
-// ---- begin meshcast/core/time_limit.hpp ----
-// The longest time limit meshcast accepts, alone: options that only name it need nothing of the
-// clock (detail/deadline.hpp turns limits into points in time).
-
-namespace meshcast {
-
-/// Longest time limit any solver or wait accepts, in seconds (about 11.6 days).
-inline constexpr double max_time_limit_s = 1e6;
-
-}  // namespace meshcast
-// ---- end meshcast/core/time_limit.hpp ----
-
-namespace meshcast {
-
-namespace detail {
-
-/// Throws naming `what` unless `seconds` is a finite number in [0, max_time_limit_s].
-inline double checked_seconds(double seconds, const std::string& what) {
-  if (!(seconds >= 0 && seconds <= max_time_limit_s))
-    throw error(what + " (" + number(seconds) + " s) must be a number in [0, 1e6] seconds");
-  return seconds;
-}
-
-class deadline {
- public:
-  using clock = std::chrono::steady_clock;
-  /// `seconds` from now; checked as by `checked_seconds`.
-  explicit deadline(double seconds, const char* what = "a time limit")
-      : at_(clock::now() + std::chrono::duration_cast<clock::duration>(
-                               std::chrono::duration<double>(checked_seconds(seconds, what)))) {}
-  bool expired() const noexcept { return clock::now() >= at_; }
-  /// Seconds left (0 once expired).
-  double remaining_s() const noexcept {
-    const double s = std::chrono::duration<double>(at_ - clock::now()).count();
-    return s > 0 ? s : 0;
-  }
-  clock::time_point at() const noexcept { return at_; }
-
- private:
-  clock::time_point at_;
-};
-
-}  // namespace detail
-}  // namespace meshcast
-// ---- end meshcast/core/detail/deadline.hpp ----
 
 namespace meshcast {
 
@@ -5372,6 +5385,7 @@ inline double simulate(schedule& s, const network& net, const resource_space& rs
 // execution mode, that mode's lower bound and the network's physical bound.
 
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <string>
 
@@ -5414,6 +5428,25 @@ inline bool tiles(const box& whole, std::vector<box>& pieces) {
     at = b[cut].hi;
   }
   return at == whole[cut].hi;
+}
+
+// Why `o`, the whole of `own` or a piece of it, is not modelled as the instance models it, or
+// nullptr. The model is what simulate() predicts and the executor follows (connections, chain
+// pieces), so a solver may not change it: a whole op keeps its own; a piece, which only a
+// point-to-point transfer may be cut into, keeps its resources and latency and takes the
+// network's time for its bytes, as open_shop cuts them.
+inline const char* model_mismatch(const network& net, const op& o, const op& own) {
+  if (o.resources != own.resources || o.holders != own.holders || o.egress_hosts != own.egress_hosts ||
+      o.ingress_hosts != own.ingress_hosts || o.hold_from != own.hold_from || o.hold_until != own.hold_until ||
+      o.connection != own.connection || o.latency_s != own.latency_s || o.piece_bytes != own.piece_bytes)
+    return "changes its model (the resources it holds, its hosts, connection, latency or piece size)";
+  if (o.region == own.region)
+    return o.duration == own.duration && o.eager == own.eager ? nullptr : "changes its modelled duration";
+  if (own.kind != transfer_kind::point_to_point || own.receivers.size() != 1) return "cuts a transfer that is not point to point";
+  if (o.duration != net.transfer_time(o.sender, o.receivers[0], o.bytes) ||
+      o.eager != (o.connection >= 0 && o.bytes <= net.eager_bytes()))
+    return "has a piece not modelled as the network's transfer of its bytes";
+  return nullptr;
 }
 }  // namespace detail
 
@@ -5490,6 +5523,7 @@ inline void validate_solution(const instance& in, const std::vector<op>& ops, st
         } else if (o.bytes != o.region.volume() * in.plans[static_cast<std::size_t>(own.tensor)]->element_bytes) {
           fail(where + " has a piece whose bytes do not match its region");
         }
+        if (const char* why = detail::model_mismatch(*in.net, o, own)) fail(where + " " + why);
         pieces.push_back(o.region);
       }
       if (!detail::tiles(model.region, pieces)) fail(where + " is not delivered exactly once");
@@ -5527,7 +5561,7 @@ inline schedule make_schedule(const instance& in, std::vector<op> ops) {
 
 /// Solves `in` with solver `S`; throws `meshcast::error` if the solver does not apply to it, if
 /// the options are out of range, or if what the solver returns is not a valid schedule of `in`
-/// (see validate.hpp).
+/// (see validate.hpp: its transfers keep the instance's model) with a finite bound.
 template <solver S>
 schedule solve(const instance& in, const S& s, const solver_options& options = {}) {
   detail::checked_seconds(options.time_limit_s, "the solver time limit");
@@ -5537,6 +5571,9 @@ schedule solve(const instance& in, const S& s, const solver_options& options = {
   solver_result r = s.solve(in, options);
   const auto end = std::chrono::steady_clock::now();
   validate_solution(in, r.ops, S::name);
+  if (!(std::isfinite(r.bound_s) && r.bound_s >= 0))
+    throw error("solver '" + std::string(S::name) + "' returned a lower bound of " + detail::number(r.bound_s) +
+                " s: a bound must be a finite number of seconds, at least 0");
   schedule out = make_schedule(in, std::move(r.ops));
   out.solver = std::string(S::name);
   out.solve_ms = std::chrono::duration<double, std::milli>(end - begin).count();

@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 CLI = sys.argv[1]
 GRAPHS = sys.argv[2]
@@ -309,6 +310,17 @@ if HAVE_ILP:
             check(solved["objective_seconds"] <= known["objective_seconds"] * (1 + 1e-9),
                   f"{os.path.basename(graph)}: ilp {solved['objective_seconds']} (proven {solved['proven_optimal']}) "
                   f"above a known assignment's {known['objective_seconds']}")
+
+# ---- 4d. the time limit holds while one reshard is costed ------------------------------------------
+# The MLP on 32x32 costs reshards of up to 2^18 (task, sender, receiver) triples, seconds each: the
+# limit was checked only between them, and --time-limit 0.2 ended after 23-45 s. The planner and the
+# instance now stop at the deadline too; what is left is one list schedule (about 1-2 s here).
+began = time.monotonic()
+r = run([mlp, "--mesh", "32x32", "--time-limit", "0.2"])
+took = time.monotonic() - began
+check(r.returncode == 2 and "time limit of 0.2 s reached while costing reshards between specs" in r.stderr,
+      f"mlp on 32x32 within 0.2 s: exit {r.returncode}, {r.stderr.strip()[:200]}")
+check(took < 10, f"mlp on 32x32 with --time-limit 0.2 took {took:.1f} s")
 
 # ---- 5. output errors are not silent --------------------------------------------------------------
 if os.path.exists("/dev/full"):

@@ -43,6 +43,7 @@ class cost_model {
   cost_model(const graph& g, const mesh_model& m, const deadline& limit = deadline::after(1e9))
       : graph_(&g), mesh_(m), reshards_(m, g.element_bytes) {
     m.validate();
+    reshards_.limit_costing(&limit);  // one reshard's planning can take seconds: it stops too
     const auto& ts = g.tensors();
     node_of_.assign(ts.size(), -1);
     for (std::size_t t = 0; t < ts.size(); ++t)
@@ -130,6 +131,7 @@ class cost_model {
         }
       }
     }
+    reshards_.limit_costing(nullptr);
   }
 
   const graph& source() const noexcept { return *graph_; }

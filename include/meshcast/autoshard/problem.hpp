@@ -162,11 +162,8 @@ inline std::vector<int> expand(const reduction& r, const reduced_problem& rp, co
   return c;
 }
 
-/// Thrown when a time limit runs out before any answer exists.
-class time_limit_reached : public error {
- public:
-  using error::error;
-};
+/// Thrown when a time limit runs out before any answer exists (core/error.hpp).
+using meshcast::time_limit_reached;
 
 /// A point in time that searches check against: the library's one deadline
 /// (core/detail/deadline.hpp), with automatic sharding's names. A limit beyond the longest the

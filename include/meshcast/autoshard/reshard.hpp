@@ -123,12 +123,15 @@ class reshard_model {
     double t = r.seconds;
     if (r.kind == reshard_kind::meshcast) {
       t = meshcast_reshard_seconds(mesh_, net_, s, element_bytes_, specs_[static_cast<std::size_t>(from)],
-                                   specs_[static_cast<std::size_t>(to)]);
+                                   specs_[static_cast<std::size_t>(to)], stop_);
       ++meshcast_plans_;
     }
     cache_.emplace(k, t);
     return t;
   }
+  /// Reshards costed from now on throw `time_limit_reached` once `stop` passes (nullptr: no
+  /// limit); the caller keeps `stop` alive while it is set.
+  void limit_costing(const deadline* stop) noexcept { stop_ = stop; }
   /// How many reshards were costed by meshcast's planner so far (each once).
   std::size_t meshcast_plans() const noexcept { return meshcast_plans_; }
 
@@ -156,6 +159,7 @@ class reshard_model {
   std::vector<spec_value> specs_;
   std::unordered_map<std::uint64_t, double> cache_;
   std::size_t meshcast_plans_ = 0;
+  const deadline* stop_ = nullptr;
 };
 
 }  // namespace meshcast::autoshard

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,7 @@
 #include "../schedule/solver/greedy.hpp"
 #include "../schedule/strategy/send_recv.hpp"
 #include "mesh_model.hpp"
+#include "problem.hpp"
 
 namespace meshcast::autoshard {
 
@@ -73,9 +75,12 @@ inline double pair_bound(const mesh_model& m, const std::vector<index_t>& shape,
 }
 
 /// Seconds meshcast's plan and model predict for resharding a tensor of `shape` from `from` to
-/// `to` in place on the mesh. Throws `meshcast::error` when it could pass max_costed_pairs.
+/// `to` in place on the mesh. Throws `meshcast::error` when it could pass max_costed_pairs, and
+/// `time_limit_reached` once `stop` (if given) passes: a cost is the whole list schedule's or none,
+/// never one cut short by the clock.
 inline double meshcast_reshard_seconds(const mesh_model& m, const network& net, const std::vector<index_t>& shape,
-                                       index_t element_bytes, const spec_value& from, const spec_value& to) {
+                                       index_t element_bytes, const spec_value& from, const spec_value& to,
+                                       const deadline* stop = nullptr) {
   if (const double pairs = pair_bound(m, shape, from, to); pairs > max_costed_pairs) {
     throw error("costing the reshard of a " + meshcast::detail::describe_extents(shape) + " tensor from " +
                 from.to_string() + " to " + to.to_string() + " on mesh " + meshcast::detail::describe_extents(m.sizes) +
@@ -88,12 +93,28 @@ inline double meshcast_reshard_seconds(const mesh_model& m, const network& net, 
   for (int a = 0; a < m.rank(); ++a) mesh.values[a] = m.sizes[a];
   s.rank = static_cast<int>(shape.size());
   for (std::size_t d = 0; d < shape.size(); ++d) s.values[d] = shape[d];
-  const plan p = make_plan(layout_value{mesh, from, s}, layout_value{mesh, to, s},
-                           {.element_bytes = element_bytes, .devices = device_map::same()});
-  const instance in = make_instance(p, net, send_recv{}, true);
+  auto p = std::make_shared<const plan>(make_plan(layout_value{mesh, from, s}, layout_value{mesh, to, s},
+                                                  {.element_bytes = element_bytes, .devices = device_map::same()}));
   meshcast::greedy g;
   g.search_limit_s = 0;
-  return solve(in, g).makespan_s;
+  try {
+    const instance in = make_instance(std::move(p), std::make_shared<const network>(net), send_recv{},
+                                      {.split_replicas = true, .stop = stop});
+    // The greedy's own limit as without a deadline, cut to the time left (then `stop` throws).
+    // solve()'s steps, less the bounds a cost does not need, the deadline checked between them.
+    solver_options options;
+    if (stop) options.time_limit_s = std::min(options.time_limit_s, stop->left_s());
+    solver_result r = g.solve(in, options);
+    if (stop) stop->check("costing reshards between specs");
+    validate_solution(in, r.ops, meshcast::greedy::name);
+    schedule scheduled = make_schedule(in, std::move(r.ops));
+    simulate(scheduled, *in.net, in.resources);
+    if (stop) stop->check("costing reshards between specs");
+    return scheduled.makespan_s;
+  } catch (const time_limit_reached&) {
+    stop->check("costing reshards between specs");  // only a deadline given throws it
+    throw;
+  }
 }
 
 }  // namespace meshcast::autoshard

@@ -27,6 +27,13 @@ class timeout_error : public error {
   std::vector<int> missing_;
 };
 
+/// Thrown when a time limit runs out before any answer exists (automatic sharding's cost tables
+/// and solvers; building an instance given a deadline).
+class time_limit_reached : public error {
+ public:
+  using error::error;
+};
+
 namespace detail {
 /// User text as it may appear in a message: control characters escaped (\xNN), at most
 /// `max_chars` characters, so that a message never carries raw bytes from bad input.

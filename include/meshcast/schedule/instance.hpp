@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../core/detail/deadline.hpp"
 #include "bundle.hpp"
 #include "../model/connections.hpp"
 #include "../model/execution.hpp"
@@ -74,6 +75,8 @@ struct instance_options {
   /// The bundles of these plans, made beforehand for `bundle_bytes` and `split_replicas`
   /// (solve_batch shares them among its instances); none: make_instance makes them.
   std::shared_ptr<const std::vector<bundle>> bundles{};
+  /// Building throws `time_limit_reached` once this passes (none: no limit); the caller keeps it.
+  const detail::deadline* stop = nullptr;
 };
 
 /// Most slices a task is cut into under replica splitting.
@@ -231,6 +234,8 @@ instance make_instance(std::vector<std::shared_ptr<const plan>> plans, std::shar
   for (std::size_t tensor = 0; tensor < in.plans.size(); ++tensor) {
     const plan& p = *in.plans[tensor];
     for (std::size_t i = 0; i < p.tasks.size(); ++i) {
+      if (options.stop && options.stop->expired())
+        throw time_limit_reached("the time limit passed while building the scheduling instance");
       const send_task& t = p.tasks[i];
       const auto task = static_cast<index_t>(i);
       auto senders = p.senders(t);

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <string>
 
 #include "../core/detail/deadline.hpp"
+#include "../core/detail/number_text.hpp"
 #include "lower_bound.hpp"
 #include "../model/simulate.hpp"
 #include "solver.hpp"
@@ -35,7 +37,7 @@ inline schedule make_schedule(const instance& in, std::vector<op> ops) {
 
 /// Solves `in` with solver `S`; throws `meshcast::error` if the solver does not apply to it, if
 /// the options are out of range, or if what the solver returns is not a valid schedule of `in`
-/// (see validate.hpp).
+/// (see validate.hpp: its transfers keep the instance's model) with a finite bound.
 template <solver S>
 schedule solve(const instance& in, const S& s, const solver_options& options = {}) {
   detail::checked_seconds(options.time_limit_s, "the solver time limit");
@@ -45,6 +47,9 @@ schedule solve(const instance& in, const S& s, const solver_options& options = {
   solver_result r = s.solve(in, options);
   const auto end = std::chrono::steady_clock::now();
   validate_solution(in, r.ops, S::name);
+  if (!(std::isfinite(r.bound_s) && r.bound_s >= 0))
+    throw error("solver '" + std::string(S::name) + "' returned a lower bound of " + detail::number(r.bound_s) +
+                " s: a bound must be a finite number of seconds, at least 0");
   schedule out = make_schedule(in, std::move(r.ops));
   out.solver = std::string(S::name);
   out.solve_ms = std::chrono::duration<double, std::milli>(end - begin).count();

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "../core/error.hpp"
+#include "../model/network.hpp"
 #include "instance.hpp"
 
 namespace meshcast {
@@ -39,6 +40,25 @@ inline bool tiles(const box& whole, std::vector<box>& pieces) {
     at = b[cut].hi;
   }
   return at == whole[cut].hi;
+}
+
+// Why `o`, the whole of `own` or a piece of it, is not modelled as the instance models it, or
+// nullptr. The model is what simulate() predicts and the executor follows (connections, chain
+// pieces), so a solver may not change it: a whole op keeps its own; a piece, which only a
+// point-to-point transfer may be cut into, keeps its resources and latency and takes the
+// network's time for its bytes, as open_shop cuts them.
+inline const char* model_mismatch(const network& net, const op& o, const op& own) {
+  if (o.resources != own.resources || o.holders != own.holders || o.egress_hosts != own.egress_hosts ||
+      o.ingress_hosts != own.ingress_hosts || o.hold_from != own.hold_from || o.hold_until != own.hold_until ||
+      o.connection != own.connection || o.latency_s != own.latency_s || o.piece_bytes != own.piece_bytes)
+    return "changes its model (the resources it holds, its hosts, connection, latency or piece size)";
+  if (o.region == own.region)
+    return o.duration == own.duration && o.eager == own.eager ? nullptr : "changes its modelled duration";
+  if (own.kind != transfer_kind::point_to_point || own.receivers.size() != 1) return "cuts a transfer that is not point to point";
+  if (o.duration != net.transfer_time(o.sender, o.receivers[0], o.bytes) ||
+      o.eager != (o.connection >= 0 && o.bytes <= net.eager_bytes()))
+    return "has a piece not modelled as the network's transfer of its bytes";
+  return nullptr;
 }
 }  // namespace detail
 
@@ -115,6 +135,7 @@ inline void validate_solution(const instance& in, const std::vector<op>& ops, st
         } else if (o.bytes != o.region.volume() * in.plans[static_cast<std::size_t>(own.tensor)]->element_bytes) {
           fail(where + " has a piece whose bytes do not match its region");
         }
+        if (const char* why = detail::model_mismatch(*in.net, o, own)) fail(where + " " + why);
         pieces.push_back(o.region);
       }
       if (!detail::tiles(model.region, pieces)) fail(where + " is not delivered exactly once");

@@ -65,6 +65,8 @@ struct broadcast {
       }
       intra |= receivers.size() > 1;
     }
+    // Devices of one host pass the pieces on over the intra-host link: a slower one sets the rate.
+    if (intra) slowest = std::min(slowest, net.intra_bps());
     // Pipelined in pieces: every hop adds a latency, the bytes flow at the slowest link's rate,
     // and each NIC crossing after the first holds the last chunk back by a chunk's time (one
     // more when several chunks share the first link: the executor keeps two in flight).
