@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "../core/error.hpp"
+#include "../model/connections.hpp"
 #include "../model/network.hpp"
 #include "instance.hpp"
 
@@ -55,8 +56,10 @@ inline const char* model_mismatch(const network& net, const op& o, const op& own
   if (o.region == own.region)
     return o.duration == own.duration && o.eager == own.eager ? nullptr : "changes its modelled duration";
   if (own.kind != transfer_kind::point_to_point || own.receivers.size() != 1) return "cuts a transfer that is not point to point";
-  if (o.duration != net.transfer_time(o.sender, o.receivers[0], o.bytes) ||
-      o.eager != (o.connection >= 0 && o.bytes <= net.eager_bytes()))
+  op remodelled = o;
+  remodelled.duration = net.transfer_time(o.sender, o.receivers[0], o.bytes);
+  connection_map::resize(remodelled, net);  // a piece may go eagerly where the whole did not
+  if (o.duration != remodelled.duration || o.eager != remodelled.eager)
     return "has a piece not modelled as the network's transfer of its bytes";
   return nullptr;
 }
