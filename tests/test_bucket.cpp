@@ -111,3 +111,56 @@ TEST_CASE("bucketed: a bundle that was not merged keeps its own model") {
   }
   CHECK(bundled_forwards > 0);  // the case this test is about arises
 }
+
+// A bundle is eager by the smallest message the executor sends for it (bundle_messages.hpp): a
+// piece where it goes in place, all its bytes where it is packed. tests/mpi/bundle_messages.cpp
+// runs these buckets and checks the executor acknowledges exactly the eager ones.
+TEST_CASE("a bucket or bundle sent piece by piece is eager by its smallest piece; a packed one by its total") {
+  const auto net = std::make_shared<const network>(
+      network::uniform({0, 1}, network::gbit_per_s(10), 100e9, 10e-6, 1).with_eager_bytes(4096));
+  struct sized {
+    index_t first_rows, second_rows;  // of 64 int32 columns: 256 bytes a row
+    const char* first_destination;    // R,R: whole, contiguous; R,S0 over devices 0 and 1: strided
+    bool eager;
+  };
+  for (const sized c : {sized{4, 4, "R,R", true}, sized{4, 64, "R,R", true}, sized{32, 64, "R,R", false},
+                        sized{4, 64, "R,S0", false}}) {
+    CAPTURE(c.first_rows);
+    CAPTURE(c.second_rows);
+    CAPTURE(std::string(c.first_destination));
+    const bool split = std::string(c.first_destination) == "R,S0";
+    std::vector<std::shared_ptr<const plan>> plans;
+    plans.push_back(std::make_shared<const plan>(make_plan(
+        dynamic_layout(dynamic_mesh{1}, dynamic_spec("R,R"), dynamic_shape{c.first_rows, 64}),
+        dynamic_layout(dynamic_mesh{split ? 2 : 1}, dynamic_spec(c.first_destination), dynamic_shape{c.first_rows, 64}),
+        {.element_bytes = 4, .devices = device_map::listed(split ? std::vector<index_t>{0, 1} : std::vector<index_t>{1}),
+         .device_count = 2})));
+    plans.push_back(std::make_shared<const plan>(make_plan(
+        dynamic_layout(dynamic_mesh{1}, dynamic_spec("R,R"), dynamic_shape{c.second_rows, 64}),
+        dynamic_layout(dynamic_mesh{1}, dynamic_spec("R,R"), dynamic_shape{c.second_rows, 64}),
+        {.element_bytes = 4, .devices = device_map::listed({1}), .device_count = 2})));
+    auto eager_bundles = [](const auto& transfers, const auto& model_of) {
+      std::vector<bool> out;
+      for (std::size_t i = 0; i < transfers.size(); ++i)
+        if (!transfers[i].parts.empty()) out.push_back(model_of(i).eager);
+      return out;
+    };
+    // A bucket made after solving, with the batch's plans; without them it is modelled packed.
+    const schedule whole = solve_batch(plans, net, send_recv{}, greedy{}, {.mode = execution::ordered, .bucket_bytes = 0});
+    const schedule with_plans = bucketed(whole, *net, std::size_t{1} << 20, plans);
+    const auto model_of = [&](const schedule& s) { return [&s](std::size_t i) { return s.model[i]; }; };
+    CHECK(eager_bundles(with_plans.transfers, model_of(with_plans)) == std::vector<bool>{c.eager});
+    const schedule packed = bucketed(whole, *net, std::size_t{1} << 20);
+    for (std::size_t i = 0; i < packed.transfers.size(); ++i)
+      if (!packed.transfers[i].parts.empty()) CHECK(packed.model[i].eager == (packed.transfers[i].bytes <= 4096));
+    // A bundle made with the instance: its op's eager flag follows the same rule.
+    const instance in = make_instance(plans, net, send_recv{}, {.mode = execution::ordered, .bundle_bytes = std::size_t{1} << 20});
+    std::vector<bool> eager;
+    for (const unit& u : in.units)
+      for (const option& o : u.options)
+        for (const op& x : o.ops)
+          if (!x.parts.empty() && x.receivers == std::vector<index_t>{1}) eager.push_back(x.eager);
+    CHECK(!eager.empty());
+    for (bool e : eager) CHECK(e == c.eager);
+  }
+}

@@ -2875,6 +2875,106 @@ inline std::vector<bundle> make_bundles(std::span<const std::shared_ptr<const pl
 
 }  // namespace meshcast
 // ---- end meshcast/schedule/bundle.hpp ----
+// ---- begin meshcast/schedule/bundle_messages.hpp ----
+// The messages a bundle (a transfer with parts: bundle.hpp, bucket.hpp) makes when it runs, one
+// rule for the executor and the model. Where every piece is one contiguous run in the sender's
+// tile and in every receiver's, the executor sends it piece by piece, straight from and into the
+// shards; else it packs the bundle into one message of all its bytes. Over a transport with eager
+// messages the ordered executor waits for an acknowledgement after a step whose smallest message
+// goes eagerly, so the model calls a bundle eager by that message (connections.hpp), not by its
+// total: a bucket of a 4 KiB bias and a 4 MiB weight sent in place runs acknowledged.
+
+#include <algorithm>
+#include <cstddef>
+
+// ---- begin meshcast/core/box_runs.hpp ----
+// A region of a dense row-major tile as contiguous runs of bytes: how pack.hpp copies it, and
+// whether it is one run, which decides whether the executor sends a piece straight from (or
+// receives it into) a shard, and so how many messages the model times (schedule/bundle_messages.hpp).
+
+#include <cstddef>
+
+
+namespace meshcast::detail {
+
+// The region inside the tile as runs: the level `d` below which runs are whole, the run length
+// in bytes, and the tile's byte strides.
+struct run_layout {
+  int d = 0;
+  std::size_t run = 0;
+  std::size_t stride[max_rank] = {};
+};
+inline run_layout layout_of_runs(const box& tile, const box& region, std::size_t element_bytes) {
+  run_layout l;
+  const int rank = tile.rank;
+  l.run = element_bytes;
+  int d = rank - 1;
+  while (d > 0 && region[d].lo == tile[d].lo && region[d].hi == tile[d].hi) l.run *= static_cast<std::size_t>(tile[d].size()), --d;
+  l.run *= static_cast<std::size_t>(region[d].size());
+  l.d = d;
+  std::size_t s = element_bytes;
+  for (int k = rank - 1; k >= 0; --k) l.stride[k] = s, s *= static_cast<std::size_t>(tile[k].size());
+  return l;
+}
+
+// Where `region` starts in the row-major `tile`, in bytes, when it is one contiguous run there
+// (dims before its first partial one have extent 1): such a region is sent from, or received
+// into, the shard itself, with no message buffer. `not_contiguous` when it is not.
+inline constexpr std::size_t not_contiguous = static_cast<std::size_t>(-1);
+inline std::size_t contiguous_offset(const box& tile, const box& region, std::size_t element_bytes) {
+  if (region.empty() || !tile.contains(region)) return not_contiguous;
+  const run_layout l = layout_of_runs(tile, region, element_bytes);
+  for (int k = 0; k < l.d; ++k)
+    if (region[k].size() != 1) return not_contiguous;
+  std::size_t offset = static_cast<std::size_t>(region[l.d].lo - tile[l.d].lo) * l.stride[l.d];
+  for (int k = 0; k < l.d; ++k) offset += static_cast<std::size_t>(region[k].lo - tile[k].lo) * l.stride[k];
+  return offset;
+}
+
+}  // namespace meshcast::detail
+// ---- end meshcast/core/box_runs.hpp ----
+
+namespace meshcast {
+
+/// Whether the executor sends bundle `t` piece by piece, with no message buffer; `plan_of(tensor)`
+/// gives each tensor's plan.
+template <class PlanOf>
+bool bundle_in_place(const PlanOf& plan_of, const transfer& t) {
+  if (t.parts.empty() || (t.kind != transfer_kind::point_to_point && t.kind != transfer_kind::forward)) return false;
+  auto fits = [&](std::int32_t tensor, const box& region) {
+    const plan& p = plan_of(tensor);
+    const auto eb = static_cast<std::size_t>(p.element_bytes);
+    // A forward passes on what it received: its pieces sit in its destination tile.
+    const box from = t.kind == transfer_kind::forward ? p.destination_tile(t.sender) : p.source_tile(t.sender);
+    if (detail::contiguous_offset(from, region, eb) == detail::not_contiguous) return false;
+    for (index_t r : t.receivers)
+      if (detail::contiguous_offset(p.destination_tile(r), region, eb) == detail::not_contiguous) return false;
+    return true;
+  };
+  if (!fits(t.tensor, t.region)) return false;
+  for (const transfer_part& q : t.parts)
+    if (!fits(q.tensor, q.region)) return false;
+  return true;
+}
+
+/// The bytes of the smallest message the executor sends for `t`: its smallest piece where it
+/// goes in place, else all of it.
+template <class PlanOf>
+index_t smallest_message_bytes(const PlanOf& plan_of, const transfer& t) {
+  if (!bundle_in_place(plan_of, t)) return t.bytes;
+  index_t least = t.region.volume() * plan_of(t.tensor).element_bytes;  // the first piece
+  for (const transfer_part& q : t.parts) least = std::min(least, q.bytes);
+  return least;
+}
+
+/// Whether `o` (a bundle or not), given its connection slot, goes eagerly as the executor sends it.
+template <class PlanOf>
+bool goes_eagerly(const PlanOf& plan_of, const transfer& t, int connection, const network& net) {
+  return connection >= 0 && smallest_message_bytes(plan_of, t) <= net.eager_bytes();
+}
+
+}  // namespace meshcast
+// ---- end meshcast/schedule/bundle_messages.hpp ----
 
 namespace meshcast {
 
@@ -3007,12 +3107,17 @@ inline void add_unit(instance& in, unit&& u, bool stamp_tensor = true) {
   in.units.push_back(std::move(u));
 }
 
-// Ordered mode over a transport with eager messages: every op takes its connection's slot.
+// Ordered mode over a transport with eager messages: every op takes its connection's slot, and a
+// bundle goes eagerly as its messages do (bundle_messages.hpp).
 inline void apply_connections(instance& in) {
   if (in.mode != execution::ordered || in.net->eager_bytes() == 0) return;
+  auto plan_of = [&](std::int32_t k) -> const plan& { return *in.plans[static_cast<std::size_t>(k)]; };
   for (unit& u : in.units)
     for (option& o : u.options)
-      for (op& x : o.ops) in.connections.apply(x, *in.net);
+      for (op& x : o.ops) {
+        in.connections.apply(x, *in.net);
+        if (!x.parts.empty()) x.eager = goes_eagerly(plan_of, x, x.connection, *in.net);
+      }
 }
 
 // Whether S moves bundles, each of its alternatives too if it offers several.
@@ -5602,6 +5707,8 @@ schedule solve(const instance& in, const S& s, const solver_options& options = {
 #include <cmath>
 #include <cstddef>
 #include <map>
+#include <memory>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -5657,7 +5764,10 @@ inline bool bucketable(const schedule& s, std::size_t max_bytes) {
 /// comment), times and makespan simulated anew. Transfers that wait for others (forwards), chains,
 /// broadcasts and local copies stay as they are; what waits for a bucketed transfer waits for its
 /// bucket. The lower bound stays where it holds (the latency-free physical bound otherwise).
-inline schedule bucketed(const schedule& s, const network& net, std::size_t max_bytes) {
+/// With the batch's `plans`, a bucket the executor sends piece by piece is eager by its smallest
+/// piece, as it runs (bundle_messages.hpp); without them, by all its bytes, as one packed message.
+inline schedule bucketed(const schedule& s, const network& net, std::size_t max_bytes,
+                         std::span<const std::shared_ptr<const plan>> plans = {}) {
   if (max_bytes == 0 || s.model.size() != s.transfers.size() || !detail::bucketable(s, max_bytes)) return s;
   schedule out = s;
   out.transfers.clear();
@@ -5700,7 +5810,9 @@ inline schedule bucketed(const schedule& s, const network& net, std::size_t max_
     transfer_model& m = out.model[i];  // one message, or one chain, of all the bucket's bytes
     if (t.kind == transfer_kind::point_to_point) {
       m.duration = net.transfer_time(t.sender, t.receivers[0], t.bytes);
-      m.eager = m.connection >= 0 && t.bytes <= net.eager_bytes();
+      if (plans.empty()) m.eager = m.connection >= 0 && t.bytes <= net.eager_bytes();
+      else m.eager = goes_eagerly([&](std::int32_t k) -> const plan& { return *plans[static_cast<std::size_t>(k)]; }, t,
+                                  m.connection, net);
     } else {
       std::vector<op> chain;
       broadcast{}.remote_ops(net, rs, t.task, t.region, t.bytes, t.sender, t.receivers, chain);
@@ -5721,9 +5833,10 @@ inline schedule bucketed(const schedule& s, const network& net, std::size_t max_
 }
 
 /// `s` bucketed where that shortens its predicted makespan, else `s`.
-inline schedule with_buckets(schedule s, const network& net, std::size_t max_bytes) {
+inline schedule with_buckets(schedule s, const network& net, std::size_t max_bytes,
+                             std::span<const std::shared_ptr<const plan>> plans = {}) {
   if (max_bytes == 0 || !detail::bucketable(s, max_bytes)) return s;
-  schedule b = bucketed(s, net, max_bytes);
+  schedule b = bucketed(s, net, max_bytes, plans);
   return b.makespan_s < s.makespan_s ? b : s;
 }
 
@@ -5767,7 +5880,8 @@ schedule solve_batch(std::vector<std::shared_ptr<const plan>> plans, std::shared
   }
   io.bundle_bytes = bucket;
   if constexpr (!std::is_same_v<Strategy, auto_strategy>) {
-    return with_buckets(solve(make_instance(std::move(plans), net, st, io), sv, so), *net, bucket);
+    schedule s = solve(make_instance(plans, net, st, io), sv, so);
+    return with_buckets(std::move(s), *net, bucket, plans);
   } else {
     const bool split = io.split_replicas;
     so.time_limit_s = detail::checked_seconds(so.time_limit_s, "the solver time limit") / (split ? 8 : 4);
@@ -5783,7 +5897,7 @@ schedule solve_batch(std::vector<std::shared_ptr<const plan>> plans, std::shared
       }
       // An instance whose every schedule moves bytes for longer than the best found cannot win.
       if (best && lower_bound(in, /*latencies=*/false).value() >= best->makespan_s) return;
-      schedule s = with_buckets(solve(in, sv, so), *net, bucket);
+      schedule s = with_buckets(solve(in, sv, so), *net, bucket, plans);
       bound_s = best ? std::min(bound_s, s.lower_bound_s) : s.lower_bound_s;
       if (!best || s.makespan_s < best->makespan_s) best = std::move(s);
     };
@@ -6029,39 +6143,6 @@ concept backend = requires(B& b, const B& cb, std::byte* out, const std::byte* i
 namespace meshcast {
 
 namespace detail {
-// The region inside the tile as runs: the level `d` below which runs are whole, the run length
-// in bytes, and the tile's byte strides.
-struct run_layout {
-  int d = 0;
-  std::size_t run = 0;
-  std::size_t stride[max_rank] = {};
-};
-inline run_layout layout_of_runs(const box& tile, const box& region, std::size_t element_bytes) {
-  run_layout l;
-  const int rank = tile.rank;
-  l.run = element_bytes;
-  int d = rank - 1;
-  while (d > 0 && region[d].lo == tile[d].lo && region[d].hi == tile[d].hi) l.run *= static_cast<std::size_t>(tile[d].size()), --d;
-  l.run *= static_cast<std::size_t>(region[d].size());
-  l.d = d;
-  std::size_t s = element_bytes;
-  for (int k = rank - 1; k >= 0; --k) l.stride[k] = s, s *= static_cast<std::size_t>(tile[k].size());
-  return l;
-}
-
-// Where `region` starts in the row-major `tile`, in bytes, when it is one contiguous run there
-// (dims before its first partial one have extent 1): such a region is sent from, or received
-// into, the shard itself, with no message buffer. `not_contiguous` when it is not.
-inline constexpr std::size_t not_contiguous = static_cast<std::size_t>(-1);
-inline std::size_t contiguous_offset(const box& tile, const box& region, std::size_t element_bytes) {
-  if (region.empty() || !tile.contains(region)) return not_contiguous;
-  const run_layout l = layout_of_runs(tile, region, element_bytes);
-  for (int k = 0; k < l.d; ++k)
-    if (region[k].size() != 1) return not_contiguous;
-  std::size_t offset = static_cast<std::size_t>(region[l.d].lo - tile[l.d].lo) * l.stride[l.d];
-  for (int k = 0; k < l.d; ++k) offset += static_cast<std::size_t>(region[k].lo - tile[k].lo) * l.stride[k];
-  return offset;
-}
 
 // Calls f(tile_offset_bytes, run_bytes) for every contiguous run of `region` inside `tile`, in
 // row-major order (so the k-th run lands at k * run_bytes in the packed message).
@@ -6922,7 +7003,8 @@ class executor {
   // shard, or for a forward its destination shard) and in each receiver's destination shard goes
   // as one message per piece, from and into the shards: no message buffer. Its messages leave back
   // to back, so they pay about one latency, as the model charges the bundle. Every rank decides
-  // alike from the plans, so both ends of a message agree on its pieces.
+  // alike from the plans, so both ends of a message agree on its pieces; the model applies the
+  // same rule (schedule/bundle_messages.hpp).
   static bool in_place(std::span<const plan> plans, const transfer& t);
   // Each piece's offset in this rank's source (or destination) shard; in_place said they fit.
   std::vector<std::size_t> offsets_in(const std::vector<transfer_part>& parts, bool source) const;
@@ -7319,20 +7401,7 @@ void executor<Backend>::plan_steps(const schedule& s, std::span<const plan> plan
 
 template <class Backend>
 bool executor<Backend>::in_place(std::span<const plan> plans, const transfer& t) {
-  if (t.parts.empty() || (t.kind != transfer_kind::point_to_point && t.kind != transfer_kind::forward)) return false;
-  auto fits = [&](const transfer_part& q) {
-    const plan& p = plans[static_cast<std::size_t>(q.tensor)];
-    const auto eb = static_cast<std::size_t>(p.element_bytes);
-    const box from = t.kind == transfer_kind::forward ? p.destination_tile(t.sender) : p.source_tile(t.sender);
-    if (detail::contiguous_offset(from, q.region, eb) == none) return false;
-    for (index_t r : t.receivers)
-      if (detail::contiguous_offset(p.destination_tile(r), q.region, eb) == none) return false;
-    return true;
-  };
-  if (!fits({t.tensor, t.task, t.region, 0})) return false;
-  for (const transfer_part& q : t.parts)
-    if (!fits(q)) return false;
-  return true;
+  return bundle_in_place([&](std::int32_t k) -> const plan& { return plans[static_cast<std::size_t>(k)]; }, t);
 }
 
 template <class Backend>

@@ -50,6 +50,7 @@
 #include "executor/step.hpp"
 #include "message_tags.hpp"
 #include "../plan/plan.hpp"
+#include "../schedule/bundle_messages.hpp"
 #include "../model/schedule.hpp"
 #include "../core/error.hpp"
 #include "../core/detail/kept.hpp"
@@ -129,7 +130,8 @@ class executor {
   // shard, or for a forward its destination shard) and in each receiver's destination shard goes
   // as one message per piece, from and into the shards: no message buffer. Its messages leave back
   // to back, so they pay about one latency, as the model charges the bundle. Every rank decides
-  // alike from the plans, so both ends of a message agree on its pieces.
+  // alike from the plans, so both ends of a message agree on its pieces; the model applies the
+  // same rule (schedule/bundle_messages.hpp).
   static bool in_place(std::span<const plan> plans, const transfer& t);
   // Each piece's offset in this rank's source (or destination) shard; in_place said they fit.
   std::vector<std::size_t> offsets_in(const std::vector<transfer_part>& parts, bool source) const;

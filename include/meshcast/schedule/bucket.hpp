@@ -11,12 +11,15 @@
 #include <cmath>
 #include <cstddef>
 #include <map>
+#include <memory>
+#include <span>
 #include <utility>
 #include <vector>
 
 #include "../model/network.hpp"
 #include "../model/schedule.hpp"
 #include "../model/simulate.hpp"
+#include "bundle_messages.hpp"
 #include "strategy/broadcast.hpp"
 
 namespace meshcast {
@@ -70,7 +73,10 @@ inline bool bucketable(const schedule& s, std::size_t max_bytes) {
 /// comment), times and makespan simulated anew. Transfers that wait for others (forwards), chains,
 /// broadcasts and local copies stay as they are; what waits for a bucketed transfer waits for its
 /// bucket. The lower bound stays where it holds (the latency-free physical bound otherwise).
-inline schedule bucketed(const schedule& s, const network& net, std::size_t max_bytes) {
+/// With the batch's `plans`, a bucket the executor sends piece by piece is eager by its smallest
+/// piece, as it runs (bundle_messages.hpp); without them, by all its bytes, as one packed message.
+inline schedule bucketed(const schedule& s, const network& net, std::size_t max_bytes,
+                         std::span<const std::shared_ptr<const plan>> plans = {}) {
   if (max_bytes == 0 || s.model.size() != s.transfers.size() || !detail::bucketable(s, max_bytes)) return s;
   schedule out = s;
   out.transfers.clear();
@@ -113,7 +119,9 @@ inline schedule bucketed(const schedule& s, const network& net, std::size_t max_
     transfer_model& m = out.model[i];  // one message, or one chain, of all the bucket's bytes
     if (t.kind == transfer_kind::point_to_point) {
       m.duration = net.transfer_time(t.sender, t.receivers[0], t.bytes);
-      m.eager = m.connection >= 0 && t.bytes <= net.eager_bytes();
+      if (plans.empty()) m.eager = m.connection >= 0 && t.bytes <= net.eager_bytes();
+      else m.eager = goes_eagerly([&](std::int32_t k) -> const plan& { return *plans[static_cast<std::size_t>(k)]; }, t,
+                                  m.connection, net);
     } else {
       std::vector<op> chain;
       broadcast{}.remote_ops(net, rs, t.task, t.region, t.bytes, t.sender, t.receivers, chain);
@@ -134,9 +142,10 @@ inline schedule bucketed(const schedule& s, const network& net, std::size_t max_
 }
 
 /// `s` bucketed where that shortens its predicted makespan, else `s`.
-inline schedule with_buckets(schedule s, const network& net, std::size_t max_bytes) {
+inline schedule with_buckets(schedule s, const network& net, std::size_t max_bytes,
+                             std::span<const std::shared_ptr<const plan>> plans = {}) {
   if (max_bytes == 0 || !detail::bucketable(s, max_bytes)) return s;
-  schedule b = bucketed(s, net, max_bytes);
+  schedule b = bucketed(s, net, max_bytes, plans);
   return b.makespan_s < s.makespan_s ? b : s;
 }
 

@@ -13,6 +13,7 @@
 
 #include "../core/detail/deadline.hpp"
 #include "bundle.hpp"
+#include "bundle_messages.hpp"
 #include "../model/connections.hpp"
 #include "../model/execution.hpp"
 #include "../model/network.hpp"
@@ -151,12 +152,17 @@ inline void add_unit(instance& in, unit&& u, bool stamp_tensor = true) {
   in.units.push_back(std::move(u));
 }
 
-// Ordered mode over a transport with eager messages: every op takes its connection's slot.
+// Ordered mode over a transport with eager messages: every op takes its connection's slot, and a
+// bundle goes eagerly as its messages do (bundle_messages.hpp).
 inline void apply_connections(instance& in) {
   if (in.mode != execution::ordered || in.net->eager_bytes() == 0) return;
+  auto plan_of = [&](std::int32_t k) -> const plan& { return *in.plans[static_cast<std::size_t>(k)]; };
   for (unit& u : in.units)
     for (option& o : u.options)
-      for (op& x : o.ops) in.connections.apply(x, *in.net);
+      for (op& x : o.ops) {
+        in.connections.apply(x, *in.net);
+        if (!x.parts.empty()) x.eager = goes_eagerly(plan_of, x, x.connection, *in.net);
+      }
 }
 
 // Whether S moves bundles, each of its alternatives too if it offers several.

@@ -43,7 +43,8 @@ schedule solve_batch(std::vector<std::shared_ptr<const plan>> plans, std::shared
   }
   io.bundle_bytes = bucket;
   if constexpr (!std::is_same_v<Strategy, auto_strategy>) {
-    return with_buckets(solve(make_instance(std::move(plans), net, st, io), sv, so), *net, bucket);
+    schedule s = solve(make_instance(plans, net, st, io), sv, so);
+    return with_buckets(std::move(s), *net, bucket, plans);
   } else {
     const bool split = io.split_replicas;
     so.time_limit_s = detail::checked_seconds(so.time_limit_s, "the solver time limit") / (split ? 8 : 4);
@@ -59,7 +60,7 @@ schedule solve_batch(std::vector<std::shared_ptr<const plan>> plans, std::shared
       }
       // An instance whose every schedule moves bytes for longer than the best found cannot win.
       if (best && lower_bound(in, /*latencies=*/false).value() >= best->makespan_s) return;
-      schedule s = with_buckets(solve(in, sv, so), *net, bucket);
+      schedule s = with_buckets(solve(in, sv, so), *net, bucket, plans);
       bound_s = best ? std::min(bound_s, s.lower_bound_s) : s.lower_bound_s;
       if (!best || s.makespan_s < best->makespan_s) best = std::move(s);
     };

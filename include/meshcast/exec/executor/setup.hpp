@@ -187,20 +187,7 @@ void executor<Backend>::plan_steps(const schedule& s, std::span<const plan> plan
 
 template <class Backend>
 bool executor<Backend>::in_place(std::span<const plan> plans, const transfer& t) {
-  if (t.parts.empty() || (t.kind != transfer_kind::point_to_point && t.kind != transfer_kind::forward)) return false;
-  auto fits = [&](const transfer_part& q) {
-    const plan& p = plans[static_cast<std::size_t>(q.tensor)];
-    const auto eb = static_cast<std::size_t>(p.element_bytes);
-    const box from = t.kind == transfer_kind::forward ? p.destination_tile(t.sender) : p.source_tile(t.sender);
-    if (detail::contiguous_offset(from, q.region, eb) == none) return false;
-    for (index_t r : t.receivers)
-      if (detail::contiguous_offset(p.destination_tile(r), q.region, eb) == none) return false;
-    return true;
-  };
-  if (!fits({t.tensor, t.task, t.region, 0})) return false;
-  for (const transfer_part& q : t.parts)
-    if (!fits(q)) return false;
-  return true;
+  return bundle_in_place([&](std::int32_t k) -> const plan& { return plans[static_cast<std::size_t>(k)]; }, t);
 }
 
 template <class Backend>

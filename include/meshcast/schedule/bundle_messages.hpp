@@ -1,0 +1,57 @@
+// The messages a bundle (a transfer with parts: bundle.hpp, bucket.hpp) makes when it runs, one
+// rule for the executor and the model. Where every piece is one contiguous run in the sender's
+// tile and in every receiver's, the executor sends it piece by piece, straight from and into the
+// shards; else it packs the bundle into one message of all its bytes. Over a transport with eager
+// messages the ordered executor waits for an acknowledgement after a step whose smallest message
+// goes eagerly, so the model calls a bundle eager by that message (connections.hpp), not by its
+// total: a bucket of a 4 KiB bias and a 4 MiB weight sent in place runs acknowledged.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+
+#include "../core/box_runs.hpp"
+#include "../model/network.hpp"
+#include "../model/op.hpp"
+#include "../plan/plan.hpp"
+
+namespace meshcast {
+
+/// Whether the executor sends bundle `t` piece by piece, with no message buffer; `plan_of(tensor)`
+/// gives each tensor's plan.
+template <class PlanOf>
+bool bundle_in_place(const PlanOf& plan_of, const transfer& t) {
+  if (t.parts.empty() || (t.kind != transfer_kind::point_to_point && t.kind != transfer_kind::forward)) return false;
+  auto fits = [&](std::int32_t tensor, const box& region) {
+    const plan& p = plan_of(tensor);
+    const auto eb = static_cast<std::size_t>(p.element_bytes);
+    // A forward passes on what it received: its pieces sit in its destination tile.
+    const box from = t.kind == transfer_kind::forward ? p.destination_tile(t.sender) : p.source_tile(t.sender);
+    if (detail::contiguous_offset(from, region, eb) == detail::not_contiguous) return false;
+    for (index_t r : t.receivers)
+      if (detail::contiguous_offset(p.destination_tile(r), region, eb) == detail::not_contiguous) return false;
+    return true;
+  };
+  if (!fits(t.tensor, t.region)) return false;
+  for (const transfer_part& q : t.parts)
+    if (!fits(q.tensor, q.region)) return false;
+  return true;
+}
+
+/// The bytes of the smallest message the executor sends for `t`: its smallest piece where it
+/// goes in place, else all of it.
+template <class PlanOf>
+index_t smallest_message_bytes(const PlanOf& plan_of, const transfer& t) {
+  if (!bundle_in_place(plan_of, t)) return t.bytes;
+  index_t least = t.region.volume() * plan_of(t.tensor).element_bytes;  // the first piece
+  for (const transfer_part& q : t.parts) least = std::min(least, q.bytes);
+  return least;
+}
+
+/// Whether `o` (a bundle or not), given its connection slot, goes eagerly as the executor sends it.
+template <class PlanOf>
+bool goes_eagerly(const PlanOf& plan_of, const transfer& t, int connection, const network& net) {
+  return connection >= 0 && smallest_message_bytes(plan_of, t) <= net.eager_bytes();
+}
+
+}  // namespace meshcast
