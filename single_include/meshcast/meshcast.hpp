@@ -2886,6 +2886,8 @@ inline std::vector<bundle> make_bundles(std::span<const std::shared_ptr<const pl
 
 #include <algorithm>
 #include <cstddef>
+#include <memory>
+#include <span>
 
 // ---- begin meshcast/core/box_runs.hpp ----
 // A region of a dense row-major tile as contiguous runs of bytes: how pack.hpp copies it, and
@@ -2936,6 +2938,13 @@ inline std::size_t contiguous_offset(const box& tile, const box& region, std::si
 
 namespace meshcast {
 
+namespace detail {
+// `plan_of` over a batch's shared plans, as instances and solve_batch hold them.
+inline auto plan_in(std::span<const std::shared_ptr<const plan>> plans) {
+  return [plans](std::int32_t k) -> const plan& { return *plans[static_cast<std::size_t>(k)]; };
+}
+}  // namespace detail
+
 /// Whether the executor sends bundle `t` piece by piece, with no message buffer; `plan_of(tensor)`
 /// gives each tensor's plan.
 template <class PlanOf>
@@ -2967,7 +2976,7 @@ index_t smallest_message_bytes(const PlanOf& plan_of, const transfer& t) {
   return least;
 }
 
-/// Whether `o` (a bundle or not), given its connection slot, goes eagerly as the executor sends it.
+/// Whether `t` (a bundle or not), given its connection slot, goes eagerly as the executor sends it.
 template <class PlanOf>
 bool goes_eagerly(const PlanOf& plan_of, const transfer& t, int connection, const network& net) {
   return connection >= 0 && smallest_message_bytes(plan_of, t) <= net.eager_bytes();
@@ -3111,7 +3120,7 @@ inline void add_unit(instance& in, unit&& u, bool stamp_tensor = true) {
 // bundle goes eagerly as its messages do (bundle_messages.hpp).
 inline void apply_connections(instance& in) {
   if (in.mode != execution::ordered || in.net->eager_bytes() == 0) return;
-  auto plan_of = [&](std::int32_t k) -> const plan& { return *in.plans[static_cast<std::size_t>(k)]; };
+  const auto plan_of = detail::plan_in(in.plans);
   for (unit& u : in.units)
     for (option& o : u.options)
       for (op& x : o.ops) {
@@ -5811,8 +5820,7 @@ inline schedule bucketed(const schedule& s, const network& net, std::size_t max_
     if (t.kind == transfer_kind::point_to_point) {
       m.duration = net.transfer_time(t.sender, t.receivers[0], t.bytes);
       if (plans.empty()) m.eager = m.connection >= 0 && t.bytes <= net.eager_bytes();
-      else m.eager = goes_eagerly([&](std::int32_t k) -> const plan& { return *plans[static_cast<std::size_t>(k)]; }, t,
-                                  m.connection, net);
+      else m.eager = goes_eagerly(detail::plan_in(plans), t, m.connection, net);
     } else {
       std::vector<op> chain;
       broadcast{}.remote_ops(net, rs, t.task, t.region, t.bytes, t.sender, t.receivers, chain);

@@ -120,8 +120,7 @@ inline schedule bucketed(const schedule& s, const network& net, std::size_t max_
     if (t.kind == transfer_kind::point_to_point) {
       m.duration = net.transfer_time(t.sender, t.receivers[0], t.bytes);
       if (plans.empty()) m.eager = m.connection >= 0 && t.bytes <= net.eager_bytes();
-      else m.eager = goes_eagerly([&](std::int32_t k) -> const plan& { return *plans[static_cast<std::size_t>(k)]; }, t,
-                                  m.connection, net);
+      else m.eager = goes_eagerly(detail::plan_in(plans), t, m.connection, net);
     } else {
       std::vector<op> chain;
       broadcast{}.remote_ops(net, rs, t.task, t.region, t.bytes, t.sender, t.receivers, chain);

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <memory>
+#include <span>
 
 #include "../core/box_runs.hpp"
 #include "../model/network.hpp"
@@ -16,6 +18,13 @@
 #include "../plan/plan.hpp"
 
 namespace meshcast {
+
+namespace detail {
+// `plan_of` over a batch's shared plans, as instances and solve_batch hold them.
+inline auto plan_in(std::span<const std::shared_ptr<const plan>> plans) {
+  return [plans](std::int32_t k) -> const plan& { return *plans[static_cast<std::size_t>(k)]; };
+}
+}  // namespace detail
 
 /// Whether the executor sends bundle `t` piece by piece, with no message buffer; `plan_of(tensor)`
 /// gives each tensor's plan.
@@ -48,7 +57,7 @@ index_t smallest_message_bytes(const PlanOf& plan_of, const transfer& t) {
   return least;
 }
 
-/// Whether `o` (a bundle or not), given its connection slot, goes eagerly as the executor sends it.
+/// Whether `t` (a bundle or not), given its connection slot, goes eagerly as the executor sends it.
 template <class PlanOf>
 bool goes_eagerly(const PlanOf& plan_of, const transfer& t, int connection, const network& net) {
   return connection >= 0 && smallest_message_bytes(plan_of, t) <= net.eager_bytes();

@@ -156,7 +156,7 @@ inline void add_unit(instance& in, unit&& u, bool stamp_tensor = true) {
 // bundle goes eagerly as its messages do (bundle_messages.hpp).
 inline void apply_connections(instance& in) {
   if (in.mode != execution::ordered || in.net->eager_bytes() == 0) return;
-  auto plan_of = [&](std::int32_t k) -> const plan& { return *in.plans[static_cast<std::size_t>(k)]; };
+  const auto plan_of = detail::plan_in(in.plans);
   for (unit& u : in.units)
     for (option& o : u.options)
       for (op& x : o.ops) {
