@@ -358,12 +358,15 @@ TEST_CASE("time limits: a tiny limit stops the cost tables and the solvers quick
       MESSAGE(std::string(e.what()));
     }
     const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    MESSAGE("limit " << limit << " s: took " << took << " s");
     CHECK(took < limit + 0.5);
   }
 }
 
 #if MESHCAST_HAS_CBC
-TEST_CASE("(f) 24-layer transformer, forward and training, solves in seconds") {
+// The solve times are measured, not asserted (docs/autoshard.md, "Solve time at scale": the CLI on
+// the same graphs); a test only checks what the solver returns, within a limit far above them.
+TEST_CASE("(f) 24-layer transformer, forward and training: tied, optimal where untied, never worse than greedy") {
   t::transformer_dims d{.batch = 8, .seq = 512, .model = 1024, .heads = 16, .ffn = 4096};
   for (bool training : {false, true})
     for (const std::vector<index_t>& sizes : {std::vector<index_t>{8}, std::vector<index_t>{2, 4}}) {
@@ -381,11 +384,6 @@ TEST_CASE("(f) 24-layer transformer, forward and training, solves in seconds") {
                                                    << p.stats.constraints << " constraints; " << p.solve_seconds
                                                    << " s; objective " << p.report.objective_s << " s (greedy "
                                                    << q.report.objective_s << " s)");
-#ifdef __OPTIMIZE__
-      CHECK(p.solve_seconds < 60);
-#else
-      CHECK(p.solve_seconds < 300);  // unoptimised (sanitizer) builds
-#endif
       CHECK(p.report.objective_s <= q.report.objective_s * (1 + 1e-9));
       if (sizes.size() == 2) {  // 1.2 million columns untied: merged and coalesced to one layer's worth
         CHECK(p.stats.tied);
