@@ -259,3 +259,37 @@ TEST_CASE("a broadcast chain through a host's devices goes at the intra-host lin
     CHECK(out[0].duration < bytes / std::min(nic, intra) * 1.05);
   }
 }
+
+TEST_CASE("send_recv_allgather: every forward is its own messages and pays the per-message latency") {
+  // Device 0 on host 0 sends a region to devices 1-3 on host 1: one slice each across the NIC,
+  // then each receiver forwards its slice to the other two. The executor posts each forward's
+  // messages apart (in ordered mode a receiver takes them one after another), so the model
+  // charges each forward a latency; it once charged only the host's first.
+  const double latency = 0.25;
+  const network net = network::uniform({0, 1, 1, 1}, 1e9, 1e9, latency);
+  const resource_space rs{net.port_count(), net.device_count()};
+  const std::vector<index_t> remote = {1, 2, 3};
+  box region;
+  region.rank = 1;
+  region[0] = {0, 300};
+  std::vector<op> out;
+  send_recv_allgather{}.remote_ops(net, rs, 0, region, 300, 0, remote, out);
+  int forwards = 0;
+  for (const op& o : out) {
+    if (o.kind != transfer_kind::forward) continue;
+    ++forwards;
+    CHECK(o.latency_s == latency);
+    CHECK(o.duration == doctest::Approx(latency + static_cast<double>(o.bytes) / net.intra_bps()));
+  }
+  CHECK(forwards == 3);
+  // Ordered: each receiver takes one slice and two forwards on its receive lane, one after
+  // another, and the forwards wait for the slices they pass on: at least four latencies in all
+  // (the third slice lands after three, its forward after four).
+  plan p = make_plan(dynamic_layout(dynamic_mesh{1}, dynamic_spec("R"), dynamic_shape{300}),
+                     dynamic_layout(dynamic_mesh{3}, dynamic_spec("R"), dynamic_shape{300}), {.element_bytes = 1});
+  const network hosts = network::uniform({0, 1, 1, 1}, 1e9, 1e9, latency);
+  schedule s = solve(make_instance(p, hosts, send_recv_allgather{}), greedy{});
+  CHECK(check_schedule(p, {0, 1, 1, 1}, s) == "");
+  CHECK(s.makespan_s >= 4 * latency);
+  CHECK(s.lower_bound_s <= s.makespan_s * (1 + 1e-12));
+}

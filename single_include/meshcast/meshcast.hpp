@@ -2572,8 +2572,9 @@ struct send_recv_allgather {
           gather.holders.push_back(r);
           gather.receivers.push_back(r);
         }
-        // The host's exchanges are one all-gather launch: only the first pays the latency.
-        gather.latency_s = i == 0 ? net.latency_s() : 0.0;
+        // Each forward is its own messages (the executor posts them apart, and in ordered mode a
+        // receiver takes them one after another): each pays the per-message latency.
+        gather.latency_s = net.latency_s();
         gather.duration = gather.latency_s + static_cast<double>(x.bytes) / net.intra_bps();
         gather.after = static_cast<int>(out.size()) - 1;
         out.push_back(std::move(gather));
