@@ -89,6 +89,35 @@ TEST_CASE("mesh model: bandwidths, latencies and sizes are checked") {
   CHECK_THROWS_AS(m.validate(), meshcast::error);
 }
 
+TEST_CASE("costs past the largest double name the op and the inputs, under every solver") {
+  // 1e-306 flop/s is a finite device: every strategy's compute then overflows to infinity, which
+  // the solvers took for impossible choices ("no assignment satisfies the fixed specs and the
+  // memory limit", blaming neither).
+  graph g = t::mlp(32, 64, 128, false);
+  mesh_model m = mesh1(4, 100, 1, 100);
+  m.device_flops = 1e-306;
+  const char* expected = "op 'fc1' (matmul): producing spec";
+  CHECK_THROWS_WITH_AS(cost_model(g, m), doctest::Contains(expected), meshcast::error);
+  CHECK_THROWS_WITH_AS(run<greedy>(g, m), doctest::Contains("flop/s) and"), meshcast::error);
+  CHECK_THROWS_WITH_AS(run<dp>(g, m), doctest::Contains("not a finite number of seconds"), meshcast::error);
+#if MESHCAST_HAS_CBC
+  CHECK_THROWS_WITH_AS(run<ilp>(g, m), doctest::Contains(expected), meshcast::error);
+#endif
+  // Each cost finite, their sum not (two unsplit matmuls of 1.3e308 s each on one device): the
+  // plan once reported an objective of inf s.
+  mesh_model one = mesh1(1, 100, 1, 100);
+  one.device_flops = 4e-303;
+  CHECK_NOTHROW(cost_model(g, one));
+  CHECK_THROWS_WITH_AS(run<greedy>(g, one), doctest::Contains("passes the largest double"), meshcast::error);
+#if MESHCAST_HAS_CBC
+  CHECK_THROWS_WITH_AS(run<ilp>(g, one), doctest::Contains("passes the largest double"), meshcast::error);
+#endif
+  // The slowest device whose costs still fit is accepted, and costed finitely.
+  m.device_flops = 1e-250;
+  const sharding_plan p = run<greedy>(g, m);
+  CHECK(std::isfinite(p.report.objective_s));
+}
+
 TEST_CASE("collectives: the pinned formulas, summed over axes") {
   mesh_model m;
   m.sizes = {2, 4};

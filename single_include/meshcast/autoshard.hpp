@@ -1339,6 +1339,7 @@ class reshard_model {
 // meets). Axes that split nothing compute the same gradient on every device: nothing to reduce.
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -1588,9 +1589,19 @@ inline std::vector<op_strategy> strategies_of(const graph& g, const op_desc& o, 
                                            local_bytes(ts[o.inputs[i]].shape, inputs[i], m, eb)));
         }
       }
-      s.seconds = s.compute_s;
-      for (const auto& c : s.forward) s.seconds += c.seconds;
-      for (const auto& c : s.backward) s.seconds += c.seconds;
+      double collectives = 0;
+      for (const auto& c : s.forward) collectives += c.seconds;
+      for (const auto& c : s.backward) collectives += c.seconds;
+      s.seconds = s.compute_s + collectives;
+      // A finite device and finite axes can still give a cost past the largest double (1e300
+      // flops on 1e-10 flop/s): the solvers would read it as an impossible choice and blame the
+      // fixed specs or the memory limit, so the input that overflowed is named here.
+      if (!std::isfinite(s.seconds))
+        throw error(what + " (" + o.type + "): producing spec '" + s.output.to_string() + "' costs " +
+                    meshcast::detail::number(s.compute_s) + " s of compute (" + meshcast::detail::number(o.flops) +
+                    " flops on devices of " + meshcast::detail::number(m.device_flops) + " flop/s) and " +
+                    meshcast::detail::number(collectives) +
+                    " s of collectives: not a finite number of seconds; the mesh's device flops or axis bandwidths are out of range for this graph");
       std::string key = s.output.to_string();
       for (const spec_value& in : s.inputs) key += '|' + in.to_string();
       auto [pos, fresh] = seen.emplace(key, result.size());
@@ -1632,6 +1643,7 @@ inline std::vector<op_strategy> strategies_of(const graph& g, const op_desc& o, 
 //               producer offsets repeat with a period p, and the parameters only they use.
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <string>
@@ -1704,8 +1716,10 @@ class cost_model {
                       " on this mesh");
       }
       if (required_[t])
-        for (std::size_t i = 0; i < choice_spec_[v].size(); ++i)
+        for (std::size_t i = 0; i < choice_spec_[v].size(); ++i) {
           problem_.cost[v][i] += round_trip(t, choice_spec_[v][i], reshards_.spec_id(*required_[t]));
+          finite_or_throw(problem_.cost[v][i], t, choice_spec_[v][i], "its required output spec");
+        }
     }
     // Edges: one per (producer, consumer op) pair; a tensor used twice by one op adds both slots.
     std::size_t entries = 0;
@@ -1732,9 +1746,11 @@ class cost_model {
         const std::size_t kv = choice_spec_[v].size();
         for (std::size_t i = 0; i < choice_spec_[u].size(); ++i) {
           limit.check("costing reshards between specs");
-          for (std::size_t j = 0; j < kv; ++j)
-            e->cost[i * kv + j] +=
-                round_trip(t, choice_spec_[u][i], reshards_.spec_id(strategies_[v][j].inputs[slot]));
+          for (std::size_t j = 0; j < kv; ++j) {
+            double& c = e->cost[i * kv + j];
+            c += round_trip(t, choice_spec_[u][i], reshards_.spec_id(strategies_[v][j].inputs[slot]));
+            finite_or_throw(c, t, choice_spec_[u][i], "op '" + op.name + "'");
+          }
         }
       }
     }
@@ -1760,6 +1776,15 @@ class cost_model {
     double s = reshards_.seconds(shape_id_[t], from, to);
     if (graph_->training && graph_->tensors()[t].requires_grad) s += reshards_.seconds(shape_id_[t], to, from);
     return s;
+  }
+
+  /// A reshard past the largest double would read as an impossible choice to every solver (and
+  /// be blamed on the fixed specs or the memory limit): the tensor and spec are named instead.
+  void finite_or_throw(double seconds, int t, int from, const std::string& into) const {
+    if (std::isfinite(seconds)) return;
+    throw error("tensor '" + graph_->tensors()[t].name + "': resharding it from spec '" + reshards_.spec(from).to_string() +
+                "' for " + into + " costs " + meshcast::detail::number(seconds) +
+                " s, not a finite number of seconds; the mesh's axis bandwidths are out of range for this graph");
   }
 
   /// Merging of followers (see the header comment).
@@ -1898,6 +1923,7 @@ class cost_model {
 // inputs (before it), its strategy (iteration split, local compute) and the collectives after it;
 // then the reshards that deliver graph outputs; then, when training, the backward pass in reverse.
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -2009,6 +2035,10 @@ inline assignment_report evaluate(cost_model& cm, const std::vector<spec_value>&
   }
   for (const op_collective& c : r.collectives) r.objective_s += c.step.seconds;
   r.objective_s += r.compute_s;
+  if (!std::isfinite(r.objective_s))  // every term finite (cost_model.hpp checks), their sum not
+    throw error("specs: the assignment costs " + meshcast::detail::number(r.objective_s) + " s in all (compute " +
+                meshcast::detail::number(r.compute_s) +
+                " s): the sum passes the largest double; the mesh's device flops or axis bandwidths are out of range for this graph");
 
   // Memory, as the cost model counts it.
   index_t largest = 0;

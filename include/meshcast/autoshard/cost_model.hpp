@@ -21,6 +21,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <string>
@@ -97,8 +98,10 @@ class cost_model {
                       " on this mesh");
       }
       if (required_[t])
-        for (std::size_t i = 0; i < choice_spec_[v].size(); ++i)
+        for (std::size_t i = 0; i < choice_spec_[v].size(); ++i) {
           problem_.cost[v][i] += round_trip(t, choice_spec_[v][i], reshards_.spec_id(*required_[t]));
+          finite_or_throw(problem_.cost[v][i], t, choice_spec_[v][i], "its required output spec");
+        }
     }
     // Edges: one per (producer, consumer op) pair; a tensor used twice by one op adds both slots.
     std::size_t entries = 0;
@@ -125,9 +128,11 @@ class cost_model {
         const std::size_t kv = choice_spec_[v].size();
         for (std::size_t i = 0; i < choice_spec_[u].size(); ++i) {
           limit.check("costing reshards between specs");
-          for (std::size_t j = 0; j < kv; ++j)
-            e->cost[i * kv + j] +=
-                round_trip(t, choice_spec_[u][i], reshards_.spec_id(strategies_[v][j].inputs[slot]));
+          for (std::size_t j = 0; j < kv; ++j) {
+            double& c = e->cost[i * kv + j];
+            c += round_trip(t, choice_spec_[u][i], reshards_.spec_id(strategies_[v][j].inputs[slot]));
+            finite_or_throw(c, t, choice_spec_[u][i], "op '" + op.name + "'");
+          }
         }
       }
     }
@@ -153,6 +158,15 @@ class cost_model {
     double s = reshards_.seconds(shape_id_[t], from, to);
     if (graph_->training && graph_->tensors()[t].requires_grad) s += reshards_.seconds(shape_id_[t], to, from);
     return s;
+  }
+
+  /// A reshard past the largest double would read as an impossible choice to every solver (and
+  /// be blamed on the fixed specs or the memory limit): the tensor and spec are named instead.
+  void finite_or_throw(double seconds, int t, int from, const std::string& into) const {
+    if (std::isfinite(seconds)) return;
+    throw error("tensor '" + graph_->tensors()[t].name + "': resharding it from spec '" + reshards_.spec(from).to_string() +
+                "' for " + into + " costs " + meshcast::detail::number(seconds) +
+                " s, not a finite number of seconds; the mesh's axis bandwidths are out of range for this graph");
   }
 
   /// Merging of followers (see the header comment).

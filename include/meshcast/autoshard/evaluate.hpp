@@ -9,9 +9,11 @@
 // then the reshards that deliver graph outputs; then, when training, the backward pass in reverse.
 #pragma once
 
+#include <cmath>
 #include <string>
 #include <vector>
 
+#include "../core/detail/number_text.hpp"
 #include "cost_model.hpp"
 
 namespace meshcast::autoshard {
@@ -121,6 +123,10 @@ inline assignment_report evaluate(cost_model& cm, const std::vector<spec_value>&
   }
   for (const op_collective& c : r.collectives) r.objective_s += c.step.seconds;
   r.objective_s += r.compute_s;
+  if (!std::isfinite(r.objective_s))  // every term finite (cost_model.hpp checks), their sum not
+    throw error("specs: the assignment costs " + meshcast::detail::number(r.objective_s) + " s in all (compute " +
+                meshcast::detail::number(r.compute_s) +
+                " s): the sum passes the largest double; the mesh's device flops or axis bandwidths are out of range for this graph");
 
   // Memory, as the cost model counts it.
   index_t largest = 0;

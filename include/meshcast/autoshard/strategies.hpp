@@ -24,10 +24,12 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "../core/detail/number_text.hpp"
 #include "collectives.hpp"
 #include "graph.hpp"
 #include "sharding.hpp"
@@ -276,9 +278,19 @@ inline std::vector<op_strategy> strategies_of(const graph& g, const op_desc& o, 
                                            local_bytes(ts[o.inputs[i]].shape, inputs[i], m, eb)));
         }
       }
-      s.seconds = s.compute_s;
-      for (const auto& c : s.forward) s.seconds += c.seconds;
-      for (const auto& c : s.backward) s.seconds += c.seconds;
+      double collectives = 0;
+      for (const auto& c : s.forward) collectives += c.seconds;
+      for (const auto& c : s.backward) collectives += c.seconds;
+      s.seconds = s.compute_s + collectives;
+      // A finite device and finite axes can still give a cost past the largest double (1e300
+      // flops on 1e-10 flop/s): the solvers would read it as an impossible choice and blame the
+      // fixed specs or the memory limit, so the input that overflowed is named here.
+      if (!std::isfinite(s.seconds))
+        throw error(what + " (" + o.type + "): producing spec '" + s.output.to_string() + "' costs " +
+                    meshcast::detail::number(s.compute_s) + " s of compute (" + meshcast::detail::number(o.flops) +
+                    " flops on devices of " + meshcast::detail::number(m.device_flops) + " flop/s) and " +
+                    meshcast::detail::number(collectives) +
+                    " s of collectives: not a finite number of seconds; the mesh's device flops or axis bandwidths are out of range for this graph");
       std::string key = s.output.to_string();
       for (const spec_value& in : s.inputs) key += '|' + in.to_string();
       auto [pos, fresh] = seen.emplace(key, result.size());
