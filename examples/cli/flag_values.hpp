@@ -4,7 +4,7 @@
 #pragma once
 
 #include <cmath>
-#include <exception>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,17 +19,16 @@ inline std::string parse_name(const std::string& flag, std::string text) {
   return text;
 }
 
-/// The number `text` spells (std::stod's syntax: leading spaces skipped, "nan", "inf" and hex
-/// included); nothing when it is empty or anything follows the number.
+/// The number `text` spells (strtod's syntax: leading spaces skipped, "nan", "inf" and hex
+/// included); nothing when it is empty or anything follows the number. Past the largest double it
+/// is +-inf, which every caller refuses as not finite; nearer 0 than the smallest normal double
+/// (1e-310) it is the nearest double, a finite number (std::stod threw on both, and "1e-310" was
+/// called "not a finite number").
 inline std::optional<double> whole_number(const std::string& text) {
-  std::size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-  if (text.empty() || used != text.size()) return std::nullopt;
+  if (text.empty()) return std::nullopt;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || end != text.c_str() + text.size()) return std::nullopt;  // a NUL inside ends early
   return v;
 }
 
