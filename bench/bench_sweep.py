@@ -14,8 +14,7 @@ import os
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CLUSTER = os.path.join(ROOT, "scripts", "cluster.sh")
+from cluster_flags import CLUSTER, ROOT, add_cluster_flags  # noqa: E402,F401
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 from cluster_suite import calibrate, sh  # noqa: E402
 
@@ -73,8 +72,7 @@ def table(docs):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--build", default=os.path.join(ROOT, "build", "test"))
-    ap.add_argument("--mbit", type=float, default=200)
+    add_cluster_flags(ap)
     ap.add_argument("--repetitions", type=int, default=3)
     ap.add_argument("--min-bytes", default="1K")
     ap.add_argument("--max-bytes", default="64M")

@@ -16,8 +16,7 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CLUSTER = os.path.join(ROOT, "scripts", "cluster.sh")
+from cluster_flags import CLUSTER, ROOT, add_cluster_flags  # noqa: E402,F401
 MESHES_8 = ["8", "4x2", "2x4", "2x2x2"]
 
 
@@ -67,10 +66,9 @@ def random_case(rng):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--build", default=os.path.join(ROOT, "build", "test"))
+    add_cluster_flags(ap)
     ap.add_argument("--runs", type=int, default=12)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--mbit", type=float, default=200)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json", default="")
     args = ap.parse_args()

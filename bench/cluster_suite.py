@@ -28,8 +28,7 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CLUSTER = os.path.join(ROOT, "scripts", "cluster.sh")
+from cluster_flags import CLUSTER, ROOT, add_cluster_flags  # noqa: E402,F401
 
 # name, shape, src mesh, src spec, dst mesh, dst spec, devices per host, same mesh
 CASES = [
@@ -150,8 +149,7 @@ def run_one(build, case, strategy, solver, mode, model, repeat):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--build", default=os.path.join(ROOT, "build", "test"))
-    ap.add_argument("--mbit", type=float, default=200)
+    add_cluster_flags(ap)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "cluster_suite.md"))

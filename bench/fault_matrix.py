@@ -12,6 +12,8 @@ import os
 import re
 import subprocess
 
+from cluster_flags import BUILD  # noqa: E402
+
 TESTS = ["kill_concurrent", "kill_ordered", "cut_ordered", "cut_concurrent", "kill_hydra"]
 
 
@@ -32,7 +34,7 @@ def one(build, test, zcopy):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--build", default="build/test")
+    ap.add_argument("--build", default=BUILD, help=f"the build directory (default {BUILD})")
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--zcopy", default="auto,inf")
     ap.add_argument("--tests", default=",".join(TESTS))

@@ -26,8 +26,7 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CLUSTER = os.path.join(ROOT, "scripts", "cluster.sh")
+from cluster_flags import CLUSTER, ROOT, add_cluster_flags  # noqa: E402,F401
 PIPELINES = os.path.join(ROOT, "examples", "pipelines")
 POLICIES = ["prior_first", "rounds", "list_scheduling", "optimal"]
 
@@ -82,8 +81,7 @@ def run_case(build, file, k, compute, model, args):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--build", default=os.path.join(ROOT, "build", "test"))
-    ap.add_argument("--mbit", type=float, default=200)
+    add_cluster_flags(ap)
     ap.add_argument("--unit-ms", type=float, default=20)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--compute", default="spin,sleep")

@@ -19,15 +19,12 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CLUSTER = os.path.join(HERE, "..", "scripts", "cluster.sh")
+from cluster_flags import CLUSTER, add_cluster_flags  # noqa: E402
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--build", default="build/test")
-    ap.add_argument("--hosts", type=int, default=4)
-    ap.add_argument("--ppn", type=int, default=4)
-    ap.add_argument("--mbit", type=float, default=200)
+    add_cluster_flags(ap, hosts=4, ppn=4)
     ap.add_argument("--caps", default="0,16777216")
     ap.add_argument("--tensors", type=int, default=8)
     ap.add_argument("--rows", type=int, default=2048)

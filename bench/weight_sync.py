@@ -21,7 +21,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CLUSTER = os.path.join(HERE, "..", "scripts", "cluster.sh")
+from cluster_flags import CLUSTER, add_cluster_flags  # noqa: E402
 WAYS = ["allgather", "broadcast", "owner", "serial", "batch"]
 NAMES = {"allgather": "(a) all-gather, slice", "broadcast": "(b) gather, broadcast", "owner": "(c) round-robin owner",
          "serial": "(d) meshcast, one at a time", "batch": "(e) meshcast batch, auto"}
@@ -29,10 +29,7 @@ NAMES = {"allgather": "(a) all-gather, slice", "broadcast": "(b) gather, broadca
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--build", default="build/test")
-    ap.add_argument("--hosts", type=int, default=4)
-    ap.add_argument("--ppn", type=int, default=4)
-    ap.add_argument("--mbit", type=float, default=200)
+    add_cluster_flags(ap, hosts=4, ppn=4)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--models", default="llama3-8b,moe,pp")
     ap.add_argument("--scale", type=int, default=32)
