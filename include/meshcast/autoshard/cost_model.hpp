@@ -100,7 +100,7 @@ class cost_model {
       if (required_[t])
         for (std::size_t i = 0; i < choice_spec_[v].size(); ++i) {
           problem_.cost[v][i] += round_trip(t, choice_spec_[v][i], reshards_.spec_id(*required_[t]));
-          finite_or_throw(problem_.cost[v][i], t, choice_spec_[v][i], "its required output spec");
+          finite_or_throw(problem_.cost[v][i], t, choice_spec_[v][i], nullptr);
         }
     }
     // Edges: one per (producer, consumer op) pair; a tensor used twice by one op adds both slots.
@@ -131,7 +131,7 @@ class cost_model {
           for (std::size_t j = 0; j < kv; ++j) {
             double& c = e->cost[i * kv + j];
             c += round_trip(t, choice_spec_[u][i], reshards_.spec_id(strategies_[v][j].inputs[slot]));
-            finite_or_throw(c, t, choice_spec_[u][i], "op '" + op.name + "'");
+            finite_or_throw(c, t, choice_spec_[u][i], &op);
           }
         }
       }
@@ -162,8 +162,11 @@ class cost_model {
 
   /// A reshard past the largest double would read as an impossible choice to every solver (and
   /// be blamed on the fixed specs or the memory limit): the tensor and spec are named instead.
-  void finite_or_throw(double seconds, int t, int from, const std::string& into) const {
+  /// `consumer` is the op the reshard feeds, null for a graph output's required spec; called once
+  /// per cost table entry, so nothing is built unless it throws.
+  void finite_or_throw(double seconds, int t, int from, const op_desc* consumer) const {
     if (std::isfinite(seconds)) return;
+    const std::string into = consumer ? "op '" + consumer->name + "'" : std::string("its required output spec");
     throw error("tensor '" + graph_->tensors()[t].name + "': resharding it from spec '" + reshards_.spec(from).to_string() +
                 "' for " + into + " costs " + meshcast::detail::number(seconds) +
                 " s, not a finite number of seconds; the mesh's axis bandwidths are out of range for this graph");
