@@ -287,8 +287,7 @@ TEST_CASE("send_recv_allgather: every forward is its own messages and pays the p
   // (the third slice lands after three, its forward after four).
   plan p = make_plan(dynamic_layout(dynamic_mesh{1}, dynamic_spec("R"), dynamic_shape{300}),
                      dynamic_layout(dynamic_mesh{3}, dynamic_spec("R"), dynamic_shape{300}), {.element_bytes = 1});
-  const network hosts = network::uniform({0, 1, 1, 1}, 1e9, 1e9, latency);
-  schedule s = solve(make_instance(p, hosts, send_recv_allgather{}), greedy{});
+  schedule s = solve(make_instance(p, net, send_recv_allgather{}), greedy{});
   CHECK(check_schedule(p, {0, 1, 1, 1}, s) == "");
   CHECK(s.makespan_s >= 4 * latency);
   CHECK(s.lower_bound_s <= s.makespan_s * (1 + 1e-12));
