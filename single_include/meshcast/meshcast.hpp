@@ -8167,6 +8167,11 @@ struct reshard_options {
   /// Longest wait on other ranks without progress before every rank fails with an error (over
   /// NCCL: the longest wait for the work on the stream, which then cannot be withdrawn).
   double timeout_s = 60;
+  /// Over NCCL: the communicator was made nonblocking (ncclConfig_t::blocking = 0). meshcast then
+  /// makes its broadcast groups' communicators nonblocking too (NCCL refuses a group mixing both
+  /// kinds), so their creation and every group's connection setup also give up after `timeout_s`
+  /// (with blocking communicators those two calls of NCCL have no deadline). No effect over MPI.
+  bool nccl_nonblocking = false;
   /// No rank holds more than this many bytes of message buffers (packing, receiving, forwarding)
   /// at once beyond its shards; tasks are cut to half of it before they are scheduled
   /// (staging.hpp). 0: no cap.
@@ -8508,7 +8513,7 @@ inline std::uint64_t agreement_key(const layout_value& src, const layout_value& 
   mix(static_cast<std::int64_t>(o.devices.how));
   for (index_t d : o.devices.dst_ids) mix(d);
   mix(o.devices_per_host), mix(static_cast<std::int64_t>(o.mode)), mix(o.split_replicas), mix(o.nics_per_host);
-  mix(static_cast<std::int64_t>(o.max_staging_bytes)), mix(o.buckets);
+  mix(static_cast<std::int64_t>(o.max_staging_bytes)), mix(o.buckets), mix(o.nccl_nonblocking);
   for (index_t h : o.host_of) mix(h);
   mix(static_cast<std::int64_t>(o.seed));
   // The network model, the solver's limit and the deadline too: each rank would otherwise run with

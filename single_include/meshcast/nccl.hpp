@@ -81,8 +81,8 @@ struct nccl_comm_bootstrap {
       rc = ncclRecv(buf.data(), sizeof id, ncclUint8, static_cast<int>(root), world, stream);
     }
     const ncclResult_t ended = ncclGroupEnd();  // closed even after a failed call
-    detail::nccl_check(rc, me == root ? "ncclSend" : "ncclRecv");
-    detail::nccl_check(ended, "ncclGroupEnd");
+    if (rc != ncclInProgress) detail::nccl_check(rc, me == root ? "ncclSend" : "ncclRecv");
+    detail::nccl_settle(ended, world, "ncclGroupEnd", timeout_s);
     m.synchronize();  // bounded: the copy to host memory below would wait without a deadline
     detail::cuda_check(cudaMemcpyAsync(&id, buf.data(), sizeof id, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
   }
@@ -97,8 +97,10 @@ class nccl_channel {
 
   /// `group_transfers`: the executor's bound on the transfers of one NCCL group. Every wait on the
   /// stream, the channel's and the executor's, gives up after `timeout_s` (0: no bound).
-  nccl_channel(ncclComm_t comm, cudaStream_t stream, std::size_t group_transfers = nccl_group_transfers, double timeout_s = 0)
-      : comm_(comm), memory_{stream, timeout_s}, group_transfers_(group_transfers) {
+  /// `nonblocking`: `comm` was made with ncclConfig_t::blocking = 0 (nccl_backend).
+  nccl_channel(ncclComm_t comm, cudaStream_t stream, std::size_t group_transfers = nccl_group_transfers, double timeout_s = 0,
+               bool nonblocking = false)
+      : comm_(comm), memory_{stream, timeout_s}, group_transfers_(group_transfers), nonblocking_(nonblocking) {
     nccl_check(ncclCommUserRank(comm_, &rank_), "ncclCommUserRank");
     nccl_check(ncclCommCount(comm_, &size_), "ncclCommCount");
     scratch_ = memory_.allocate(static_cast<std::size_t>(size_) * sizeof(std::uint64_t));  // kept: one per reshard call
@@ -123,9 +125,9 @@ class nccl_channel {
       rc = ncclSend(buf.data() + static_cast<std::size_t>(rank_) * 8, 8, ncclUint8, 0, comm_, memory_.stream);
     }
     const ncclResult_t ended = ncclGroupEnd();  // closed even after a failed call
-    nccl_check(rc, rank_ == 0 ? "ncclRecv" : "ncclSend");
-    nccl_check(ended, "ncclGroupEnd");
-    nccl_check(ncclBroadcast(buf.data(), buf.data(), n * 8, ncclUint8, 0, comm_, memory_.stream), "ncclBroadcast");
+    if (rc != ncclInProgress) nccl_check(rc, rank_ == 0 ? "ncclRecv" : "ncclSend");
+    settle(ended, "ncclGroupEnd");
+    settle(ncclBroadcast(buf.data(), buf.data(), n * 8, ncclUint8, 0, comm_, memory_.stream), "ncclBroadcast");
     to_host(host.data(), buf.data(), host.size() * sizeof(std::uint64_t));
     return host;
   }
@@ -134,7 +136,7 @@ class nccl_channel {
     auto buf = memory_.allocate(bytes);  // outlives a wait that gave up while the stream is busy (cuda.hpp)
     mark_start();
     if (rank_ == root) to_device(buf.data(), data, bytes);
-    nccl_check(ncclBroadcast(buf.data(), buf.data(), bytes, ncclUint8, root, comm_, memory_.stream), "ncclBroadcast");
+    settle(ncclBroadcast(buf.data(), buf.data(), bytes, ncclUint8, root, comm_, memory_.stream), "ncclBroadcast");
     to_host(data, buf.data(), bytes);
   }
   /// Throws on every rank when any rank has a non-empty `problem` (the first failing rank's message).
@@ -185,12 +187,13 @@ class nccl_channel {
   network fitted(network net) const { return net; }
   backend_type make_backend() const {
     return backend_type(comm_, memory_.stream, nccl_comm_bootstrap{comm_, memory_.stream, memory_.timeout_s}, group_transfers_,
-                        memory_.timeout_s);
+                        memory_.timeout_s, nonblocking_);
   }
 
  private:
   // Each operation marks its start on the stream: its wait counts the end of the work queued
   // before it (the caller's) as progress.
+  void settle(ncclResult_t rc, const char* what) { nccl_settle(rc, comm_, what, memory_.timeout_s); }
   void mark_start() { cuda_check(cudaEventRecord(started_.get(), memory_.stream), "cudaEventRecord"); }
   void to_device(std::byte* to, const void* from, std::size_t n) {
     cuda_check(cudaMemcpyAsync(to, from, n, cudaMemcpyHostToDevice, memory_.stream), "cudaMemcpyAsync");
@@ -215,6 +218,7 @@ class nccl_channel {
   ncclComm_t comm_;
   cuda_memory memory_;
   std::size_t group_transfers_;
+  bool nonblocking_ = false;
   std::optional<cuda_memory::buffer> scratch_;
   std::shared_ptr<std::remove_pointer_t<cudaEvent_t>> started_ = make_event();
   int rank_ = 0, size_ = 0;
@@ -244,7 +248,8 @@ class nccl_batch_resharder : public detail::batch_facade<detail::front_end<detai
  public:
   nccl_batch_resharder(ncclComm_t comm, cudaStream_t stream, std::vector<tensor_layouts> tensors, reshard_options options = {},
                        Solver solver = {}, Strategy strategy = {}, std::size_t group_transfers = nccl_group_transfers)
-      : facade(std::in_place, detail::nccl_channel(comm, stream, group_transfers, detail::channel_timeout_s(options.timeout_s)),
+      : facade(std::in_place, detail::nccl_channel(comm, stream, group_transfers, detail::channel_timeout_s(options.timeout_s),
+                                                 options.nccl_nonblocking),
                std::move(tensors), std::move(options), detail::erase_policies<Solver, Strategy>(&solver, &strategy)) {}
 };
 

@@ -38,7 +38,7 @@ inline std::uint64_t agreement_key(const layout_value& src, const layout_value& 
   mix(static_cast<std::int64_t>(o.devices.how));
   for (index_t d : o.devices.dst_ids) mix(d);
   mix(o.devices_per_host), mix(static_cast<std::int64_t>(o.mode)), mix(o.split_replicas), mix(o.nics_per_host);
-  mix(static_cast<std::int64_t>(o.max_staging_bytes)), mix(o.buckets);
+  mix(static_cast<std::int64_t>(o.max_staging_bytes)), mix(o.buckets), mix(o.nccl_nonblocking);
   for (index_t h : o.host_of) mix(h);
   mix(static_cast<std::int64_t>(o.seed));
   // The network model, the solver's limit and the deadline too: each rank would otherwise run with

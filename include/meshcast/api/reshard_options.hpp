@@ -36,6 +36,11 @@ struct reshard_options {
   /// Longest wait on other ranks without progress before every rank fails with an error (over
   /// NCCL: the longest wait for the work on the stream, which then cannot be withdrawn).
   double timeout_s = 60;
+  /// Over NCCL: the communicator was made nonblocking (ncclConfig_t::blocking = 0). meshcast then
+  /// makes its broadcast groups' communicators nonblocking too (NCCL refuses a group mixing both
+  /// kinds), so their creation and every group's connection setup also give up after `timeout_s`
+  /// (with blocking communicators those two calls of NCCL have no deadline). No effect over MPI.
+  bool nccl_nonblocking = false;
   /// No rank holds more than this many bytes of message buffers (packing, receiving, forwarding)
   /// at once beyond its shards; tasks are cut to half of it before they are scheduled
   /// (staging.hpp). 0: no cap.

@@ -6,6 +6,10 @@
 //    for all of them, so any order within a group completes;
 //  - sends and receives between one pair on one communicator match in posting order;
 //  - ncclBroadcast is a collective: the k-th call of every member of a communicator matches.
+//  - a nonblocking communicator (ncclCommInitRankConfig with config->blocking = 0) is ready only
+//    once all its ranks joined; its calls post their operations and answer ncclInProgress until
+//    done, ncclCommGetAsyncError answering ncclInProgress until then; a group that mixes blocking
+//    and nonblocking communicators is refused (ncclInvalidArgument), as NCCL does.
 // A deadlock (every emulated rank blocked) is detected: the blocked calls return ncclInternalError
 // and ncclGetErrorString says so. Ranks are threads announced by `add_ranks` that hold a `rank_guard`.
 #pragma once
@@ -34,6 +38,11 @@ typedef enum {
   ncclInProgress = 7
 } ncclResult_t;
 typedef enum { ncclInt8 = 0, ncclChar = 0, ncclUint8 = 1 } ncclDataType_t;
+#define NCCL_CONFIG_UNDEF_INT (-2147483647 - 1)
+typedef struct {
+  int blocking;  // the one field meshcast sets; NCCL's struct has more
+} ncclConfig_t;
+#define NCCL_CONFIG_INITIALIZER {NCCL_CONFIG_UNDEF_INT}
 typedef struct {
   char internal[128];
 } ncclUniqueId;
@@ -52,6 +61,7 @@ struct op {
 
 struct comm_state {
   int nranks = 0;
+  int joined = 0;  // ranks that called ncclCommInitRank(Config)
   std::map<std::pair<int, int>, std::deque<op*>> sends, recvs;  // (from, to) -> posted, unmatched
   std::vector<std::vector<op*>> bcast_rounds;                    // [k][rank]
   std::vector<int> bcast_count;                                  // calls made per rank
@@ -98,10 +108,14 @@ struct recorded {
   std::shared_ptr<comm_state> comm;
   int rank;
   op* o;
+  bool blocking;
+  std::vector<op*>* pending;  // a nonblocking communicator's operations not yet done
 };
 inline thread_local std::vector<recorded> group_ops;
 /// The most operations one ncclGroupStart/End held, on any rank (tests read and reset it).
 inline std::atomic<std::size_t> largest_group{0};
+/// Nonblocking communicators made, and calls that answered ncclInProgress (tests read them).
+inline std::atomic<int> nonblocking_comms{0}, in_progress_answers{0};
 
 // Matching, under the world lock.
 inline void match_p2p(comm_state& c, int from, int to) {
@@ -173,15 +187,21 @@ inline bool wait_all(std::unique_lock<std::mutex>& l, const std::vector<op*>& op
     if (o->failed) return false;
   return true;
 }
-inline ncclResult_t submit(const std::shared_ptr<comm_state>& c, int rank, op o) {
+inline ncclResult_t submit(const std::shared_ptr<comm_state>& c, int rank, op o, bool blocking, std::vector<op*>* pending) {
   if (group_depth > 0) {
-    group_ops.push_back({c, rank, new op(o)});
+    group_ops.push_back({c, rank, new op(o), blocking, pending});
     return ncclSuccess;
   }
   world& w = world::get();
   std::unique_lock<std::mutex> l(w.m);
   op* p = new op(o);
   post(*c, rank, p);
+  if (!blocking) {  // goes on in the background; ncclCommGetAsyncError tells when it is done
+    w.cv.notify_all();
+    pending->push_back(p);
+    ++in_progress_answers;
+    return ncclInProgress;
+  }
   const std::vector<op*> mine{p};
   bool ok = wait_all(l, mine);
   if (ok) delete p;  // on failure the peer may still hold it: leak rather than dangle
@@ -195,6 +215,8 @@ struct meshcast_emulated_comm {
   std::shared_ptr<meshcast_nccl_emulation::comm_state> state;
   int rank;
   ncclResult_t async_error = ncclSuccess;
+  bool blocking = true;
+  std::vector<meshcast_nccl_emulation::op*> pending;  // nonblocking: posted, not yet reported done
 };
 typedef meshcast_emulated_comm* ncclComm_t;
 
@@ -217,7 +239,7 @@ inline ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
   std::memcpy(id->internal, &n, sizeof n);
   return ncclSuccess;
 }
-inline ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank) {
+inline ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank, ncclConfig_t* config) {
   auto& w = meshcast_nccl_emulation::world::get();
   std::lock_guard<std::mutex> l(w.m);
   long long n = 0;
@@ -228,8 +250,17 @@ inline ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId 
     state->nranks = nranks;
   }
   if (state->nranks != nranks || rank < 0 || rank >= nranks) return ncclInvalidArgument;
-  *comm = new meshcast_emulated_comm{state, rank};
-  return ncclSuccess;
+  ++state->joined;
+  w.cv.notify_all();
+  const bool blocking = !config || config->blocking != 0;
+  *comm = new meshcast_emulated_comm{state, rank, ncclSuccess, blocking, {}};
+  if (!blocking) ++meshcast_nccl_emulation::nonblocking_comms;
+  if (blocking || state->joined >= nranks) return ncclSuccess;
+  ++meshcast_nccl_emulation::in_progress_answers;
+  return ncclInProgress;
+}
+inline ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank) {
+  return ncclCommInitRankConfig(comm, nranks, id, rank, nullptr);
 }
 inline ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   delete comm;
@@ -249,7 +280,24 @@ inline ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
   return ncclSuccess;
 }
 inline ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* error) {
+  auto& w = meshcast_nccl_emulation::world::get();
+  std::lock_guard<std::mutex> l(w.m);
   *error = comm->async_error;
+  if (*error != ncclSuccess || comm->blocking) return ncclSuccess;
+  if (comm->state->joined < comm->state->nranks) {
+    *error = ncclInProgress;
+    return ncclSuccess;
+  }
+  auto& p = comm->pending;
+  for (auto* o : p)
+    if (o->done && o->failed) *error = ncclInternalError;  // left pending: the peer may hold it
+  if (*error != ncclSuccess) return ncclSuccess;
+  std::erase_if(p, [](meshcast_nccl_emulation::op* o) {
+    if (!o->done) return false;
+    delete o;
+    return true;
+  });
+  if (!p.empty()) *error = ncclInProgress;
   return ncclSuccess;
 }
 inline ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
@@ -259,19 +307,19 @@ inline ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
 inline ncclResult_t ncclSend(const void* buf, std::size_t count, ncclDataType_t, int peer, ncclComm_t comm, cudaStream_t) {
   meshcast_nccl_emulation::op o{meshcast_nccl_emulation::op::send};
   o.from = buf, o.n = count, o.peer = peer;
-  return meshcast_nccl_emulation::submit(comm->state, comm->rank, o);
+  return meshcast_nccl_emulation::submit(comm->state, comm->rank, o, comm->blocking, &comm->pending);
 }
 inline ncclResult_t ncclRecv(void* buf, std::size_t count, ncclDataType_t, int peer, ncclComm_t comm, cudaStream_t) {
   meshcast_nccl_emulation::op o{meshcast_nccl_emulation::op::recv};
   o.to = buf, o.n = count, o.peer = peer;
-  return meshcast_nccl_emulation::submit(comm->state, comm->rank, o);
+  return meshcast_nccl_emulation::submit(comm->state, comm->rank, o, comm->blocking, &comm->pending);
 }
 inline ncclResult_t ncclBroadcast(const void* send, void* recv, std::size_t count, ncclDataType_t, int root, ncclComm_t comm,
                                   cudaStream_t) {
   meshcast_nccl_emulation::op o{meshcast_nccl_emulation::op::bcast};
   if (comm->rank == root && send != recv) std::memmove(recv, send, count);
   o.to = recv, o.n = count, o.peer = root;
-  return meshcast_nccl_emulation::submit(comm->state, comm->rank, o);
+  return meshcast_nccl_emulation::submit(comm->state, comm->rank, o, comm->blocking, &comm->pending);
 }
 inline ncclResult_t ncclGroupStart() {
   ++meshcast_nccl_emulation::group_depth;
@@ -283,12 +331,25 @@ inline ncclResult_t ncclGroupEnd() {
   if (--group_depth > 0) return ncclSuccess;
   world& w = world::get();
   std::unique_lock<std::mutex> l(w.m);
+  std::size_t nonblocking = 0;
+  for (auto& r : group_ops) nonblocking += r.blocking ? 0 : 1;
+  if (nonblocking > 0 && nonblocking < group_ops.size()) {  // NCCL: not allowed in the same group
+    group_ops.clear();
+    return ncclInvalidArgument;
+  }
   std::vector<op*> ops;
   for (auto& r : group_ops) {
     post(*r.comm, r.rank, r.o);
     ops.push_back(r.o);
+    if (nonblocking) r.pending->push_back(r.o);
   }
   group_ops.clear();
+  if (nonblocking) {  // goes on in the background; ncclCommGetAsyncError tells when it is done
+    w.cv.notify_all();
+    if (ops.empty()) return ncclSuccess;
+    ++in_progress_answers;
+    return ncclInProgress;
+  }
   for (std::size_t seen = largest_group.load(); ops.size() > seen && !largest_group.compare_exchange_weak(seen, ops.size());) {
   }
   bool ok = wait_all(l, ops);

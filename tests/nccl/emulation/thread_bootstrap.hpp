@@ -36,9 +36,10 @@ struct thread_bootstrap {
   }
 };
 
-// Runs `body(rank, comm)` on `n` threads, each an emulated rank of one world communicator.
+// Runs `body(rank, comm)` on `n` threads, each an emulated rank of one world communicator;
+// `nonblocking`: made with ncclConfig_t::blocking = 0, and waited for as NCCL asks.
 template <class Body>
-inline void run_ranks(int n, Body body) {
+inline void run_ranks(int n, Body body, bool nonblocking = false) {
   ncclUniqueId id;
   ncclGetUniqueId(&id);
   std::vector<std::thread> threads;
@@ -47,7 +48,16 @@ inline void run_ranks(int n, Body body) {
     threads.emplace_back([&, r] {
       meshcast_nccl_emulation::rank_guard guard;
       ncclComm_t comm = nullptr;
-      ncclCommInitRank(&comm, n, id, r);
+      if (!nonblocking) {
+        ncclCommInitRank(&comm, n, id, r);
+      } else {
+        ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+        config.blocking = 0;
+        for (ncclResult_t state = ncclCommInitRankConfig(&comm, n, id, r, &config); state == ncclInProgress;) {
+          std::this_thread::yield();
+          ncclCommGetAsyncError(comm, &state);
+        }
+      }
       body(r, comm);
       ncclCommDestroy(comm);
     });

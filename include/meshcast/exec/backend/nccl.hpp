@@ -22,25 +22,11 @@
 
 #include "../backend.hpp"
 #include "../backend_traits.hpp"
-#include "../../core/detail/deadline.hpp"
 #include "../../core/error.hpp"
 #include "../memory/cuda.hpp"
+#include "nccl_result.hpp"
 
 namespace meshcast {
-
-namespace detail {
-inline void nccl_check(ncclResult_t rc, const char* what) {
-  if (rc != ncclSuccess) throw error(std::string(what) + " failed: " + ncclGetErrorString(rc));
-}
-/// Throws when `comm` reports an asynchronous error (a failed link or peer): its work will not finish.
-inline void nccl_check_async(ncclComm_t comm) {
-  ncclResult_t e = ncclSuccess;
-  nccl_check(ncclCommGetAsyncError(comm, &e), "ncclCommGetAsyncError");
-  if (e != ncclSuccess && e != ncclInProgress)
-    throw error(std::string("the NCCL communicator reports an asynchronous error: ") + ncclGetErrorString(e) +
-                "; abort it (ncclCommAbort) before freeing the buffers it may still use");
-}
-}  // namespace detail
 
 /// How members of a broadcast group agree on an ncclUniqueId: `share(id, members, root, tag)`
 /// is called by every member; on return all hold the root's id.
@@ -133,13 +119,17 @@ class nccl_backend {
   /// group holds the operations of at most `group_transfers` consecutive transfers of the schedule.
   /// A run waits for its work on the stream until `timeout_s` seconds (0: no bound) pass in which
   /// no round of it finishes, then throws a timeout_error; an asynchronous error of `comm` or of a
-  /// group's communicator fails it at once.
+  /// group's communicator fails it at once. `nonblocking`: `comm` was made with
+  /// ncclConfig_t::blocking = 0; the groups' communicators are made so too (NCCL refuses a group
+  /// that mixes both kinds), so their creation and every group's connection setup are bounded by
+  /// `timeout_s` as well. Either way a call answered ncclInProgress is polled to its end within it.
   nccl_backend(ncclComm_t comm, cudaStream_t stream, Bootstrap bootstrap, std::size_t group_transfers = nccl_group_transfers,
-               double timeout_s = 0)
+               double timeout_s = 0, bool nonblocking = false)
       : comm_(comm),
         memory_{stream, detail::checked_seconds(timeout_s, "nccl_backend's timeout_s")},
         bootstrap_(std::move(bootstrap)),
-        group_transfers_(group_transfers < 1 ? 1 : group_transfers) {
+        group_transfers_(group_transfers < 1 ? 1 : group_transfers),
+        nonblocking_(nonblocking) {
     int r = 0, n = 0;
     detail::nccl_check(ncclCommUserRank(comm_, &r), "ncclCommUserRank");
     detail::nccl_check(ncclCommCount(comm_, &n), "ncclCommCount");
@@ -168,7 +158,22 @@ class nccl_backend {
     std::vector<index_t> in_order(members.begin(), members.end());
     health_->groups.reserve(health_->groups.size() + 1);  // nothing below throws once the communicator exists
     ncclComm_t c = nullptr;
-    detail::nccl_check(ncclCommInitRank(&c, static_cast<int>(members.size()), id, me), "ncclCommInitRank");
+    if (!nonblocking_) {
+      detail::nccl_check(ncclCommInitRank(&c, static_cast<int>(members.size()), id, me), "ncclCommInitRank");
+    } else {
+      ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+      config.blocking = 0;
+      const ncclResult_t rc = ncclCommInitRankConfig(&c, static_cast<int>(members.size()), id, me, &config);
+      try {
+        detail::nccl_settle(rc, c, "ncclCommInitRankConfig", memory_.timeout_s);
+      } catch (...) {
+        // A member that never joined: abort what this rank began (and the groups made before it,
+        // which the failed setup discards anyway).
+        if (c) health_->groups.push_back(c);
+        health_->fail();
+        throw;
+      }
+    }
     group g(c, std::move(in_order), health_.p);
     health_->groups.push_back(c);
     return g;
@@ -216,15 +221,23 @@ class nccl_backend {
     ncclResult_t failed = ncclSuccess;
     op_kind failed_kind = op_kind::send;
     for (const pending_op& o : round_)
-      if ((failed = call(o)) != ncclSuccess) {
+      if ((failed = call(o)) != ncclSuccess && failed != ncclInProgress) {
         failed_kind = o.kind;
         break;
       }
     // Always closed: after a failed call NCCL discards the group and returns the error here too.
     const ncclResult_t ended = ncclGroupEnd();
+    if (failed != ncclSuccess && failed != ncclInProgress) {
+      round_.clear();
+      detail::nccl_check(failed, name(failed_kind));
+    }
+    // A nonblocking group goes on in the background: each of its communicators is polled to its end.
+    round_comms_.clear();
+    if (ended == ncclInProgress)
+      for (const pending_op& o : round_)
+        if (std::find(round_comms_.begin(), round_comms_.end(), o.comm) == round_comms_.end()) round_comms_.push_back(o.comm);
     round_.clear();
-    detail::nccl_check(failed, name(failed_kind));
-    detail::nccl_check(ended, "ncclGroupEnd");
+    detail::nccl_settle(ended, round_comms_, "ncclGroupEnd", memory_.timeout_s);
   }
   void flush() {
     const std::size_t rounds = std::exchange(events_.used, 0);
@@ -273,7 +286,7 @@ class nccl_backend {
   // Outside a round (a backend whose rounds are no-ops) each call goes to NCCL at once.
   void issue(const pending_op& o) {
     if (in_round_) round_.push_back(o);
-    else detail::nccl_check(call(o), name(o.kind));
+    else detail::nccl_settle(call(o), o.comm, name(o.kind), memory_.timeout_s);
   }
 
   ncclComm_t comm_;
@@ -282,7 +295,9 @@ class nccl_backend {
   std::size_t group_transfers_ = nccl_group_transfers;
   index_t rank_ = 0;
   index_t size_ = 0;
+  bool nonblocking_ = false;
   std::vector<pending_op> round_;  // keeps its capacity: a repeated run allocates nothing here
+  std::vector<ncclComm_t> round_comms_;
   bool in_round_ = false;
   // The events recorded before the rounds of a run (`used` of them), reused by the next run; a
   // copy makes its own.

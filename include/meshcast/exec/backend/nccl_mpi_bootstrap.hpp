@@ -68,8 +68,11 @@ struct mpi_nccl_bootstrap {
 static_assert(nccl_bootstrap<mpi_nccl_bootstrap>);
 
 /// An NCCL communicator over all ranks of `comm` (rank r of `comm` is rank r of the result); the
-/// unique id's broadcast gives up after `timeout_s` (0: waits as long as it takes).
-inline ncclComm_t nccl_world(MPI_Comm comm, double timeout_s = 60) {
+/// unique id's broadcast gives up after `timeout_s` (0: waits as long as it takes). `nonblocking`:
+/// made with ncclConfig_t::blocking = 0, so that its creation gives up after `timeout_s` too (a
+/// rank that never joins; the communicator is then aborted); give meshcast
+/// `reshard_options::nccl_nonblocking` (or nccl_backend's `nonblocking`) with it.
+inline ncclComm_t nccl_world(MPI_Comm comm, double timeout_s = 60, bool nonblocking = false) {
   int rank = 0, size = 0;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -78,7 +81,19 @@ inline ncclComm_t nccl_world(MPI_Comm comm, double timeout_s = 60) {
   detail::checked_seconds(timeout_s, "nccl_world's timeout");
   bounded_broadcast(comm, &id, sizeof id, 0, timeout_s, "receiving rank 0's NCCL unique id");  // 0: no bound
   ncclComm_t c = nullptr;
-  detail::nccl_check(ncclCommInitRank(&c, size, id, rank), "ncclCommInitRank");
+  if (!nonblocking) {
+    detail::nccl_check(ncclCommInitRank(&c, size, id, rank), "ncclCommInitRank");
+    return c;
+  }
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  const ncclResult_t rc = ncclCommInitRankConfig(&c, size, id, rank, &config);
+  try {
+    detail::nccl_settle(rc, c, "ncclCommInitRankConfig", timeout_s);
+  } catch (...) {
+    if (c) ncclCommAbort(c);  // nothing on a stream yet: the abort does not wait for work
+    throw;
+  }
   return c;
 }
 

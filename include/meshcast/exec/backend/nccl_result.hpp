@@ -1,0 +1,60 @@
+// What an NCCL call returned, made into meshcast's errors. A nonblocking communicator
+// (ncclConfig_t::blocking = 0) answers ncclInProgress and goes on in the background: NCCL then
+// wants it polled (ncclCommGetAsyncError) until it leaves that state before anything else is
+// called on it. meshcast bounds that poll, so a communicator's creation, or a group whose
+// connections a peer never sets up, is a timeout_error and not a hang.
+// Needs <nccl.h>.
+#pragma once
+
+#include <nccl.h>
+
+#include <optional>
+#include <span>
+#include <string>
+
+#include "../../core/detail/deadline.hpp"
+#include "../../core/detail/number_text.hpp"
+#include "../../core/detail/pause.hpp"
+#include "../../core/error.hpp"
+
+namespace meshcast::detail {
+
+inline void nccl_check(ncclResult_t rc, const char* what) {
+  if (rc != ncclSuccess) throw error(std::string(what) + " failed: " + ncclGetErrorString(rc));
+}
+
+/// Throws when `comm` reports an asynchronous error (a failed link or peer): its work will not finish.
+inline void nccl_check_async(ncclComm_t comm) {
+  ncclResult_t e = ncclSuccess;
+  nccl_check(ncclCommGetAsyncError(comm, &e), "ncclCommGetAsyncError");
+  if (e != ncclSuccess && e != ncclInProgress)
+    throw error(std::string("the NCCL communicator reports an asynchronous error: ") + ncclGetErrorString(e) +
+                "; abort it (ncclCommAbort) before freeing the buffers it may still use");
+}
+
+/// Finishes the call `what` that returned `rc` on the communicators `comms`: ncclSuccess returns,
+/// an error throws, and ncclInProgress (a nonblocking communicator) polls each of `comms` until it
+/// is done, throwing a timeout_error once `timeout_s` (0: no bound) passed with one still busy.
+inline void nccl_settle(ncclResult_t rc, std::span<const ncclComm_t> comms, const char* what, double timeout_s) {
+  if (rc != ncclInProgress) return nccl_check(rc, what);
+  std::optional<deadline> until;
+  if (timeout_s > 0) until.emplace(timeout_s, "the NCCL timeout");
+  for (ncclComm_t c : comms)
+    for (backoff pause;; pause()) {
+      ncclResult_t state = ncclSuccess;
+      nccl_check(ncclCommGetAsyncError(c, &state), "ncclCommGetAsyncError");
+      if (state == ncclSuccess) break;
+      if (state != ncclInProgress) nccl_check(state, what);
+      if (until && until->expired())
+        throw timeout_error(std::string(what) + " on a nonblocking NCCL communicator was still in progress after " +
+                                number(timeout_s) +
+                                " s (a peer that never joined the communicator or the group, or a failed link); abort "
+                                "the communicator (ncclCommAbort)",
+                            {});
+    }
+}
+inline void nccl_settle(ncclResult_t rc, ncclComm_t comm, const char* what, double timeout_s) {
+  nccl_settle(rc, std::span<const ncclComm_t>(&comm, 1), what, timeout_s);
+}
+
+}  // namespace meshcast::detail
