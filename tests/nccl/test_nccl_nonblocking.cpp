@@ -106,6 +106,34 @@ TEST_CASE("a nonblocking communicator: every call answered ncclInProgress is pol
       },
       true);
   for (int r = 0; r < n; ++r) CHECK(one_call[static_cast<std::size_t>(r)] == "");
+
+  // The one call with broadcasts between hosts (one device each; on one host the strategy copies
+  // inside it): the groups' ids travel over the nonblocking world itself (nccl_comm_bootstrap),
+  // and their communicators are made nonblocking.
+  const int made_by_one_call = meshcast_nccl_emulation::nonblocking_comms;
+  std::vector<std::string> gathered(3);
+  run_ranks(
+      3,
+      [&](int rank, ncclComm_t comm) {
+        cudaStream_t stream;
+        cudaStreamCreate(&stream);
+        std::vector<std::int32_t> in(2), out(6, -1);
+        for (int k = 0; k < 2; ++k) in[static_cast<std::size_t>(k)] = rank * 2 + k;
+        try {
+          reshard<greedy, broadcast>(comm, stream, dynamic_layout(dynamic_mesh{3}, dynamic_spec("S0"), dynamic_shape{6}),
+                                     dynamic_layout(dynamic_mesh{3}, dynamic_spec("R"), dynamic_shape{6}),
+                                     std::span<const std::int32_t>(in), std::span<std::int32_t>(out),
+                                     reshard_options{.devices = device_map::same(), .devices_per_host = 1, .nccl_nonblocking = true});
+          for (int k = 0; k < 6; ++k)
+            if (out[static_cast<std::size_t>(k)] != k) gathered[static_cast<std::size_t>(rank)] = "wrong element";
+        } catch (const std::exception& e) {
+          gathered[static_cast<std::size_t>(rank)] = e.what();
+        }
+        cudaStreamDestroy(stream);
+      },
+      true);
+  for (std::size_t r = 0; r < 3; ++r) CHECK(gathered[r] == "");
+  CHECK(meshcast_nccl_emulation::nonblocking_comms - made_by_one_call > 3);  // the world's three, and groups
 }
 
 TEST_CASE("nonblocking: a member that never creates a group's communicator, or a peer that never posts, is a timeout") {
