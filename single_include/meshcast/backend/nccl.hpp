@@ -26,7 +26,7 @@
 #include <meshcast/meshcast.hpp>
 #include <meshcast/memory/cuda.hpp>
 // ---- begin meshcast/exec/backend/nccl_result.hpp ----
-// What an NCCL call returned, made into meshcast's errors. A nonblocking communicator
+// What an NCCL call returned, made into meshcast's errors, and nonblocking communicators made. A nonblocking communicator
 // (ncclConfig_t::blocking = 0) answers ncclInProgress and goes on in the background: NCCL then
 // wants it polled (ncclCommGetAsyncError) until it leaves that state before anything else is
 // called on it. meshcast bounds that poll, so a communicator's creation, or a group whose
@@ -78,6 +78,24 @@ inline void nccl_settle(ncclResult_t rc, std::span<const ncclComm_t> comms, cons
 }
 inline void nccl_settle(ncclResult_t rc, ncclComm_t comm, const char* what, double timeout_s) {
   nccl_settle(rc, std::span<const ncclComm_t>(&comm, 1), what, timeout_s);
+}
+
+/// Rank `rank` of `n` of a new nonblocking communicator (ncclConfig_t::blocking = 0) over `id`,
+/// its creation polled to its end within `timeout_s`. When that fails, `abandon` is given what NCCL
+/// began (null if nothing), to abort it, before the error is thrown.
+template <class Abandon>
+ncclComm_t nccl_init_nonblocking(int n, ncclUniqueId id, int rank, double timeout_s, Abandon&& abandon) {
+  ncclComm_t c = nullptr;
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  const ncclResult_t rc = ncclCommInitRankConfig(&c, n, id, rank, &config);
+  try {
+    nccl_settle(rc, c, "ncclCommInitRankConfig", timeout_s);
+  } catch (...) {
+    abandon(c);
+    throw;
+  }
+  return c;
 }
 
 }  // namespace meshcast::detail
@@ -218,18 +236,12 @@ class nccl_backend {
     if (!nonblocking_) {
       detail::nccl_check(ncclCommInitRank(&c, static_cast<int>(members.size()), id, me), "ncclCommInitRank");
     } else {
-      ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-      config.blocking = 0;
-      const ncclResult_t rc = ncclCommInitRankConfig(&c, static_cast<int>(members.size()), id, me, &config);
-      try {
-        detail::nccl_settle(rc, c, "ncclCommInitRankConfig", memory_.timeout_s);
-      } catch (...) {
+      c = detail::nccl_init_nonblocking(static_cast<int>(members.size()), id, me, memory_.timeout_s, [&](ncclComm_t begun) {
         // A member that never joined: abort what this rank began (and the groups made before it,
         // which the failed setup discards anyway).
-        if (c) health_->groups.push_back(c);
+        if (begun) health_->groups.push_back(begun);  // reserved above: cannot throw
         health_->fail();
-        throw;
-      }
+      });
     }
     group g(c, std::move(in_order), health_.p);
     health_->groups.push_back(c);

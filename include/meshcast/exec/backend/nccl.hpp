@@ -161,18 +161,12 @@ class nccl_backend {
     if (!nonblocking_) {
       detail::nccl_check(ncclCommInitRank(&c, static_cast<int>(members.size()), id, me), "ncclCommInitRank");
     } else {
-      ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-      config.blocking = 0;
-      const ncclResult_t rc = ncclCommInitRankConfig(&c, static_cast<int>(members.size()), id, me, &config);
-      try {
-        detail::nccl_settle(rc, c, "ncclCommInitRankConfig", memory_.timeout_s);
-      } catch (...) {
+      c = detail::nccl_init_nonblocking(static_cast<int>(members.size()), id, me, memory_.timeout_s, [&](ncclComm_t begun) {
         // A member that never joined: abort what this rank began (and the groups made before it,
         // which the failed setup discards anyway).
-        if (c) health_->groups.push_back(c);
+        if (begun) health_->groups.push_back(begun);  // reserved above: cannot throw
         health_->fail();
-        throw;
-      }
+      });
     }
     group g(c, std::move(in_order), health_.p);
     health_->groups.push_back(c);

@@ -85,16 +85,10 @@ inline ncclComm_t nccl_world(MPI_Comm comm, double timeout_s = 60, bool nonblock
     detail::nccl_check(ncclCommInitRank(&c, size, id, rank), "ncclCommInitRank");
     return c;
   }
-  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;
-  const ncclResult_t rc = ncclCommInitRankConfig(&c, size, id, rank, &config);
-  try {
-    detail::nccl_settle(rc, c, "ncclCommInitRankConfig", timeout_s);
-  } catch (...) {
-    if (c) ncclCommAbort(c);  // nothing on a stream yet: the abort does not wait for work
-    throw;
-  }
-  return c;
+  // Nothing on a stream yet: aborting what a failed creation began does not wait for work.
+  return detail::nccl_init_nonblocking(size, id, rank, timeout_s, [](ncclComm_t begun) {
+    if (begun) ncclCommAbort(begun);
+  });
 }
 
 }  // namespace meshcast

@@ -1,4 +1,4 @@
-// What an NCCL call returned, made into meshcast's errors. A nonblocking communicator
+// What an NCCL call returned, made into meshcast's errors, and nonblocking communicators made. A nonblocking communicator
 // (ncclConfig_t::blocking = 0) answers ncclInProgress and goes on in the background: NCCL then
 // wants it polled (ncclCommGetAsyncError) until it leaves that state before anything else is
 // called on it. meshcast bounds that poll, so a communicator's creation, or a group whose
@@ -55,6 +55,24 @@ inline void nccl_settle(ncclResult_t rc, std::span<const ncclComm_t> comms, cons
 }
 inline void nccl_settle(ncclResult_t rc, ncclComm_t comm, const char* what, double timeout_s) {
   nccl_settle(rc, std::span<const ncclComm_t>(&comm, 1), what, timeout_s);
+}
+
+/// Rank `rank` of `n` of a new nonblocking communicator (ncclConfig_t::blocking = 0) over `id`,
+/// its creation polled to its end within `timeout_s`. When that fails, `abandon` is given what NCCL
+/// began (null if nothing), to abort it, before the error is thrown.
+template <class Abandon>
+ncclComm_t nccl_init_nonblocking(int n, ncclUniqueId id, int rank, double timeout_s, Abandon&& abandon) {
+  ncclComm_t c = nullptr;
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  const ncclResult_t rc = ncclCommInitRankConfig(&c, n, id, rank, &config);
+  try {
+    nccl_settle(rc, c, "ncclCommInitRankConfig", timeout_s);
+  } catch (...) {
+    abandon(c);
+    throw;
+  }
+  return c;
 }
 
 }  // namespace meshcast::detail
