@@ -16,6 +16,7 @@
 #include <meshcast/meshcast.hpp>
 #include <meshcast/nccl.hpp>
 
+#include "row_major_values.hpp"
 #include "thread_bootstrap.hpp"
 
 using namespace meshcast;
@@ -86,18 +87,12 @@ TEST_CASE("a nonblocking communicator: every call answered ncclInProgress is pol
         cudaStream_t stream;
         cudaStreamCreate(&stream);
         const box a = src.tile(rank), b = dst.tile(rank);
-        std::vector<std::int32_t> in(static_cast<std::size_t>(a.volume())), out(static_cast<std::size_t>(b.volume()), -1);
-        std::size_t k = 0;
-        for (index_t i = a[0].lo; i < a[0].hi; ++i)
-          for (index_t j = a[1].lo; j < a[1].hi; ++j) in[k++] = static_cast<std::int32_t>(i * 6 + j);
+        std::vector<std::int32_t> in = meshcast_test::row_major_shard(a, 6), out(static_cast<std::size_t>(b.volume()), -1);
         try {
           for (execution mode : {execution::ordered, execution::concurrent}) {
             reshard(comm, stream, src, dst, std::span<const std::int32_t>(in), std::span<std::int32_t>(out),
                     reshard_options{.devices = device_map::same(), .mode = mode, .nccl_nonblocking = true});
-            k = 0;
-            for (index_t i = b[0].lo; i < b[0].hi; ++i)
-              for (index_t j = b[1].lo; j < b[1].hi; ++j)
-                if (out[k++] != static_cast<std::int32_t>(i * 6 + j)) one_call[static_cast<std::size_t>(rank)] = "wrong element";
+            if (!meshcast_test::holds_row_major(b, 6, out)) one_call[static_cast<std::size_t>(rank)] = "wrong element";
           }
         } catch (const std::exception& e) {
           one_call[static_cast<std::size_t>(rank)] = e.what();
