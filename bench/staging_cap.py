@@ -12,8 +12,10 @@ an empty manifest (the MPI runtime's own peak RSS). Prints one row per cap: seco
 measured / predicted, peak staging, shard bytes, peak RSS and what the cap allows.
 """
 import argparse
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -35,6 +37,7 @@ def main():
     ranks = a.hosts * a.ppn
     half = a.hosts // 2
     tmp = tempfile.mkdtemp(prefix="staging-cap-")
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)  # leave nothing in /tmp
     model = {"devices_per_host": a.ppn, "src": {"mesh": f"{half}x{a.ppn}"},
              "dst": {"mesh": f"{a.hosts - half}x{a.ppn}"},
              "tensors": [{"name": f"w{k}", "shape": [a.rows, a.rows], "dtype_bytes": 4, "src_spec": "S0,S1",

@@ -14,8 +14,10 @@ schedules they ran (the same network: --nic-efficiency, 100 us latency). Prints 
 seconds, ratio to the bound, meshcast's predictions, peak RSS per rank.
 """
 import argparse
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -43,6 +45,7 @@ def main():
     tool = os.path.join(a.build, "bench", "meshcast-bench-weight-sync")
     plan = os.path.join(a.build, "examples", "meshcast-plan")
     tmp = tempfile.mkdtemp(prefix="weight-sync-")
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)  # leave nothing in /tmp
     rc = subprocess.run(["bash", CLUSTER, "up", str(a.hosts), str(a.mbit)]).returncode
     if rc:
         return rc

@@ -6,8 +6,10 @@ objectives against the pinned cost formulas written out independently here (MLP 
 
 Usage: check_autoshard_cli.py PATH/TO/meshcast-autoshard PATH/TO/examples/graphs
 """
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -17,6 +19,7 @@ CLI = sys.argv[1]
 GRAPHS = sys.argv[2]
 failures = []
 TMP = tempfile.mkdtemp(prefix="autoshard_cli_")
+atexit.register(shutil.rmtree, TMP, ignore_errors=True)  # leave nothing in /tmp
 
 
 def check(cond, what):

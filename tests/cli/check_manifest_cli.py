@@ -7,9 +7,11 @@ destination element holding its global index plus its tensor's number.
     check_manifest_cli.py MPIEXEC MESHCAST_PLAN MESHCAST_RESHARD [--seed N] [--runs N]
 """
 import argparse
+import atexit
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -66,6 +68,7 @@ def main():
     a = ap.parse_args()
     rng = random.Random(a.seed)
     tmp = tempfile.mkdtemp(prefix="manifest-")
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)  # leave nothing in /tmp
     path = os.path.join(tmp, "m.json")
 
     # 1. meshcast-plan: fields, the bound, auto against each single strategy.

@@ -12,9 +12,11 @@ state where nothing can start deadlock.
 
 Usage: check_pipeline_cli.py PATH/TO/meshcast-pipeline
 """
+import atexit
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -22,6 +24,7 @@ import tempfile
 CLI = sys.argv[1]
 failures = []
 TMP = tempfile.mkdtemp(prefix="meshcast-pipeline-cli-")
+atexit.register(shutil.rmtree, TMP, ignore_errors=True)  # leave nothing in /tmp
 POLICIES = ["list_scheduling", "prior_first", "later_first", "rounds", "optimal"]
 
 
