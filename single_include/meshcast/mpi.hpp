@@ -362,10 +362,6 @@ class own_communicator {
   MPI_Comm comm_;
 };
 
-inline double channel_solve_s(double time_limit_s) {
-  return time_limit_s >= 0 && time_limit_s <= max_time_limit_s ? time_limit_s : 0;
-}
-
 // The state is the front end written once for every transport, here over MPI, on a communicator
 // of its own (declared first: built before the front end, freed after it).
 struct batch_core::state {

@@ -67,6 +67,7 @@ struct nccl_comm_bootstrap {
   double timeout_s = 0;  // how long a member waits for the id (0: no bound)
   void share(ncclUniqueId& id, std::span<const index_t> members, index_t root, int) {
     cuda_memory m{stream, timeout_s};
+    detail::nccl_usable(world);
     int me = 0;
     detail::nccl_check(ncclCommUserRank(world, &me), "ncclCommUserRank");
     auto buf = m.allocate(sizeof id);  // outlives a wait that gave up while the stream is busy (cuda.hpp)
@@ -76,14 +77,17 @@ struct nccl_comm_bootstrap {
     ncclResult_t rc = ncclSuccess;
     if (me == root) {
       for (index_t r : members)
-        if (r != root && rc == ncclSuccess) rc = ncclSend(buf.data(), sizeof id, ncclUint8, static_cast<int>(r), world, stream);
+        if (r != root && (rc == ncclSuccess || rc == ncclInProgress))
+          rc = ncclSend(buf.data(), sizeof id, ncclUint8, static_cast<int>(r), world, stream);
     } else {
       rc = ncclRecv(buf.data(), sizeof id, ncclUint8, static_cast<int>(root), world, stream);
     }
     const ncclResult_t ended = ncclGroupEnd();  // closed even after a failed call
     if (rc != ncclInProgress) detail::nccl_check(rc, me == root ? "ncclSend" : "ncclRecv");
     detail::nccl_settle(ended, world, "ncclGroupEnd", timeout_s);
-    m.synchronize();  // bounded: the copy to host memory below would wait without a deadline
+    // Bounded, and failed at once by the world's asynchronous error: the copy to host memory below
+    // would wait without a deadline.
+    detail::wait_stream(stream, timeout_s, [&] { detail::nccl_check_async(world); }, [] { return false; });
     detail::cuda_check(cudaMemcpyAsync(&id, buf.data(), sizeof id, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
   }
 };
@@ -97,10 +101,13 @@ class nccl_channel {
 
   /// `group_transfers`: the executor's bound on the transfers of one NCCL group. Every wait on the
   /// stream, the channel's and the executor's, gives up after `timeout_s` (0: no bound).
-  /// `nonblocking`: `comm` was made with ncclConfig_t::blocking = 0 (nccl_backend).
+  /// `nonblocking`: `comm` was made with ncclConfig_t::blocking = 0 (nccl_backend). `solve_s`: how
+  /// much longer than `timeout_s` an agreement may wait, the solver's time limit, since the other
+  /// ranks wait there while rank 0 solves (as mpi_channel's).
   nccl_channel(ncclComm_t comm, cudaStream_t stream, std::size_t group_transfers = nccl_group_transfers, double timeout_s = 0,
-               bool nonblocking = false)
-      : comm_(comm), memory_{stream, timeout_s}, group_transfers_(group_transfers), nonblocking_(nonblocking) {
+               bool nonblocking = false, double solve_s = 0)
+      : comm_(comm), memory_{stream, timeout_s}, group_transfers_(group_transfers), nonblocking_(nonblocking),
+        agree_s_(timeout_s > 0 ? std::min(timeout_s + solve_s, max_time_limit_s) : 0) {
     nccl_check(ncclCommUserRank(comm_, &rank_), "ncclCommUserRank");
     nccl_check(ncclCommCount(comm_, &size_), "ncclCommCount");
     scratch_ = memory_.allocate(static_cast<std::size_t>(size_) * sizeof(std::uint64_t));  // kept: one per reshard call
@@ -108,32 +115,35 @@ class nccl_channel {
   int rank() const noexcept { return rank_; }
   int size() const noexcept { return size_; }
 
-  /// Every rank's value, in rank order, on every rank.
-  std::vector<std::uint64_t> all_gather(std::uint64_t value) {
+  /// Every rank's value, in rank order, on every rank, each wait bounded by `timeout_s`.
+  std::vector<std::uint64_t> all_gather(std::uint64_t value) { return all_gather(value, memory_.timeout_s); }
+  std::vector<std::uint64_t> all_gather(std::uint64_t value, double timeout_s) {
     const auto n = static_cast<std::size_t>(size_);
     auto& buf = *scratch_;
     std::vector<std::uint64_t> host(n, 0);
     host[static_cast<std::size_t>(rank_)] = value;
+    nccl_usable(comm_);
     mark_start();
     to_device(buf.data(), host.data(), host.size() * sizeof(std::uint64_t));
     nccl_check(ncclGroupStart(), "ncclGroupStart");
     ncclResult_t rc = ncclSuccess;
     if (rank_ == 0) {
-      for (int r = 1; r < size_ && rc == ncclSuccess; ++r)
+      for (int r = 1; r < size_ && (rc == ncclSuccess || rc == ncclInProgress); ++r)
         rc = ncclRecv(buf.data() + static_cast<std::size_t>(r) * 8, 8, ncclUint8, r, comm_, memory_.stream);
     } else {
       rc = ncclSend(buf.data() + static_cast<std::size_t>(rank_) * 8, 8, ncclUint8, 0, comm_, memory_.stream);
     }
     const ncclResult_t ended = ncclGroupEnd();  // closed even after a failed call
     if (rc != ncclInProgress) nccl_check(rc, rank_ == 0 ? "ncclRecv" : "ncclSend");
-    settle(ended, "ncclGroupEnd");
-    settle(ncclBroadcast(buf.data(), buf.data(), n * 8, ncclUint8, 0, comm_, memory_.stream), "ncclBroadcast");
-    to_host(host.data(), buf.data(), host.size() * sizeof(std::uint64_t));
+    settle(ended, "ncclGroupEnd", timeout_s);
+    settle(ncclBroadcast(buf.data(), buf.data(), n * 8, ncclUint8, 0, comm_, memory_.stream), "ncclBroadcast", timeout_s);
+    to_host(host.data(), buf.data(), host.size() * sizeof(std::uint64_t), timeout_s);
     return host;
   }
   /// `bytes` from `root` to every rank (host memory on both ends).
   void broadcast(void* data, std::size_t bytes, int root) {
     auto buf = memory_.allocate(bytes);  // outlives a wait that gave up while the stream is busy (cuda.hpp)
+    nccl_usable(comm_);
     mark_start();
     if (rank_ == root) to_device(buf.data(), data, bytes);
     settle(ncclBroadcast(buf.data(), buf.data(), bytes, ncclUint8, root, comm_, memory_.stream), "ncclBroadcast");
@@ -141,7 +151,8 @@ class nccl_channel {
   }
   /// Throws on every rank when any rank has a non-empty `problem` (the first failing rank's message).
   void agree_or_throw(const std::string& problem) {
-    const auto flags = all_gather(problem.empty() ? 0 : 1);
+    if (!problem.empty()) nccl_usable(comm_, problem);
+    const auto flags = all_gather(problem.empty() ? 0 : 1, agree_s_);
     const auto first = std::find(flags.begin(), flags.end(), 1u) - flags.begin();
     if (first == static_cast<std::ptrdiff_t>(flags.size())) return;
     std::string text = rank_ == first ? problem : std::string();
@@ -193,21 +204,23 @@ class nccl_channel {
  private:
   // Each operation marks its start on the stream: its wait counts the end of the work queued
   // before it (the caller's) as progress.
-  void settle(ncclResult_t rc, const char* what) { nccl_settle(rc, comm_, what, memory_.timeout_s); }
+  void settle(ncclResult_t rc, const char* what) { settle(rc, what, memory_.timeout_s); }
+  void settle(ncclResult_t rc, const char* what, double timeout_s) { nccl_settle(rc, comm_, what, timeout_s); }
   void mark_start() { cuda_check(cudaEventRecord(started_.get(), memory_.stream), "cudaEventRecord"); }
   void to_device(std::byte* to, const void* from, std::size_t n) {
     cuda_check(cudaMemcpyAsync(to, from, n, cudaMemcpyHostToDevice, memory_.stream), "cudaMemcpyAsync");
   }
   // A copy into pageable host memory returns only once done, with no deadline: it is made on a
   // stream already waited for (with one).
-  void to_host(void* to, const std::byte* from, std::size_t n) {
-    wait();
+  void to_host(void* to, const std::byte* from, std::size_t n) { to_host(to, from, n, memory_.timeout_s); }
+  void to_host(void* to, const std::byte* from, std::size_t n, double timeout_s) {
+    wait(timeout_s);
     cuda_check(cudaMemcpyAsync(to, from, n, cudaMemcpyDeviceToHost, memory_.stream), "cudaMemcpyAsync");
-    wait();
+    wait(timeout_s);
   }
-  void wait() {
+  void wait(double timeout_s) {
     bool started = false;
-    detail::wait_stream(memory_.stream, memory_.timeout_s, [&] { nccl_check_async(comm_); },
+    detail::wait_stream(memory_.stream, timeout_s, [&] { nccl_check_async(comm_); },
                         [&] { return !started && (started = cudaEventQuery(started_.get()) == cudaSuccess); });
   }
   static std::shared_ptr<std::remove_pointer_t<cudaEvent_t>> make_event() {
@@ -219,6 +232,7 @@ class nccl_channel {
   cuda_memory memory_;
   std::size_t group_transfers_;
   bool nonblocking_ = false;
+  double agree_s_ = 0;  // an agreement's deadline (0: no bound, as timeout_s)
   std::optional<cuda_memory::buffer> scratch_;
   std::shared_ptr<std::remove_pointer_t<cudaEvent_t>> started_ = make_event();
   int rank_ = 0, size_ = 0;
@@ -249,7 +263,7 @@ class nccl_batch_resharder : public detail::batch_facade<detail::front_end<detai
   nccl_batch_resharder(ncclComm_t comm, cudaStream_t stream, std::vector<tensor_layouts> tensors, reshard_options options = {},
                        Solver solver = {}, Strategy strategy = {}, std::size_t group_transfers = nccl_group_transfers)
       : facade(std::in_place, detail::nccl_channel(comm, stream, group_transfers, detail::channel_timeout_s(options.timeout_s),
-                                                 options.nccl_nonblocking),
+                                                 options.nccl_nonblocking, detail::channel_solve_s(options.time_limit_s)),
                std::move(tensors), std::move(options), detail::erase_policies<Solver, Strategy>(&solver, &strategy)) {}
 };
 

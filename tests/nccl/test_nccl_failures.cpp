@@ -194,6 +194,11 @@ TEST_CASE("every wait on the stream has a deadline: a stuck stream or a failed c
   run_ranks(1, [&](int, ncclComm_t comm) {
     CHECK_THROWS_WITH_AS(nccl_backend<thread_bootstrap>(comm, nullptr, thread_bootstrap{board}, nccl_group_transfers, -1),
                          doctest::Contains("nccl_backend's timeout_s"), error);
+    // The waits' own: a negative one, in a public field (cuda_memory, nccl_comm_bootstrap), was no
+    // bound at all.
+    CHECK_THROWS_WITH_AS(cuda_memory({nullptr, -1}).synchronize(), doctest::Contains("the CUDA stream's timeout (-1 s)"), error);
+    CHECK_THROWS_WITH_AS(detail::nccl_settle(ncclInProgress, comm, "ncclGroupEnd", -1),
+                         doctest::Contains("the NCCL timeout (-1 s)"), error);
   });
 }
 
@@ -268,4 +273,44 @@ TEST_CASE("the deadline is on progress: a slow run whose rounds keep finishing i
   for (int k = 0; k < 1000 && meshcast_nccl_emulation::aborted_comms - aborted_before < 3; ++k)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   CHECK(meshcast_nccl_emulation::aborted_comms - aborted_before >= 3);
+}
+
+// Greedy after 2.5 s of "search": within a 6 s time limit, longer than a 1 s timeout.
+struct slow_greedy {
+  static constexpr std::string_view name = "slow_greedy";
+  const char* supports(const instance& in) const { return greedy{}.supports(in); }
+  solver_result solve(const instance& in, const solver_options& o) const {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    return greedy{}.solve(in, o);
+  }
+};
+
+TEST_CASE("the NCCL front end waits for rank 0's solve up to the solver's time limit, as MPI's does") {
+  // The others wait in the agreement after the solve; under the timeout alone they failed with a
+  // timeout_error though no rank had stopped. A nonblocking world: the emulation's blocking calls
+  // wait without a deadline of their own, where NCCL's return and leave the wait to meshcast.
+  const int n = 3;
+  dynamic_layout src(dynamic_mesh{n}, dynamic_spec("S0"), dynamic_shape{9}), dst(dynamic_mesh{n}, dynamic_spec("R"), dynamic_shape{9});
+  std::vector<std::string> problems(n, "not run");
+  run_ranks(n, [&](int rank, ncclComm_t comm) {
+    cudaStream_t stream;
+    cudaStreamCreate(&stream);
+    std::vector<std::int32_t> in(3), out(9, -1);
+    for (int k = 0; k < 3; ++k) in[static_cast<std::size_t>(k)] = 3 * rank + k;
+    try {
+      reshard<slow_greedy, send_recv>(
+          comm, stream, src, dst, in, out,
+          reshard_options{.devices = device_map::same(), .time_limit_s = 6, .timeout_s = 1, .nccl_nonblocking = true});
+      problems[static_cast<std::size_t>(rank)] = "";
+      for (int k = 0; k < 9; ++k)
+        if (out[static_cast<std::size_t>(k)] != k) problems[static_cast<std::size_t>(rank)] = "wrong element";
+    } catch (const std::exception& e) {
+      problems[static_cast<std::size_t>(rank)] = e.what();
+    }
+    cudaStreamDestroy(stream);
+  }, true);
+  for (int r = 0; r < n; ++r) {
+    CAPTURE(r);
+    CHECK(problems[static_cast<std::size_t>(r)] == "");
+  }
 }

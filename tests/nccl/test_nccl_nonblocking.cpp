@@ -210,3 +210,80 @@ TEST_CASE("nonblocking: a member that never creates a group's communicator, or a
   CHECK(lone_took >= 0.3);
   CHECK(lone_took < 30);
 }
+
+TEST_CASE("the emulation refuses, as NCCL does, a call on a nonblocking communicator not yet polled to ncclSuccess") {
+  ncclUniqueId id;
+  ncclGetUniqueId(&id);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t comm = nullptr;
+  REQUIRE(ncclCommInitRankConfig(&comm, 2, id, 0, &config) == ncclInProgress);  // rank 1 has not joined
+  const int refused_before = meshcast_nccl_emulation::unsettled_calls;
+  int rank = -1;
+  CHECK(ncclCommUserRank(comm, &rank) == ncclInvalidArgument);
+  std::int32_t x = 0;
+  CHECK(ncclSend(&x, 4, ncclUint8, 1, comm, nullptr) == ncclInvalidArgument);
+  CHECK(meshcast_nccl_emulation::unsettled_calls - refused_before == 2);
+  CHECK(ncclCommAbort(comm) == ncclSuccess);
+  meshcast_nccl_emulation::unsettled_calls = refused_before;  // this test's refusals were its point
+}
+
+TEST_CASE("nonblocking: a group communicator left in progress is aborted when destroyed, not destroyed") {
+  // Devices 0 and 1 make a group; only device 0 broadcasts in it, outside a round: the poll gives
+  // up, and the backend goes without a failed run's cancel.
+  auto board = std::make_shared<thread_bootstrap::board>();
+  const int aborted_before = meshcast_nccl_emulation::aborted_comms;
+  std::vector<std::string> what(2);
+  run_ranks(
+      2,
+      [&](int rank, ncclComm_t comm) {
+        std::vector<std::byte> data(8);
+        try {  // outside begin_round/end_round, each call goes to NCCL at once
+          nccl_backend<thread_bootstrap> b(comm, nullptr, thread_bootstrap{board}, nccl_group_transfers, 0.3, true);
+          const std::vector<index_t> members{0, 1};
+          auto g = b.make_group(members, 1);
+          if (rank == 0) b.broadcast(data.data(), data.size(), 0, g);
+        } catch (const timeout_error& e) {
+          what[static_cast<std::size_t>(rank)] = e.what();
+        }
+      },
+      true);  // run_ranks throws had the group's communicator been destroyed while in progress
+  CHECK(what[0].find("ncclBroadcast on a nonblocking NCCL communicator was still in progress after 0.3 s") != std::string::npos);
+  CHECK(what[1] == "");
+  for (int k = 0; k < 1000 && meshcast_nccl_emulation::aborted_comms - aborted_before < 1; ++k)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK(meshcast_nccl_emulation::aborted_comms - aborted_before >= 1);
+}
+
+TEST_CASE("nonblocking: after an id exchange that timed out, the channel reports it and calls NCCL no more") {
+  // The root of a group sends its id; the member never posts its receive. The root's agreement
+  // then names the timeout and the communicator left in progress, instead of a refused call.
+  std::vector<std::string> what(2);
+  run_ranks(
+      2,
+      [&](int rank, ncclComm_t comm) {
+        if (rank == 1) return;
+        cudaStream_t stream;
+        cudaStreamCreate(&stream);
+        std::string problem;
+        try {
+          detail::nccl_channel channel(comm, stream, nccl_group_transfers, 0.3, true);
+          ncclUniqueId id{};
+          ncclGetUniqueId(&id);
+          const std::vector<index_t> members{0, 1};
+          try {
+            nccl_comm_bootstrap{comm, stream, 0.3}.share(id, members, 0, 1);
+          } catch (const std::exception& e) {
+            problem = e.what();
+          }
+          channel.agree_or_throw(problem);
+        } catch (const std::exception& e) {
+          what[0] = e.what();
+        }
+        cudaStreamDestroy(stream);
+      },
+      true);  // run_ranks throws had the channel called NCCL on the communicator left in progress
+  CAPTURE(what[0]);
+  CHECK(what[0].find("ncclGroupEnd on a nonblocking NCCL communicator was still in progress after 0.3 s") != std::string::npos);
+  CHECK(what[0].find("then the NCCL communicator is still in progress with a call that gave up") != std::string::npos);
+}

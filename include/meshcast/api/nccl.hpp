@@ -60,7 +60,7 @@ class nccl_batch_resharder : public detail::batch_facade<detail::front_end<detai
   nccl_batch_resharder(ncclComm_t comm, cudaStream_t stream, std::vector<tensor_layouts> tensors, reshard_options options = {},
                        Solver solver = {}, Strategy strategy = {}, std::size_t group_transfers = nccl_group_transfers)
       : facade(std::in_place, detail::nccl_channel(comm, stream, group_transfers, detail::channel_timeout_s(options.timeout_s),
-                                                 options.nccl_nonblocking),
+                                                 options.nccl_nonblocking, detail::channel_solve_s(options.time_limit_s)),
                std::move(tensors), std::move(options), detail::erase_policies<Solver, Strategy>(&solver, &strategy)) {}
 };
 

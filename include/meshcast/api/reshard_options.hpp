@@ -58,6 +58,11 @@ namespace detail {
 inline double channel_timeout_s(double timeout_s) {
   return timeout_s > 0 && timeout_s <= max_time_limit_s ? timeout_s : reshard_options{}.timeout_s;
 }
+/// How much longer than the timeout a channel's agreements may wait: the solver's time limit,
+/// since the other ranks wait there while rank 0 solves (0 where the limit is not one).
+inline double channel_solve_s(double time_limit_s) {
+  return time_limit_s >= 0 && time_limit_s <= max_time_limit_s ? time_limit_s : 0;
+}
 }  // namespace detail
 
 }  // namespace meshcast

@@ -55,26 +55,43 @@ inline void nccl_check_async(ncclComm_t comm) {
                 "; abort it (ncclCommAbort) before freeing the buffers it may still use");
 }
 
+/// Throws unless `comm` can take another call: a nonblocking communicator left in progress by a
+/// wait that gave up, or one in error, refuses every call NCCL would make (and a refused call
+/// would then hide the first failure). `problem`: what went wrong first on this rank, if known.
+inline void nccl_usable(ncclComm_t comm, const std::string& problem = {}) {
+  ncclResult_t state = ncclSuccess;
+  nccl_check(ncclCommGetAsyncError(comm, &state), "ncclCommGetAsyncError");
+  if (state == ncclSuccess) return;
+  const std::string why = state == ncclInProgress ? std::string("still in progress with a call that gave up")
+                                                  : std::string("in error (") + ncclGetErrorString(state) + ")";
+  throw error((problem.empty() ? std::string() : problem + "; then ") + "the NCCL communicator is " + why +
+              ": the other ranks are not told and time out; abort it (ncclCommAbort)");
+}
+
 /// Finishes the call `what` that returned `rc` on the communicators `comms`: ncclSuccess returns,
-/// an error throws, and ncclInProgress (a nonblocking communicator) polls each of `comms` until it
-/// is done, throwing a timeout_error once `timeout_s` (0: no bound) passed with one still busy.
+/// an error throws, and ncclInProgress (a nonblocking communicator) polls all of `comms` until each
+/// is done, throwing at the first that reports an error, or a timeout_error once `timeout_s` (0:
+/// no bound) passed with one still busy.
 inline void nccl_settle(ncclResult_t rc, std::span<const ncclComm_t> comms, const char* what, double timeout_s) {
   if (rc != ncclInProgress) return nccl_check(rc, what);
   std::optional<deadline> until;
-  if (timeout_s > 0) until.emplace(timeout_s, "the NCCL timeout");
-  for (ncclComm_t c : comms)
-    for (backoff pause;; pause()) {
+  if (checked_seconds(timeout_s, "the NCCL timeout") > 0) until.emplace(timeout_s, "the NCCL timeout");
+  for (backoff pause;; pause()) {
+    bool busy = false;
+    for (ncclComm_t c : comms) {  // every one each time: an error on any is reported at once
       ncclResult_t state = ncclSuccess;
       nccl_check(ncclCommGetAsyncError(c, &state), "ncclCommGetAsyncError");
-      if (state == ncclSuccess) break;
-      if (state != ncclInProgress) nccl_check(state, what);
-      if (until && until->expired())
-        throw timeout_error(std::string(what) + " on a nonblocking NCCL communicator was still in progress after " +
-                                number(timeout_s) +
-                                " s (a peer that never joined the communicator or the group, or a failed link); abort "
-                                "the communicator (ncclCommAbort)",
-                            {});
+      if (state == ncclInProgress) busy = true;
+      else if (state != ncclSuccess) nccl_check(state, what);
     }
+    if (!busy) return;
+    if (until && until->expired())
+      throw timeout_error(std::string(what) + " on a nonblocking NCCL communicator was still in progress after " +
+                              number(timeout_s) +
+                              " s (a peer that never joined the communicator or the group, or a failed link); abort "
+                              "the communicator (ncclCommAbort)",
+                          {});
+  }
 }
 inline void nccl_settle(ncclResult_t rc, ncclComm_t comm, const char* what, double timeout_s) {
   nccl_settle(rc, std::span<const ncclComm_t>(&comm, 1), what, timeout_s);
@@ -130,6 +147,14 @@ class nccl_backend {
   // included, so aborting them one after the other on this thread would hang on the first.
   struct health {
     std::vector<ncclComm_t> groups, aborted;
+    /// Aborts `c` on a thread of its own; on this one where no thread can be made.
+    static void abort_apart(ncclComm_t c) noexcept {
+      try {
+        std::thread([c] { ncclCommAbort(c); }).detach();
+      } catch (...) {
+        ncclCommAbort(c);
+      }
+    }
     /// Aborts the groups' communicators made so far (each call, those made since the last).
     void fail() noexcept {
       try {
@@ -183,7 +208,11 @@ class nccl_backend {
       if (!comm) return;
       if (health_ && std::erase(health_->aborted, comm) > 0) return;  // its aborting thread owns it
       if (health_) std::erase(health_->groups, comm);
-      ncclCommDestroy(comm);
+      // NCCL refuses to destroy a communicator still in progress or in error (and would leak it,
+      // leaving this thread inside a group): that one is aborted.
+      ncclResult_t state = ncclSuccess;
+      if (ncclCommGetAsyncError(comm, &state) == ncclSuccess && state == ncclSuccess) ncclCommDestroy(comm);
+      else health::abort_apart(comm);
     }
 
    private:
@@ -195,9 +224,9 @@ class nccl_backend {
   /// A run waits for its work on the stream until `timeout_s` seconds (0: no bound) pass in which
   /// no round of it finishes, then throws a timeout_error; an asynchronous error of `comm` or of a
   /// group's communicator fails it at once. `nonblocking`: `comm` was made with
-  /// ncclConfig_t::blocking = 0; the groups' communicators are made so too (NCCL refuses a group
-  /// that mixes both kinds), so their creation and every group's connection setup are bounded by
-  /// `timeout_s` as well. Either way a call answered ncclInProgress is polled to its end within it.
+  /// ncclConfig_t::blocking = 0; the groups' communicators are made so too, so their creation and
+  /// every group's connection setup are bounded by `timeout_s` as well. Either way a call answered
+  /// ncclInProgress is polled to its end within it.
   nccl_backend(ncclComm_t comm, cudaStream_t stream, Bootstrap bootstrap, std::size_t group_transfers = nccl_group_transfers,
                double timeout_s = 0, bool nonblocking = false)
       : comm_(comm),
@@ -286,6 +315,10 @@ class nccl_backend {
       events_.all.push_back(e);
     }
     detail::cuda_check(cudaEventRecord(events_.all[events_.used++], memory_.stream), "cudaEventRecord");
+    // Room for the round's communicators now: nothing may throw between ncclGroupEnd answering
+    // ncclInProgress and their poll.
+    round_comms_.clear();
+    round_comms_.reserve(round_.size());
     detail::nccl_check(ncclGroupStart(), "ncclGroupStart");
     ncclResult_t failed = ncclSuccess;
     op_kind failed_kind = op_kind::send;
@@ -301,7 +334,6 @@ class nccl_backend {
       detail::nccl_check(failed, name(failed_kind));
     }
     // A nonblocking group goes on in the background: each of its communicators is polled to its end.
-    round_comms_.clear();
     if (ended == ncclInProgress)
       for (const pending_op& o : round_)
         if (std::find(round_comms_.begin(), round_comms_.end(), o.comm) == round_comms_.end()) round_comms_.push_back(o.comm);

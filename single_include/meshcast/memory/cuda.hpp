@@ -69,7 +69,7 @@ class given_up_streams {
 /// cannot be withdrawn: the error says to abort the communicator.
 template <class Healthy, class Progressed>
 void wait_stream(cudaStream_t stream, double timeout_s, Healthy&& healthy, Progressed&& progressed) {
-  if (timeout_s <= 0) {
+  if (checked_seconds(timeout_s, "the CUDA stream's timeout") == 0) {  // a negative one was once no bound too
     cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
     return;
   }

@@ -8,8 +8,11 @@
 //  - ncclBroadcast is a collective: the k-th call of every member of a communicator matches.
 //  - a nonblocking communicator (ncclCommInitRankConfig with config->blocking = 0) is ready only
 //    once all its ranks joined; its calls post their operations and answer ncclInProgress until
-//    done, ncclCommGetAsyncError answering ncclInProgress until then; a group that mixes blocking
-//    and nonblocking communicators is refused (ncclInvalidArgument), as NCCL does.
+//    done, ncclCommGetAsyncError answering ncclInProgress until then. Until it has answered
+//    ncclSuccess there, every other call on that communicator is refused (ncclInvalidArgument,
+//    counted in `unsettled_calls`), as NCCL refuses it;
+//  - a group is as blocking as the last communicator given to it (NCCL's ncclGroupCommJoin); a
+//    nonblocking group leaves every communicator in it in progress until its operations are done.
 // A deadlock (every emulated rank blocked) is detected: the blocked calls return ncclInternalError
 // and ncclGetErrorString says so. Ranks are threads announced by `add_ranks` that hold a `rank_guard`.
 #pragma once
@@ -109,13 +112,17 @@ struct recorded {
   int rank;
   op* o;
   bool blocking;
-  std::vector<op*>* pending;  // a nonblocking communicator's operations not yet done
+  std::vector<op*>* pending;  // the communicator's operations of nonblocking calls not yet done
+  bool* unsettled;            // the communicator's: answered ncclInProgress, not yet polled to success
 };
 inline thread_local std::vector<recorded> group_ops;
 /// The most operations one ncclGroupStart/End held, on any rank (tests read and reset it).
 inline std::atomic<std::size_t> largest_group{0};
 /// Nonblocking communicators made, and calls that answered ncclInProgress (tests read them).
 inline std::atomic<int> nonblocking_comms{0}, in_progress_answers{0};
+/// Calls refused because their communicator had not been polled to ncclSuccess since it answered
+/// ncclInProgress (meshcast must make none: tests check it stays 0).
+inline std::atomic<int> unsettled_calls{0};
 
 // Matching, under the world lock.
 inline void match_p2p(comm_state& c, int from, int to) {
@@ -187,9 +194,14 @@ inline bool wait_all(std::unique_lock<std::mutex>& l, const std::vector<op*>& op
     if (o->failed) return false;
   return true;
 }
-inline ncclResult_t submit(const std::shared_ptr<comm_state>& c, int rank, op o, bool blocking, std::vector<op*>* pending) {
+inline ncclResult_t submit(const std::shared_ptr<comm_state>& c, int rank, op o, bool blocking, std::vector<op*>* pending,
+                           bool& unsettled) {
+  if (unsettled) {
+    ++unsettled_calls;
+    return ncclInvalidArgument;
+  }
   if (group_depth > 0) {
-    group_ops.push_back({c, rank, new op(o), blocking, pending});
+    group_ops.push_back({c, rank, new op(o), blocking, pending, &unsettled});
     return ncclSuccess;
   }
   world& w = world::get();
@@ -199,6 +211,7 @@ inline ncclResult_t submit(const std::shared_ptr<comm_state>& c, int rank, op o,
   if (!blocking) {  // goes on in the background; ncclCommGetAsyncError tells when it is done
     w.cv.notify_all();
     pending->push_back(p);
+    unsettled = true;
     ++in_progress_answers;
     return ncclInProgress;
   }
@@ -216,7 +229,8 @@ struct meshcast_emulated_comm {
   int rank;
   ncclResult_t async_error = ncclSuccess;
   bool blocking = true;
-  std::vector<meshcast_nccl_emulation::op*> pending;  // nonblocking: posted, not yet reported done
+  std::vector<meshcast_nccl_emulation::op*> pending;  // nonblocking calls': posted, not yet reported done
+  bool unsettled = false;  // answered ncclInProgress; NCCL refuses other calls until polled to ncclSuccess
 };
 typedef meshcast_emulated_comm* ncclComm_t;
 
@@ -256,6 +270,7 @@ inline ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUni
   *comm = new meshcast_emulated_comm{state, rank, ncclSuccess, blocking, {}};
   if (!blocking) ++meshcast_nccl_emulation::nonblocking_comms;
   if (blocking || state->joined >= nranks) return ncclSuccess;
+  (*comm)->unsettled = true;
   ++meshcast_nccl_emulation::in_progress_answers;
   return ncclInProgress;
 }
@@ -263,6 +278,11 @@ inline ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId 
   return ncclCommInitRankConfig(comm, nranks, id, rank, nullptr);
 }
 inline ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  if (comm->unsettled) {  // NCCL refuses, and leaks it; freed here all the same
+    ++meshcast_nccl_emulation::unsettled_calls;
+    delete comm;
+    return ncclInvalidArgument;
+  }
   delete comm;
   return ncclSuccess;
 }
@@ -276,6 +296,7 @@ inline ncclResult_t ncclCommAbort(ncclComm_t comm) {
   return ncclSuccess;
 }
 inline ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
+  if (comm->unsettled) return ++meshcast_nccl_emulation::unsettled_calls, ncclInvalidArgument;
   *rank = comm->rank;
   return ncclSuccess;
 }
@@ -283,8 +304,8 @@ inline ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* error) 
   auto& w = meshcast_nccl_emulation::world::get();
   std::lock_guard<std::mutex> l(w.m);
   *error = comm->async_error;
-  if (*error != ncclSuccess || comm->blocking) return ncclSuccess;
-  if (comm->state->joined < comm->state->nranks) {
+  if (*error != ncclSuccess) return ncclSuccess;
+  if (!comm->blocking && comm->state->joined < comm->state->nranks) {
     *error = ncclInProgress;
     return ncclSuccess;
   }
@@ -298,28 +319,30 @@ inline ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* error) 
     return true;
   });
   if (!p.empty()) *error = ncclInProgress;
+  else comm->unsettled = false;
   return ncclSuccess;
 }
 inline ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
+  if (comm->unsettled) return ++meshcast_nccl_emulation::unsettled_calls, ncclInvalidArgument;
   *count = comm->state->nranks;
   return ncclSuccess;
 }
 inline ncclResult_t ncclSend(const void* buf, std::size_t count, ncclDataType_t, int peer, ncclComm_t comm, cudaStream_t) {
   meshcast_nccl_emulation::op o{meshcast_nccl_emulation::op::send};
   o.from = buf, o.n = count, o.peer = peer;
-  return meshcast_nccl_emulation::submit(comm->state, comm->rank, o, comm->blocking, &comm->pending);
+  return meshcast_nccl_emulation::submit(comm->state, comm->rank, o, comm->blocking, &comm->pending, comm->unsettled);
 }
 inline ncclResult_t ncclRecv(void* buf, std::size_t count, ncclDataType_t, int peer, ncclComm_t comm, cudaStream_t) {
   meshcast_nccl_emulation::op o{meshcast_nccl_emulation::op::recv};
   o.to = buf, o.n = count, o.peer = peer;
-  return meshcast_nccl_emulation::submit(comm->state, comm->rank, o, comm->blocking, &comm->pending);
+  return meshcast_nccl_emulation::submit(comm->state, comm->rank, o, comm->blocking, &comm->pending, comm->unsettled);
 }
 inline ncclResult_t ncclBroadcast(const void* send, void* recv, std::size_t count, ncclDataType_t, int root, ncclComm_t comm,
                                   cudaStream_t) {
   meshcast_nccl_emulation::op o{meshcast_nccl_emulation::op::bcast};
   if (comm->rank == root && send != recv) std::memmove(recv, send, count);
   o.to = recv, o.n = count, o.peer = root;
-  return meshcast_nccl_emulation::submit(comm->state, comm->rank, o, comm->blocking, &comm->pending);
+  return meshcast_nccl_emulation::submit(comm->state, comm->rank, o, comm->blocking, &comm->pending, comm->unsettled);
 }
 inline ncclResult_t ncclGroupStart() {
   ++meshcast_nccl_emulation::group_depth;
@@ -331,26 +354,21 @@ inline ncclResult_t ncclGroupEnd() {
   if (--group_depth > 0) return ncclSuccess;
   world& w = world::get();
   std::unique_lock<std::mutex> l(w.m);
-  std::size_t nonblocking = 0;
-  for (auto& r : group_ops) nonblocking += r.blocking ? 0 : 1;
-  if (nonblocking > 0 && nonblocking < group_ops.size()) {  // NCCL: not allowed in the same group
-    group_ops.clear();
-    return ncclInvalidArgument;
-  }
+  // As blocking as the last communicator given to the group (NCCL's ncclGroupCommJoin).
+  const bool nonblocking = !group_ops.empty() && !group_ops.back().blocking;
   std::vector<op*> ops;
   for (auto& r : group_ops) {
     post(*r.comm, r.rank, r.o);
     ops.push_back(r.o);
-    if (nonblocking) r.pending->push_back(r.o);
+    if (nonblocking) r.pending->push_back(r.o), *r.unsettled = true;
   }
   group_ops.clear();
+  for (std::size_t seen = largest_group.load(); ops.size() > seen && !largest_group.compare_exchange_weak(seen, ops.size());) {
+  }
   if (nonblocking) {  // goes on in the background; ncclCommGetAsyncError tells when it is done
     w.cv.notify_all();
-    if (ops.empty()) return ncclSuccess;
     ++in_progress_answers;
     return ncclInProgress;
-  }
-  for (std::size_t seen = largest_group.load(); ops.size() > seen && !largest_group.compare_exchange_weak(seen, ops.size());) {
   }
   bool ok = wait_all(l, ops);
   if (ok)

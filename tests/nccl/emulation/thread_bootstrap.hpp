@@ -6,6 +6,8 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -37,9 +39,12 @@ struct thread_bootstrap {
 };
 
 // Runs `body(rank, comm)` on `n` threads, each an emulated rank of one world communicator;
-// `nonblocking`: made with ncclConfig_t::blocking = 0, and waited for as NCCL asks.
+// `nonblocking`: made with ncclConfig_t::blocking = 0, and waited for as NCCL asks. Throws when
+// a rank made a call that NCCL refuses on a communicator still in progress (the emulation counts
+// them), so that every test over it checks meshcast makes none.
 template <class Body>
 inline void run_ranks(int n, Body body, bool nonblocking = false) {
+  const int refused_before = meshcast_nccl_emulation::unsettled_calls;
   ncclUniqueId id;
   ncclGetUniqueId(&id);
   std::vector<std::thread> threads;
@@ -59,9 +64,16 @@ inline void run_ranks(int n, Body body, bool nonblocking = false) {
         }
       }
       body(r, comm);
-      ncclCommDestroy(comm);
+      // A world left in progress (a test's peer that never posted) is aborted, as NCCL asks.
+      ncclResult_t state = ncclSuccess;
+      ncclCommGetAsyncError(comm, &state);
+      if (state == ncclSuccess) ncclCommDestroy(comm);
+      else ncclCommAbort(comm);
     });
   for (auto& t : threads) t.join();
+  if (meshcast_nccl_emulation::unsettled_calls != refused_before)
+    throw std::runtime_error(std::to_string(meshcast_nccl_emulation::unsettled_calls - refused_before) +
+                             " NCCL call(s) made on a nonblocking communicator before it was polled to ncclSuccess");
 }
 
 }  // namespace meshcast

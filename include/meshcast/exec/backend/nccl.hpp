@@ -55,6 +55,14 @@ class nccl_backend {
   // included, so aborting them one after the other on this thread would hang on the first.
   struct health {
     std::vector<ncclComm_t> groups, aborted;
+    /// Aborts `c` on a thread of its own; on this one where no thread can be made.
+    static void abort_apart(ncclComm_t c) noexcept {
+      try {
+        std::thread([c] { ncclCommAbort(c); }).detach();
+      } catch (...) {
+        ncclCommAbort(c);
+      }
+    }
     /// Aborts the groups' communicators made so far (each call, those made since the last).
     void fail() noexcept {
       try {
@@ -108,7 +116,11 @@ class nccl_backend {
       if (!comm) return;
       if (health_ && std::erase(health_->aborted, comm) > 0) return;  // its aborting thread owns it
       if (health_) std::erase(health_->groups, comm);
-      ncclCommDestroy(comm);
+      // NCCL refuses to destroy a communicator still in progress or in error (and would leak it,
+      // leaving this thread inside a group): that one is aborted.
+      ncclResult_t state = ncclSuccess;
+      if (ncclCommGetAsyncError(comm, &state) == ncclSuccess && state == ncclSuccess) ncclCommDestroy(comm);
+      else health::abort_apart(comm);
     }
 
    private:
@@ -120,9 +132,9 @@ class nccl_backend {
   /// A run waits for its work on the stream until `timeout_s` seconds (0: no bound) pass in which
   /// no round of it finishes, then throws a timeout_error; an asynchronous error of `comm` or of a
   /// group's communicator fails it at once. `nonblocking`: `comm` was made with
-  /// ncclConfig_t::blocking = 0; the groups' communicators are made so too (NCCL refuses a group
-  /// that mixes both kinds), so their creation and every group's connection setup are bounded by
-  /// `timeout_s` as well. Either way a call answered ncclInProgress is polled to its end within it.
+  /// ncclConfig_t::blocking = 0; the groups' communicators are made so too, so their creation and
+  /// every group's connection setup are bounded by `timeout_s` as well. Either way a call answered
+  /// ncclInProgress is polled to its end within it.
   nccl_backend(ncclComm_t comm, cudaStream_t stream, Bootstrap bootstrap, std::size_t group_transfers = nccl_group_transfers,
                double timeout_s = 0, bool nonblocking = false)
       : comm_(comm),
@@ -211,6 +223,10 @@ class nccl_backend {
       events_.all.push_back(e);
     }
     detail::cuda_check(cudaEventRecord(events_.all[events_.used++], memory_.stream), "cudaEventRecord");
+    // Room for the round's communicators now: nothing may throw between ncclGroupEnd answering
+    // ncclInProgress and their poll.
+    round_comms_.clear();
+    round_comms_.reserve(round_.size());
     detail::nccl_check(ncclGroupStart(), "ncclGroupStart");
     ncclResult_t failed = ncclSuccess;
     op_kind failed_kind = op_kind::send;
@@ -226,7 +242,6 @@ class nccl_backend {
       detail::nccl_check(failed, name(failed_kind));
     }
     // A nonblocking group goes on in the background: each of its communicators is polled to its end.
-    round_comms_.clear();
     if (ended == ncclInProgress)
       for (const pending_op& o : round_)
         if (std::find(round_comms_.begin(), round_comms_.end(), o.comm) == round_comms_.end()) round_comms_.push_back(o.comm);

@@ -1,8 +1,9 @@
 // Bootstrapping NCCL communicators through MPI: the world communicator (rank 0 draws the unique
 // id and broadcasts it) and the broadcast groups of the NCCL backend (the group's root sends its
 // id to each member). The MPI waits are bounded by `timeout_s` (a rank that never comes is a
-// timeout_error, not a hang; 0: no bound, as for mpi_backend); NCCL's own initialisation has no
-// deadline meshcast can set.
+// timeout_error, not a hang; 0: no bound, as for mpi_backend). NCCL's own initialisation is
+// bounded too where the communicator is nonblocking (nccl_world's `nonblocking`); a blocking one's
+// is not.
 #pragma once
 
 #include <mpi.h>

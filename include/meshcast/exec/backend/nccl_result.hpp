@@ -32,26 +32,43 @@ inline void nccl_check_async(ncclComm_t comm) {
                 "; abort it (ncclCommAbort) before freeing the buffers it may still use");
 }
 
+/// Throws unless `comm` can take another call: a nonblocking communicator left in progress by a
+/// wait that gave up, or one in error, refuses every call NCCL would make (and a refused call
+/// would then hide the first failure). `problem`: what went wrong first on this rank, if known.
+inline void nccl_usable(ncclComm_t comm, const std::string& problem = {}) {
+  ncclResult_t state = ncclSuccess;
+  nccl_check(ncclCommGetAsyncError(comm, &state), "ncclCommGetAsyncError");
+  if (state == ncclSuccess) return;
+  const std::string why = state == ncclInProgress ? std::string("still in progress with a call that gave up")
+                                                  : std::string("in error (") + ncclGetErrorString(state) + ")";
+  throw error((problem.empty() ? std::string() : problem + "; then ") + "the NCCL communicator is " + why +
+              ": the other ranks are not told and time out; abort it (ncclCommAbort)");
+}
+
 /// Finishes the call `what` that returned `rc` on the communicators `comms`: ncclSuccess returns,
-/// an error throws, and ncclInProgress (a nonblocking communicator) polls each of `comms` until it
-/// is done, throwing a timeout_error once `timeout_s` (0: no bound) passed with one still busy.
+/// an error throws, and ncclInProgress (a nonblocking communicator) polls all of `comms` until each
+/// is done, throwing at the first that reports an error, or a timeout_error once `timeout_s` (0:
+/// no bound) passed with one still busy.
 inline void nccl_settle(ncclResult_t rc, std::span<const ncclComm_t> comms, const char* what, double timeout_s) {
   if (rc != ncclInProgress) return nccl_check(rc, what);
   std::optional<deadline> until;
-  if (timeout_s > 0) until.emplace(timeout_s, "the NCCL timeout");
-  for (ncclComm_t c : comms)
-    for (backoff pause;; pause()) {
+  if (checked_seconds(timeout_s, "the NCCL timeout") > 0) until.emplace(timeout_s, "the NCCL timeout");
+  for (backoff pause;; pause()) {
+    bool busy = false;
+    for (ncclComm_t c : comms) {  // every one each time: an error on any is reported at once
       ncclResult_t state = ncclSuccess;
       nccl_check(ncclCommGetAsyncError(c, &state), "ncclCommGetAsyncError");
-      if (state == ncclSuccess) break;
-      if (state != ncclInProgress) nccl_check(state, what);
-      if (until && until->expired())
-        throw timeout_error(std::string(what) + " on a nonblocking NCCL communicator was still in progress after " +
-                                number(timeout_s) +
-                                " s (a peer that never joined the communicator or the group, or a failed link); abort "
-                                "the communicator (ncclCommAbort)",
-                            {});
+      if (state == ncclInProgress) busy = true;
+      else if (state != ncclSuccess) nccl_check(state, what);
     }
+    if (!busy) return;
+    if (until && until->expired())
+      throw timeout_error(std::string(what) + " on a nonblocking NCCL communicator was still in progress after " +
+                              number(timeout_s) +
+                              " s (a peer that never joined the communicator or the group, or a failed link); abort "
+                              "the communicator (ncclCommAbort)",
+                          {});
+  }
 }
 inline void nccl_settle(ncclResult_t rc, ncclComm_t comm, const char* what, double timeout_s) {
   nccl_settle(rc, std::span<const ncclComm_t>(&comm, 1), what, timeout_s);
