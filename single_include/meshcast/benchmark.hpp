@@ -48,7 +48,7 @@ inline double bounded_max(MPI_Comm comm, double value, double timeout_s) {
   auto o = std::make_unique<operation>();
   o->mine = value;
   mpi_check(MPI_Iallreduce(&o->mine, &o->out, 1, MPI_DOUBLE, MPI_MAX, comm, &o->r), "MPI_Iallreduce");
-  if (!completed_or_kept(o, o->r, deadline(timeout_s, "the timeout")))
+  if (!completed_or_kept(o, o->r, collective_deadline(timeout_s)))  // 0: no bound, as the other collectives
     throw timeout_error("no answer while taking the slowest rank's time", {});
   return o->out;
 }

@@ -5,6 +5,7 @@
 #include <meshcast/benchmark.hpp>
 
 #include <cstring>
+#include <memory>
 
 int main(int argc, char** argv) {
   bool mismatch = false;
@@ -28,6 +29,18 @@ int main(int argc, char** argv) {
     constexpr layout<mesh<2, 2>, spec<R, S<0, 1>>, shape<512, 64>> b;
     session.add_reshard<greedy, send_recv>("static_rows_to_columns", a, b, 8,
                                            reshard_options{.devices = device_map::same(), .mode = execution::concurrent});
+  }
+  if (!mismatch) {  // a job of the user's own whose timeout_s is 0, "no bound" (was: a timeout at once)
+    auto sum = std::make_shared<int>(0);
+    meshcast::timed_job own;
+    own.run = [sum] {
+      int one = 1;
+      MPI_Allreduce(&one, sum.get(), 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    };
+    own.wrong = [sum, n]() -> std::size_t { return *sum == n ? 0 : 1; };
+    own.bytes = sizeof(int);
+    own.timeout_s = 0;
+    session.add("own_allreduce_no_timeout", own);
   }
   return session.run();
 }

@@ -41,7 +41,8 @@ inline void fill_with_index(const box& tile, const extents_value& shape, std::si
 /// `bound_s` the physical bound and `predicted_s` the model's prediction (0: none). `run_timed`,
 /// where given, runs the job and returns its own measure of this rank's seconds (CUDA events on a
 /// stream), used instead of the host clock around `run`. `label` is shown beside the result
-/// (Google Benchmark's label: the mode and strategy that ran, say).
+/// (Google Benchmark's label: the mode and strategy that ran, say). `timeout_s` bounds the
+/// session's own waits on the other ranks around each run (0: no bound).
 struct timed_job {
   std::function<void()> run, clear;
   std::function<std::size_t()> wrong;
