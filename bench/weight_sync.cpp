@@ -31,6 +31,7 @@
 
 #include "flags.hpp"
 
+#include "cli/end_job.hpp"
 #include "cli/fill.hpp"
 #include "cli/manifest_reshard.hpp"
 
@@ -299,7 +300,7 @@ int main(int argc, char** argv) {
     status = all_wrong == 0 ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "weight_sync (rank %d): error: %s\n", rank_, e.what());
-    MPI_Abort(MPI_COMM_WORLD, 2);
+    meshcast::cli::end_job(2);
   }
   MPI_Finalize();
   return status;

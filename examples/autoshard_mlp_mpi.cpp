@@ -173,9 +173,8 @@ int execute_and_check(const options& o, const as::graph& g, const as::sharding_p
                                        failed_expectations);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "meshcast-autoshard-mlp-mpi: rank %d: error while running the plan: %s\n", world_rank, e.what());
-    MPI_Abort(MPI_COMM_WORLD, 3);
+    meshcast::cli::end_job(3);
   }
-  return 3;
 }
 
 int execute_and_check_unguarded(const options& o, const as::graph& g, const as::sharding_plan& plan,
@@ -189,7 +188,9 @@ int execute_and_check_unguarded(const options& o, const as::graph& g, const as::
   std::vector<double> local(n), worst(n);
   for (int r = 0; r < o.repeat; ++r) {
     run.run(&local);
-    MPI_Reduce(local.data(), worst.data(), static_cast<int>(n), MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Request req;
+    MPI_Ireduce(local.data(), worst.data(), static_cast<int>(n), MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD, &req);
+    wait(req, "gathering the step times");
     double sum = 0;
     for (std::size_t i = 0; i < n; ++i) step_times[i].push_back(worst[i]), sum += worst[i];
     totals.push_back(sum);
@@ -199,7 +200,9 @@ int execute_and_check_unguarded(const options& o, const as::graph& g, const as::
     const double begin = now();
     run.run(nullptr);
     double t = now() - begin;
-    MPI_Reduce(world_rank == 0 ? MPI_IN_PLACE : &t, &t, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Request req;
+    MPI_Ireduce(world_rank == 0 ? MPI_IN_PLACE : &t, &t, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD, &req);
+    wait(req, "gathering the run times");
     whole.push_back(t);
   }
 
@@ -298,8 +301,13 @@ int main(int argc, char** argv) {
   int status = 0;
   try {
     status = run_main(argc, argv);
+  } catch (const meshcast::timeout_error& e) {
+    // A rank that never answered: nothing collective (MPI_Finalize included) can finish.
+    std::fprintf(stderr, "meshcast-autoshard-mlp-mpi: rank %d: error: %s\n", world_rank, e.what());
+    std::fflush(stderr);
+    meshcast::cli::end_job(2);
   } catch (const std::exception& e) {
-    // Every fault that reaches here was agreed on by every rank (agree_or_throw, resharder).
+    // Every other fault that reaches here was agreed on by every rank (agree_or_throw, resharder).
     if (world_rank == 0) std::fprintf(stderr, "meshcast-autoshard-mlp-mpi: error: %s\n", e.what());
     status = 2;
   }

@@ -49,6 +49,7 @@
 
 // The program's parts (examples/pipeline_mpi/): flags, clocks, collectives, compute, transfers,
 // runners, one run of the lists, and rank 0's report.
+#include "cli/end_job.hpp"
 #include "pipeline_mpi/clock.hpp"
 #include "pipeline_mpi/collectives.hpp"
 #include "pipeline_mpi/compute.hpp"
@@ -79,7 +80,7 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
       std::fprintf(stderr, "meshcast-pipeline-mpi (rank %d): error: %s\n", rank, e.what());
       std::fflush(stderr);
-      MPI_Abort(MPI_COMM_WORLD, 1);
+      meshcast::cli::end_job(1);
     }
     if (ok) return true;
     if (rank == 0 && !problem.empty()) std::fprintf(stderr, "meshcast-pipeline-mpi: error: %s\n", problem.c_str());
@@ -190,6 +191,8 @@ int main(int argc, char** argv) {
       o.timeout_s = timeout_s;
       return o;
     }();
+    // MPI_Comm_split has no deadline of its own: every rank is known to have come this far first.
+    sleepy_barrier(MPI_COMM_WORLD, timeout_s, "making the edges' communicators");
     for (std::size_t i = 0; i < specs.size(); ++i) {
       const transfer_spec& t = specs[i];
       const bool member = stage == t.sender || stage == t.receiver;
@@ -251,7 +254,7 @@ int main(int argc, char** argv) {
     }
 
     // 4. Every rank's clock against rank 0's; compute calibration (matmul), one rank at a time so that ranks sharing cores do not skew it.
-    const clock_estimate clock_est = clock_offset();
+    const clock_estimate clock_est = clock_offset(timeout_s);
     const double offset = clock_est.offset;
     matmul_state mm;
     if (f.compute == compute_kind::matmul)
@@ -321,14 +324,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "meshcast-pipeline-mpi (rank %d): error: %s\n", rank, e.what());
     std::fflush(stderr);
     std::this_thread::sleep_for(std::chrono::seconds(1));
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    return 1;
+    meshcast::cli::end_job(1);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "meshcast-pipeline-mpi (rank %d): error: %s\n", rank, e.what());
     std::fflush(stderr);
     std::this_thread::sleep_for(std::chrono::seconds(1));
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    return 1;
+    meshcast::cli::end_job(1);
   }
   MPI_Finalize();
   return 0;

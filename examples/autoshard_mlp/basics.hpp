@@ -26,6 +26,7 @@
 #include <meshcast/autoshard.hpp>
 #include <meshcast/core/detail/read_document.hpp>
 #include <meshcast/mpi.hpp>
+#include "../cli/end_job.hpp"
 #include "../cli/flag_values.hpp"
 #include "../cli/one_blas_thread.hpp"  // CBC and MPI in one executable
 
@@ -100,7 +101,7 @@ void wait(MPI_Request& r, const char* what) {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() > wait_limit_s) {
         std::fprintf(stderr, "meshcast-autoshard-mlp-mpi: rank %d: no progress for %.0f s in %s; aborting\n",
                      world_rank, wait_limit_s, what);
-        MPI_Abort(MPI_COMM_WORLD, 3);
+        meshcast::cli::end_job(3);
       }
     }
   }

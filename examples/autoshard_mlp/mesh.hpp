@@ -73,6 +73,7 @@ class axis_comms {
       else color = color * static_cast<int>(mesh_->sizes[a]) + static_cast<int>(mesh_->coord[a]);
     }
     MPI_Comm c = MPI_COMM_NULL;
+    barrier();  // bounded (a rank that never comes aborts the job): MPI_Comm_split has no deadline
     MPI_Comm_split(MPI_COMM_WORLD, color, key, &c);
     return comms_.emplace(std::move(axes), c).first->second;
   }

@@ -15,6 +15,8 @@
 
 #include <meshcast/mpi.hpp>
 
+#include "end_job.hpp"
+
 namespace meshcast::cli::reshard_detail {
 
 // What went wrong on this rank, if anything, and whether it is a rank's own failure (reported by
@@ -40,21 +42,13 @@ inline void report(const failure& f) {
 }
 
 // A peer is gone or stopped: nothing collective can finish. Report, give the other ranks a moment
-// to report what they see, then end the whole job. MPI_Abort asks the launcher to end the job and
-// waits for its answer (MPICH's PMI_Abort reads from the local proxy); on a host cut off from the
-// launcher that answer never comes, so this rank ends itself 1 s later in any case (where the
-// launcher is reachable, it ends the job at once).
+// to report what they see, then end the whole job (within a bound: end_job.hpp).
 [[noreturn]] inline void abort_job(const failure& f) {
   failure shown = f;
   shown.own = true;
   report(shown);
   std::this_thread::sleep_for(std::chrono::seconds(2));
-  std::thread([] {
-    std::this_thread::sleep_for(std::chrono::seconds(1));
-    std::_Exit(2);
-  }).detach();
-  MPI_Abort(MPI_COMM_WORLD, 2);
-  std::_Exit(2);
+  end_job(2);
 }
 
 // "device 5 (host 1)" for messages.

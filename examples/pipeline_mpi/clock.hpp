@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <vector>
 
 #include <meshcast/mpi.hpp>
 
@@ -26,34 +27,47 @@ inline double clock_s() { return std::chrono::duration<double>(clock_type::now()
 struct clock_estimate {
   double offset = 0, error_s = 0;
 };
-inline clock_estimate clock_offset() {
+// One double to or from `peer`, bounded by `timeout_s` like the program's collectives (a rank that
+// stopped is a timeout_error here, not a hang); the buffer outlives a wait given up on.
+inline void send_double(double v, int peer, double timeout_s) {
+  std::vector<double> buf{v};
+  MPI_Request r = MPI_REQUEST_NULL;
+  detail::mpi_check(MPI_Isend(buf.data(), 1, MPI_DOUBLE, peer, 7001, MPI_COMM_WORLD, &r), "MPI_Isend");
+  bounded_wait(r, timeout_s, "estimating the clocks' offsets", buf);
+}
+inline double recv_double(int peer, double timeout_s) {
+  std::vector<double> buf{0.0};
+  MPI_Request r = MPI_REQUEST_NULL;
+  detail::mpi_check(MPI_Irecv(buf.data(), 1, MPI_DOUBLE, peer, 7001, MPI_COMM_WORLD, &r), "MPI_Irecv");
+  bounded_wait(r, timeout_s, "estimating the clocks' offsets", buf);
+  return buf[0];
+}
+
+inline clock_estimate clock_offset(double timeout_s) {
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  constexpr int tag = 7001, rounds = 40;
+  constexpr int rounds = 40;
   clock_estimate e;
   if (rank == 0) {
     for (int r = 1; r < size; ++r) {
       double best_rtt = 1e300, best = 0;
       for (int q = 0; q < rounds; ++q) {
-        double theirs = 0;
         const double a = clock_s();
-        detail::mpi_check(MPI_Send(&a, 1, MPI_DOUBLE, r, tag, MPI_COMM_WORLD), "MPI_Send");
-        detail::mpi_check(MPI_Recv(&theirs, 1, MPI_DOUBLE, r, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
+        send_double(a, r, timeout_s);
+        const double theirs = recv_double(r, timeout_s);
         const double b = clock_s();
         if (b - a < best_rtt) best_rtt = b - a, best = theirs - (a + b) / 2;
       }
       e.error_s = std::max(e.error_s, best_rtt / 2);
-      detail::mpi_check(MPI_Send(&best, 1, MPI_DOUBLE, r, tag, MPI_COMM_WORLD), "MPI_Send");
+      send_double(best, r, timeout_s);
     }
   } else {
     for (int q = 0; q < rounds; ++q) {
-      double ping = 0;
-      detail::mpi_check(MPI_Recv(&ping, 1, MPI_DOUBLE, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
-      const double mine = clock_s();
-      detail::mpi_check(MPI_Send(&mine, 1, MPI_DOUBLE, 0, tag, MPI_COMM_WORLD), "MPI_Send");
+      recv_double(0, timeout_s);
+      send_double(clock_s(), 0, timeout_s);
     }
-    detail::mpi_check(MPI_Recv(&e.offset, 1, MPI_DOUBLE, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
+    e.offset = recv_double(0, timeout_s);
   }
   return e;
 }
