@@ -86,6 +86,17 @@ bench_flags parse(int argc, char** argv) {
     else throw error("unknown flag '" + detail::printable(a) + "'");
   }
   if (f.min_bytes > f.max_bytes) throw error("--min-bytes is larger than --max-bytes");
+  // Names checked now, with the flag named, rather than once per size of the sweep.
+  try {
+    if (!f.schedule.strategy.empty()) visit_strategy<builtin_strategies>(f.schedule.strategy, [](auto) {});
+  } catch (const error& e) {
+    throw error(std::string("--strategy: ") + e.what());
+  }
+  try {
+    if (!f.schedule.solver.empty()) visit_solver<builtin_solvers>(f.schedule.solver, [](auto) {});
+  } catch (const error& e) {
+    throw error(std::string("--solver: ") + e.what() + " (meshcast-bench takes the built-in solvers, not ilp)");
+  }
   return f;
 }
 

@@ -49,6 +49,11 @@ CASES = [
      "--nic-gbps sets meshcast's model: way 'owner' has none"),
     ("meshcast-bench-weight-sync", 2, ["--manifest", "absent.json", "--way", "ownr"], "--way 'ownr' is not one of"),
     ("meshcast-bench-weight-sync", 2, ["--way", "batch"], "--manifest FILE is needed"),
+    # A solver or strategy it cannot run was taken and then refused once per size of the sweep,
+    # the flag unnamed.
+    ("meshcast-bench", 2, ["--solver", "ilp"], "--solver: unknown solver 'ilp'"),
+    ("meshcast-bench", 2, ["--strategy", "fastest"], "--strategy: unknown strategy 'fastest'"),
+    ("meshcast-bench", 2, ["--bogus"], "unknown flag '--bogus'"),
 ]
 
 # Numbers once refused that are numbers: a subnormal (std::stod threw on it, and the message called
