@@ -136,12 +136,12 @@ TEST_CASE("every wait on the stream has a deadline: a stuck stream or a failed c
       cudaStream_t stream;
       cudaStreamCreate(&stream);
       stream->stuck = true;
-      if (failed) comm->async_error = ncclRemoteError;
       std::vector<std::int32_t> in(4, rank), out(4, -1);
       const auto start = clock::now();
       try {
         nccl_backend<thread_bootstrap> b(comm, stream, thread_bootstrap{board}, nccl_group_transfers, failed ? 600 : 0.3);
         executor<nccl_backend<thread_bootstrap>> exec(b, p, s);
+        if (failed) comm->async_error = ncclRemoteError;  // during the run (a backend made over it says so at once)
         exec.run(std::as_bytes(std::span(in)), std::as_writable_bytes(std::span(out)));
       } catch (const timeout_error& e) {
         what[static_cast<std::size_t>(rank)] = e.what();
@@ -152,7 +152,7 @@ TEST_CASE("every wait on the stream has a deadline: a stuck stream or a failed c
       took[static_cast<std::size_t>(rank)] = std::chrono::duration<double>(clock::now() - start).count();
       stream->stuck = false;
       cudaStreamDestroy(stream);
-    });
+    }, false, failed);  // a world in error is left so
     for (std::size_t r = 0; r < 2; ++r) {
       CAPTURE(r);
       CAPTURE(what[r]);
@@ -275,12 +275,13 @@ TEST_CASE("the deadline is on progress: a slow run whose rounds keep finishing i
   CHECK(meshcast_nccl_emulation::aborted_comms - aborted_before >= 3);
 }
 
-// Greedy after 2.5 s of "search": within a 6 s time limit, longer than a 1 s timeout.
+// Greedy after 4 s of "search": within an 8 s time limit, longer than a 3 s timeout (which every
+// other wait of the call, all of which must succeed, has: wide enough under sanitizers and load).
 struct slow_greedy {
   static constexpr std::string_view name = "slow_greedy";
   const char* supports(const instance& in) const { return greedy{}.supports(in); }
   solver_result solve(const instance& in, const solver_options& o) const {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    std::this_thread::sleep_for(std::chrono::milliseconds(4000));
     return greedy{}.solve(in, o);
   }
 };
@@ -300,7 +301,7 @@ TEST_CASE("the NCCL front end waits for rank 0's solve up to the solver's time l
     try {
       reshard<slow_greedy, send_recv>(
           comm, stream, src, dst, in, out,
-          reshard_options{.devices = device_map::same(), .time_limit_s = 6, .timeout_s = 1, .nccl_nonblocking = true});
+          reshard_options{.devices = device_map::same(), .time_limit_s = 8, .timeout_s = 3, .nccl_nonblocking = true});
       problems[static_cast<std::size_t>(rank)] = "";
       for (int k = 0; k < 9; ++k)
         if (out[static_cast<std::size_t>(k)] != k) problems[static_cast<std::size_t>(rank)] = "wrong element";

@@ -184,7 +184,7 @@ TEST_CASE("nonblocking: a member that never creates a group's communicator, or a
                            dynamic_layout(dynamic_mesh{2}, dynamic_spec("S0"), dynamic_shape{8}),
                            {.devices = device_map::listed({1, 0})});
   const schedule s = solve(make_instance(p, network::alpa_testbed(default_hosts(2, 2, 1)), send_recv{}, {}), naive{});
-  std::string lone;
+  std::string lone, again_what;
   double lone_took = -1;
   run_ranks(
       2,
@@ -203,12 +203,19 @@ TEST_CASE("nonblocking: a member that never creates a group's communicator, or a
           lone = std::string("not a timeout: ") + e.what();
         }
         lone_took = std::chrono::duration<double>(clock::now() - start).count();
+        try {  // the world is left in progress: a new backend over it says so (NCCL refuses its calls)
+          nccl_backend<thread_bootstrap> again(comm, nullptr, thread_bootstrap{board}, nccl_group_transfers, 0.3, true);
+          again_what = "made";
+        } catch (const error& e) {
+          again_what = e.what();
+        }
       },
-      true);
+      true, true);
   CAPTURE(lone);
   CHECK(lone.find("ncclGroupEnd on a nonblocking NCCL communicator was still in progress after 0.3 s") != std::string::npos);
   CHECK(lone_took >= 0.3);
   CHECK(lone_took < 30);
+  CHECK(again_what.find("the NCCL communicator is still in progress with a call that gave up") != std::string::npos);
 }
 
 TEST_CASE("the emulation refuses, as NCCL does, a call on a nonblocking communicator not yet polled to ncclSuccess") {
@@ -233,13 +240,15 @@ TEST_CASE("nonblocking: a group communicator left in progress is aborted when de
   // up, and the backend goes without a failed run's cancel.
   auto board = std::make_shared<thread_bootstrap::board>();
   const int aborted_before = meshcast_nccl_emulation::aborted_comms;
+  const int finalized_before = meshcast_nccl_emulation::finalized_comms;
   std::vector<std::string> what(2);
   run_ranks(
       2,
       [&](int rank, ncclComm_t comm) {
         std::vector<std::byte> data(8);
         try {  // outside begin_round/end_round, each call goes to NCCL at once
-          nccl_backend<thread_bootstrap> b(comm, nullptr, thread_bootstrap{board}, nccl_group_transfers, 0.3, true);
+          // 2 s: the group's creation, which must succeed, is bounded by it too
+          nccl_backend<thread_bootstrap> b(comm, nullptr, thread_bootstrap{board}, nccl_group_transfers, 2, true);
           const std::vector<index_t> members{0, 1};
           auto g = b.make_group(members, 1);
           if (rank == 0) b.broadcast(data.data(), data.size(), 0, g);
@@ -248,8 +257,9 @@ TEST_CASE("nonblocking: a group communicator left in progress is aborted when de
         }
       },
       true);  // run_ranks throws had the group's communicator been destroyed while in progress
-  CHECK(what[0].find("ncclBroadcast on a nonblocking NCCL communicator was still in progress after 0.3 s") != std::string::npos);
+  CHECK(what[0].find("ncclBroadcast on a nonblocking NCCL communicator was still in progress after 2 s") != std::string::npos);
   CHECK(what[1] == "");
+  CHECK(meshcast_nccl_emulation::finalized_comms - finalized_before >= 1);  // rank 1's, settled: finalized, then destroyed
   for (int k = 0; k < 1000 && meshcast_nccl_emulation::aborted_comms - aborted_before < 1; ++k)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   CHECK(meshcast_nccl_emulation::aborted_comms - aborted_before >= 1);
@@ -282,7 +292,7 @@ TEST_CASE("nonblocking: after an id exchange that timed out, the channel reports
         }
         cudaStreamDestroy(stream);
       },
-      true);  // run_ranks throws had the channel called NCCL on the communicator left in progress
+      true, true);  // run_ranks throws had the channel called NCCL on the communicator left in progress
   CAPTURE(what[0]);
   CHECK(what[0].find("ncclGroupEnd on a nonblocking NCCL communicator was still in progress after 0.3 s") != std::string::npos);
   CHECK(what[0].find("then the NCCL communicator is still in progress with a call that gave up") != std::string::npos);

@@ -2,15 +2,18 @@
 // Tests only. Semantics kept from NCCL:
 //  - ncclSend / ncclRecv outside a group block until the peer posts the matching call, so two
 //    ranks that both send first deadlock, as they would on GPUs;
-//  - inside ncclGroupStart/End, calls are only recorded, and ncclGroupEnd posts them all and waits
-//    for all of them, so any order within a group completes;
+//  - inside ncclGroupStart/End, calls are only recorded, and ncclGroupEnd posts them all (and, in
+//    a blocking group, waits for all of them), so any order within a group completes;
 //  - sends and receives between one pair on one communicator match in posting order;
 //  - ncclBroadcast is a collective: the k-th call of every member of a communicator matches.
 //  - a nonblocking communicator (ncclCommInitRankConfig with config->blocking = 0) is ready only
 //    once all its ranks joined; its calls post their operations and answer ncclInProgress until
 //    done, ncclCommGetAsyncError answering ncclInProgress until then. Until it has answered
 //    ncclSuccess there, every other call on that communicator is refused (ncclInvalidArgument,
-//    counted in `unsettled_calls`), as NCCL refuses it;
+//    counted in `unsettled_calls`): stricter than NCCL, which refuses calls only while the
+//    communicator is in progress (polling it itself), so that a missed poll shows;
+//  - ncclCommFinalize of a nonblocking communicator answers ncclInProgress (counted in
+//    `finalized_comms`), done at the next poll;
 //  - a group is as blocking as the last communicator given to it (NCCL's ncclGroupCommJoin); a
 //    nonblocking group leaves every communicator in it in progress until its operations are done.
 // A deadlock (every emulated rank blocked) is detected: the blocked calls return ncclInternalError
@@ -123,6 +126,8 @@ inline std::atomic<int> nonblocking_comms{0}, in_progress_answers{0};
 /// Calls refused because their communicator had not been polled to ncclSuccess since it answered
 /// ncclInProgress (meshcast must make none: tests check it stays 0).
 inline std::atomic<int> unsettled_calls{0};
+/// Nonblocking communicators finalized (ncclCommFinalize) before they were destroyed.
+inline std::atomic<int> finalized_comms{0};
 
 // Matching, under the world lock.
 inline void match_p2p(comm_state& c, int from, int to) {
@@ -285,6 +290,14 @@ inline ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   }
   delete comm;
   return ncclSuccess;
+}
+inline ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  if (comm->unsettled) return ++meshcast_nccl_emulation::unsettled_calls, ncclInvalidArgument;
+  if (comm->blocking) return ncclSuccess;
+  ++meshcast_nccl_emulation::finalized_comms;
+  ++meshcast_nccl_emulation::in_progress_answers;
+  comm->unsettled = true;
+  return ncclInProgress;
 }
 namespace meshcast_nccl_emulation {
 /// Calls of ncclCommAbort (tests read it): a communicator whose work a failure left stuck is aborted.

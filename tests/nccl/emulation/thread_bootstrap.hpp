@@ -1,6 +1,7 @@
 // For the emulated NCCL: broadcast-group bootstrap between threads, and running emulated ranks.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -41,10 +42,13 @@ struct thread_bootstrap {
 // Runs `body(rank, comm)` on `n` threads, each an emulated rank of one world communicator;
 // `nonblocking`: made with ncclConfig_t::blocking = 0, and waited for as NCCL asks. Throws when
 // a rank made a call that NCCL refuses on a communicator still in progress (the emulation counts
-// them), so that every test over it checks meshcast makes none.
+// them), so that every test over it checks meshcast makes none, and when a body returned with
+// its world still in progress (a call meshcast never polled to its end) unless
+// `may_leave_in_progress` (a test whose peer never posts): that world is aborted.
 template <class Body>
-inline void run_ranks(int n, Body body, bool nonblocking = false) {
+inline void run_ranks(int n, Body body, bool nonblocking = false, bool may_leave_in_progress = false) {
   const int refused_before = meshcast_nccl_emulation::unsettled_calls;
+  std::atomic<int> left_in_progress{0};
   ncclUniqueId id;
   ncclGetUniqueId(&id);
   std::vector<std::thread> threads;
@@ -64,13 +68,19 @@ inline void run_ranks(int n, Body body, bool nonblocking = false) {
         }
       }
       body(r, comm);
-      // A world left in progress (a test's peer that never posted) is aborted, as NCCL asks.
+      // A world left in progress is aborted, as NCCL asks.
       ncclResult_t state = ncclSuccess;
       ncclCommGetAsyncError(comm, &state);
-      if (state == ncclSuccess) ncclCommDestroy(comm);
-      else ncclCommAbort(comm);
+      if (state == ncclSuccess) {
+        ncclCommDestroy(comm);
+      } else {
+        ++left_in_progress;
+        ncclCommAbort(comm);
+      }
     });
   for (auto& t : threads) t.join();
+  if (left_in_progress > 0 && !may_leave_in_progress)
+    throw std::runtime_error(std::to_string(left_in_progress.load()) + " world communicator(s) left in progress or in error");
   if (meshcast_nccl_emulation::unsettled_calls != refused_before)
     throw std::runtime_error(std::to_string(meshcast_nccl_emulation::unsettled_calls - refused_before) +
                              " NCCL call(s) made on a nonblocking communicator before it was polled to ncclSuccess");

@@ -79,6 +79,7 @@ class nccl_channel {
                bool nonblocking = false, double solve_s = 0)
       : comm_(comm), memory_{stream, timeout_s}, group_transfers_(group_transfers), nonblocking_(nonblocking),
         agree_s_(timeout_s > 0 ? std::min(timeout_s + solve_s, max_time_limit_s) : 0) {
+    nccl_usable(comm_);  // one left in progress by an earlier call refuses the calls below: say why
     nccl_check(ncclCommUserRank(comm_, &rank_), "ncclCommUserRank");
     nccl_check(ncclCommCount(comm_, &size_), "ncclCommCount");
     scratch_ = memory_.allocate(static_cast<std::size_t>(size_) * sizeof(std::uint64_t));  // kept: one per reshard call

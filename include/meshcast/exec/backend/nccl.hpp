@@ -55,12 +55,14 @@ class nccl_backend {
   // included, so aborting them one after the other on this thread would hang on the first.
   struct health {
     std::vector<ncclComm_t> groups, aborted;
-    /// Aborts `c` on a thread of its own; on this one where no thread can be made.
-    static void abort_apart(ncclComm_t c) noexcept {
+    /// Aborts `c` on a thread of its own; false where no thread can be made (`c` is then left as
+    /// it is: aborting it here could hang).
+    static bool abort_on_own_thread(ncclComm_t c) noexcept {
       try {
         std::thread([c] { ncclCommAbort(c); }).detach();
+        return true;
       } catch (...) {
-        ncclCommAbort(c);
+        return false;
       }
     }
     /// Aborts the groups' communicators made so far (each call, those made since the last).
@@ -72,12 +74,8 @@ class nccl_backend {
       }
       std::size_t left = 0;
       for (ncclComm_t c : groups) {
-        try {
-          std::thread([c] { ncclCommAbort(c); }).detach();
-          aborted.push_back(c);  // reserved: cannot throw
-        } catch (...) {  // no thread: left as it is, destroyed with its group
-          groups[left++] = c;
-        }
+        if (abort_on_own_thread(c)) aborted.push_back(c);  // reserved: cannot throw
+        else groups[left++] = c;                           // no thread: left as it is, destroyed with its group
       }
       groups.resize(left);
     }
@@ -98,18 +96,25 @@ class nccl_backend {
 
  public:
   /// A communicator over the group's members, in member order. Aborted instead of destroyed once a
-  /// run failed: ncclCommDestroy would wait for the work the failure left stuck on it.
+  /// run failed (ncclCommDestroy would wait for the work the failure left stuck on it), or when
+  /// found in progress or in error. `finalize_s` > 0 (a nonblocking communicator): finalized within
+  /// that many seconds before it is destroyed, else aborted (destroying finalizes, a wait on peers).
   struct group {
     ncclComm_t comm = nullptr;
     std::vector<index_t> members;
     group() = default;
-    group(ncclComm_t c, std::vector<index_t> m, std::shared_ptr<health> h) : comm(c), members(std::move(m)), health_(std::move(h)) {}
+    group(ncclComm_t c, std::vector<index_t> m, std::shared_ptr<health> h, double finalize_s = 0)
+        : comm(c), members(std::move(m)), health_(std::move(h)), finalize_s_(finalize_s) {}
     group(group&& o) noexcept
-        : comm(std::exchange(o.comm, nullptr)), members(std::move(o.members)), health_(std::move(o.health_)) {}
+        : comm(std::exchange(o.comm, nullptr)),
+          members(std::move(o.members)),
+          health_(std::move(o.health_)),
+          finalize_s_(o.finalize_s_) {}
     group& operator=(group&& o) noexcept {
       std::swap(comm, o.comm);
       members.swap(o.members);
       health_.swap(o.health_);
+      std::swap(finalize_s_, o.finalize_s_);
       return *this;
     }
     ~group() {
@@ -117,14 +122,14 @@ class nccl_backend {
       if (health_ && std::erase(health_->aborted, comm) > 0) return;  // its aborting thread owns it
       if (health_) std::erase(health_->groups, comm);
       // NCCL refuses to destroy a communicator still in progress or in error (and would leak it,
-      // leaving this thread inside a group): that one is aborted.
-      ncclResult_t state = ncclSuccess;
-      if (ncclCommGetAsyncError(comm, &state) == ncclSuccess && state == ncclSuccess) ncclCommDestroy(comm);
-      else health::abort_apart(comm);
+      // leaving this thread inside a group): that one is aborted, as is one not finalized in time.
+      if (detail::nccl_settled(comm) && (finalize_s_ == 0 || detail::nccl_finalized(comm, finalize_s_))) ncclCommDestroy(comm);
+      else health::abort_on_own_thread(comm);  // no thread: left as it is
     }
 
    private:
     std::shared_ptr<health> health_;
+    double finalize_s_ = 0;
   };
 
   /// `comm` spans every device of the plan (rank r plays device r); work goes on `stream`. One
@@ -142,6 +147,7 @@ class nccl_backend {
         bootstrap_(std::move(bootstrap)),
         group_transfers_(group_transfers < 1 ? 1 : group_transfers),
         nonblocking_(nonblocking) {
+    detail::nccl_usable(comm_);  // one left in progress refuses the calls below: say why
     int r = 0, n = 0;
     detail::nccl_check(ncclCommUserRank(comm_, &r), "ncclCommUserRank");
     detail::nccl_check(ncclCommCount(comm_, &n), "ncclCommCount");
@@ -180,7 +186,7 @@ class nccl_backend {
         health_->fail();
       });
     }
-    group g(c, std::move(in_order), health_.p);
+    group g(c, std::move(in_order), health_.p, nonblocking_ ? memory_.timeout_s : 0);
     health_->groups.push_back(c);
     return g;
   }

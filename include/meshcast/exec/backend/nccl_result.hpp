@@ -45,6 +45,12 @@ inline void nccl_usable(ncclComm_t comm, const std::string& problem = {}) {
               ": the other ranks are not told and time out; abort it (ncclCommAbort)");
 }
 
+/// Whether `comm` is in ncclSuccess: neither in progress nor in error (then NCCL takes a call).
+inline bool nccl_settled(ncclComm_t comm) noexcept {
+  ncclResult_t state = ncclSuccess;
+  return ncclCommGetAsyncError(comm, &state) == ncclSuccess && state == ncclSuccess;
+}
+
 /// Finishes the call `what` that returned `rc` on the communicators `comms`: ncclSuccess returns,
 /// an error throws, and ncclInProgress (a nonblocking communicator) polls all of `comms` until each
 /// is done, throwing at the first that reports an error, or a timeout_error once `timeout_s` (0:
@@ -72,6 +78,17 @@ inline void nccl_settle(ncclResult_t rc, std::span<const ncclComm_t> comms, cons
 }
 inline void nccl_settle(ncclResult_t rc, ncclComm_t comm, const char* what, double timeout_s) {
   nccl_settle(rc, std::span<const ncclComm_t>(&comm, 1), what, timeout_s);
+}
+
+/// Finalizes `comm` (ncclCommFinalize: its work flushed, in step with the peers) within
+/// `timeout_s`; false when that fails or takes longer (then abort it).
+inline bool nccl_finalized(ncclComm_t comm, double timeout_s) noexcept {
+  try {
+    nccl_settle(ncclCommFinalize(comm), comm, "ncclCommFinalize", timeout_s);
+    return true;
+  } catch (...) {
+    return false;
+  }
 }
 
 /// Rank `rank` of `n` of a new nonblocking communicator (ncclConfig_t::blocking = 0) over `id`,
