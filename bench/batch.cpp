@@ -21,11 +21,12 @@
 
 #include <meshcast/mpi.hpp>
 
+#include "end_on_error.hpp"
 #include "flags.hpp"
 
 using namespace meshcast;
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   MPI_Init(&argc, &argv);
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -97,4 +98,6 @@ int main(int argc, char** argv) {
                 predicted_one / together.schedule().makespan_s);
   MPI_Finalize();
   return 0;
+} catch (const std::exception& e) {
+  meshcast_bench::end_on_error("meshcast-bench-batch", e);
 }

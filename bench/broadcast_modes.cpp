@@ -10,8 +10,9 @@
 #include <cstring>
 #include <meshcast/mpi.hpp>
 #include "cli/fill.hpp"
+#include "end_on_error.hpp"
 using namespace meshcast;
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   MPI_Init(&argc, &argv);
   int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (size < 2) {
@@ -20,11 +21,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   index_t n = 1 << 24;
-  if (argc > 1) {  // N: a whole number of elements, 1 to 2^32
+  // N: a whole number of elements, 1 to 2^29 - 1: MPI_Ibcast moves the 4-byte elements in one
+  // message, whose byte count is an int.
+  if (argc > 1) {
     char* end = nullptr;
     const long long v = std::strtoll(argv[1], &end, 10);
-    if (argc > 2 || end == argv[1] || *end != '\0' || v < 1 || v > (1LL << 32)) {
-      if (rank == 0) std::fprintf(stderr, "usage: meshcast-bench-broadcast-modes [N], N elements in 1..2^32\n");
+    if (argc > 2 || end == argv[1] || *end != '\0' || v < 1 || v > (1LL << 29) - 1) {
+      if (rank == 0) std::fprintf(stderr, "usage: meshcast-bench-broadcast-modes [N], N elements in 1..2^29-1\n");
       MPI_Finalize();
       return 2;
     }
@@ -52,4 +55,6 @@ int main(int argc, char** argv) {
     if (rank == 0) std::printf("%s: %d ranks, %.1f MiB to %d devices: best %.2f ms, algbw %.2f GB/s, %llu wrong\n", how == transfer_kind::chain ? "chain" : "communicator", size, n * 4 / 1048576.0, size - 1, best * 1e3, n * 4 / best / 1e9, tw);
   }
   MPI_Finalize();
+} catch (const std::exception& e) {
+  meshcast_bench::end_on_error("meshcast-bench-broadcast-modes", e);
 }

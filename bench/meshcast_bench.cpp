@@ -40,7 +40,7 @@ std::uint64_t parse_bytes(const std::string& flag, const std::string& text) {
     digits.pop_back();
   }
   const std::uint64_t v = static_cast<std::uint64_t>(cli::parse_count(flag, digits, 1, std::int64_t{1} << 40));
-  if (v > (std::uint64_t{1} << 40) / unit) throw error(flag + " '" + text + "' is larger than 1T");
+  if (v > (std::uint64_t{1} << 40) / unit) throw error(flag + " '" + meshcast::detail::printable(text) + "' is larger than 1T");
   return v * unit;
 }
 

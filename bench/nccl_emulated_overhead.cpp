@@ -8,10 +8,14 @@
 // for NCCL and is left out of the count.
 #include <valgrind/callgrind.h>
 
+#include <atomic>
 #include <barrier>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,7 +29,7 @@
 
 using namespace meshcast;
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   std::string mode = "executor", shape_text = "512x512";
   int ranks = 4, reps = 50;
   dynamic_shape shape{512, 512};
@@ -48,14 +52,23 @@ int main(int argc, char** argv) {
   auto board = std::make_shared<thread_bootstrap::board>();
   std::barrier sync(ranks);
   std::vector<double> best(static_cast<std::size_t>(ranks), 1e300);
+  // A rank that cannot set up (its buffers do not fit in memory) says so and every rank stops
+  // before the first send; a thread's exception would end the process unexplained.
+  std::atomic<bool> failed{false};
+  std::mutex failure_lock;
+  std::string failure;
   CALLGRIND_START_INSTRUMENTATION;
   run_ranks(ranks, [&](int rank, ncclComm_t comm) {
     cudaStream_t stream;
     cudaStreamCreate(&stream);
     const box my_src = p.src.tile(rank), my_dst = p.dst.tile(rank);
-    std::vector<std::byte> source(static_cast<std::size_t>(my_src.volume()) * eb, std::byte{1});
-    std::vector<std::byte> destination(static_cast<std::size_t>(my_dst.volume()) * eb);
-    auto timed = [&](auto&& once) {
+    std::vector<std::byte> source, destination;
+    std::optional<nccl_backend<thread_bootstrap>> b;
+    std::optional<executor<nccl_backend<thread_bootstrap>>> exec;
+    std::function<void()> once;
+    auto timed = [&] {
+      sync.arrive_and_wait();
+      if (failed) return;
       for (int r = 0; r < reps; ++r) {
         sync.arrive_and_wait();
         auto t0 = std::chrono::steady_clock::now();
@@ -63,10 +76,28 @@ int main(int argc, char** argv) {
         best[rank] = std::min(best[rank], std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       }
     };
+    try {
+      source.assign(static_cast<std::size_t>(detail::checked_mul(my_src.volume(), static_cast<index_t>(eb), "source bytes")), std::byte{1});
+      destination.resize(static_cast<std::size_t>(detail::checked_mul(my_dst.volume(), static_cast<index_t>(eb), "destination bytes")));
+    } catch (const std::exception& e) {
+      const std::lock_guard hold(failure_lock);
+      failure = "rank " + std::to_string(rank) + ": " + e.what();
+      failed = true;
+    }
+    sync.arrive_and_wait();  // every rank's buffers, before any rank sets up a communicating object
     if (mode == "executor") {
-      nccl_backend<thread_bootstrap> b(comm, stream, thread_bootstrap{board});
-      executor<nccl_backend<thread_bootstrap>> exec(b, p, s);
-      timed([&] { exec.run(source, destination); });
+      try {
+        if (!failed) {
+          b.emplace(comm, stream, thread_bootstrap{board});
+          exec.emplace(*b, p, s);
+          once = [&] { exec->run(source, destination); };
+        }
+      } catch (const std::exception& e) {
+        const std::lock_guard hold(failure_lock);
+        failure = "rank " + std::to_string(rank) + ": " + e.what();
+        failed = true;
+      }
+      timed();
     } else {
       // The hand-written loop for this case: staging buffers, packs, one group of sends and
       // receives, unpacks, a stream synchronisation. As a careful hand-written loop would, a region
@@ -82,16 +113,23 @@ int main(int argc, char** argv) {
         std::size_t direct = none;
       };
       std::vector<message> sends, recvs;
-      for (const transfer& o : s.transfers) {
-        const std::size_t n = static_cast<std::size_t>(o.region.volume()) * eb;
-        const index_t r = o.receivers[0];
-        if (o.sender == rank) {
-          const std::size_t at = r == rank ? none : detail::contiguous_offset(my_src, o.region, eb);
-          sends.push_back({o.region, static_cast<int>(r), r == rank, n, std::vector<std::byte>(at == none ? n : 0), at});
-        } else if (r == rank) {
-          const std::size_t at = detail::contiguous_offset(my_dst, o.region, eb);
-          recvs.push_back({o.region, static_cast<int>(o.sender), false, n, std::vector<std::byte>(at == none ? n : 0), at});
+      try {
+        for (const transfer& o : s.transfers) {
+          if (failed) break;
+          const std::size_t n = static_cast<std::size_t>(o.region.volume()) * eb;
+          const index_t r = o.receivers[0];
+          if (o.sender == rank) {
+            const std::size_t at = r == rank ? none : detail::contiguous_offset(my_src, o.region, eb);
+            sends.push_back({o.region, static_cast<int>(r), r == rank, n, std::vector<std::byte>(at == none ? n : 0), at});
+          } else if (r == rank) {
+            const std::size_t at = detail::contiguous_offset(my_dst, o.region, eb);
+            recvs.push_back({o.region, static_cast<int>(o.sender), false, n, std::vector<std::byte>(at == none ? n : 0), at});
+          }
         }
+      } catch (const std::exception& e) {
+        const std::lock_guard hold(failure_lock);
+        failure = "rank " + std::to_string(rank) + ": " + e.what();
+        failed = true;
       }
       auto copy_runs = [&](const box& tile, const box& region, std::byte* base, std::byte* packed, bool into_tile) {
         std::size_t at = 0;
@@ -101,7 +139,7 @@ int main(int argc, char** argv) {
           at += run;
         });
       };
-      timed([&] {
+      once = [&] {
         ncclGroupStart();
         for (auto& m : sends) {
           if (m.local) {
@@ -119,12 +157,17 @@ int main(int argc, char** argv) {
         for (auto& m : recvs)
           if (m.direct == none) copy_runs(my_dst, m.region, destination.data(), m.data.data(), true);
         cudaStreamSynchronize(stream);
-      });
+      };
+      timed();
     }
     cudaStreamDestroy(stream);
   });
   CALLGRIND_STOP_INSTRUMENTATION;
+  if (failed) throw error(failure);
   double worst = 0;
   for (double b : best) worst = std::max(worst, b);
   std::printf("%s %d ranks %s: best of %d runs %.3f us\n", mode.c_str(), ranks, shape_text.c_str(), reps, worst * 1e6);
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "meshcast-bench-nccl-overhead: %s\n", e.what());
+  return 2;
 }

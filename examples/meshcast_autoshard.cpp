@@ -153,7 +153,9 @@ int main(int argc, char** argv) {
       };
       if (arg == "--help" || arg == "-h") {
         usage(stdout);
-        return std::fflush(stdout) == 0 && !std::ferror(stdout) ? 0 : 1;
+        if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return 0;
+        std::fprintf(stderr, "meshcast-autoshard: error: cannot write the help to standard output (%s)\n", std::strerror(errno));
+        return 1;
       } else if (arg == "--mesh") {
         mesh_text = meshcast_cli::parse_name(arg, next());
       } else if (arg == "--axis-gbps") {
@@ -192,7 +194,7 @@ int main(int argc, char** argv) {
     mesh_model m;
     for (int a = 0; a < dm.rank(); ++a) m.sizes.push_back(dm.extent(a));
     if (m.sizes.size() > static_cast<std::size_t>(max_mesh_axes))
-      throw error("--mesh '" + mesh_text + "' has " + std::to_string(m.sizes.size()) + " axes; at most " +
+      throw error("--mesh '" + meshcast::detail::printable(mesh_text) + "' has " + std::to_string(m.sizes.size()) + " axes; at most " +
                   std::to_string(max_mesh_axes));
     for (double g : per_axis("--axis-gbps", gbps, m.rank())) {
       checked_real(g, 0, true, "--axis-gbps");
@@ -228,7 +230,7 @@ int main(int argc, char** argv) {
         solver_name = "greedy";
 #endif
       const bool known = visit_sharding_solver(solver_name, [&](auto s) { p = auto_shard(g, m, s, {time_limit}); });
-      if (!known) throw error("unknown solver '" + solver_name + "' (expected " + sharding_solver_names + ")");
+      if (!known) throw error("unknown solver '" + meshcast::detail::printable(solver_name) + "' (expected " + sharding_solver_names + ")");
       for (std::size_t t = 0; t < g.tensors().size(); ++t)
         spec_text[t] = g.tensors()[t].spec ? g.tensors()[t].spec->to_string() : p.report.specs[t].to_string();
     }

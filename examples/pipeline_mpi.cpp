@@ -146,6 +146,7 @@ int main(int argc, char** argv) {
     // predicted time for tensors given in the file).
     specs = transfer_specs(file, k, unit, net);
     pl::validate(d);
+    check_compute_times(d);
   } catch (const std::exception& e) {
     problem = e.what();
   }

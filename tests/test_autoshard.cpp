@@ -76,6 +76,15 @@ TEST_CASE("graph: shapes are inferred and every fault names its tensor or op") {
   fails_with(R"({"tensors": {"x": {"shape": [4, 6]}, "w": {"shape": [6, 2], "parameter": true}},
                  "ops": [{"name": "m", "type": "matmul", "inputs": ["x", "w"], "output": "w"}]})",
              "declared a parameter");
+  // Names reach messages and the tools' tables: a control character (an escape sequence, a NUL
+  // that printed two tensors as one) is refused, the name printed escaped (found by review).
+  fails_with("{\"tensors\": {\"x\\u001b[31m\": {\"shape\": [4]}}, \"ops\": []}", "tensor name 'x\\x1b[31m' holds a control character");
+  fails_with("{\"tensors\": {\"x\\u0000a\": {\"shape\": [4]}}, \"ops\": []}", "tensor name 'x\\x00a' holds a control character");
+  fails_with("{\"tensors\": {\"x\": {\"shape\": [4]}}, \"ops\": [{\"name\": \"r\", \"type\": \"re\\u0007lu\", \"inputs\": [\"x\"], \"output\": \"y\"}]}",
+             "op 'r': type 're\\x07lu' holds a control character");
+  fails_with("{\"tensors\": {\"x\": {\"shape\": [4]}}, \"ops\": [{\"name\": \"r\", \"type\": \"relu\", \"inputs\": [\"x\\n\"], \"output\": \"y\"}]}",
+             "op 'r': input 'x\\x0a' holds a control character");
+  fails_with("{\"tensors\": {\"x\": {\"shape\": [4]}}, \"ops\": [], \"outputs\": {\"z\\u001b\": null}}", "outputs: tensor 'z\\x1b' does not exist");
 }
 
 TEST_CASE("mesh model: bandwidths, latencies and sizes are checked") {

@@ -43,6 +43,25 @@ TEST_CASE("json: bad documents are errors with a position") {
   CHECK_THROWS_WITH_AS(json::parse(deep), "JSON at line 1 column 129: nesting deeper than 128 levels", error);
 }
 
+// JSON text is UTF-8 (RFC 8259): a string's raw bytes are whole, shortest UTF-8 sequences, else the
+// reader refuses them (they were copied into the tools' JSON output, which then did not parse). A
+// number nearer zero than any double is out of range, not a silent 0 (found by review).
+TEST_CASE("json: strings are valid UTF-8 and tiny numbers are not read as zero") {
+  CHECK(json::parse("\"\xe2\x82\xac \xc3\xa9 \xf4\x8f\xbf\xbf\"").as_string("s") == "\xe2\x82\xac \xc3\xa9 \xf4\x8f\xbf\xbf");
+  const char* bad[] = {"\"\xff\"",          "\"\x80\"",             "\"\xc0\xaf\"",     "\"\xc1\xbf\"",
+                       "\"\xe0\x80\xaf\"",  "\"\xed\xa0\x80\"",     "\"\xf0\x80\x80\xaf\"", "\"\xf4\x90\x80\x80\"",
+                       "\"\xe2\x82\"",      "\"\xe2\x82",           "\"\xf5\x80\x80\x80\""};
+  for (const char* text : bad) {
+    CAPTURE(text);
+    CHECK_THROWS_WITH_AS(json::parse(text), doctest::Contains("invalid UTF-8 inside a string"), error);
+  }
+  CHECK_THROWS_WITH_AS(json::parse("1e-400"), "JSON at line 1 column 1: number 1e-400 is out of range", error);
+  CHECK_THROWS_WITH_AS(json::parse("[-2.5e-999]"), doctest::Contains("number -2.5e-999 is out of range"), error);
+  CHECK(json::parse("0e-999").as_double("n") == 0);
+  CHECK(json::parse("-0.000e5").as_double("n") == 0);
+  CHECK(json::parse("4.9e-324").as_double("n") > 0);  // the smallest subnormal: a number
+}
+
 // Long objects: duplicates are found at every length (a linear search up to 16 members, a set
 // beyond), the error names the member and the place of its second appearance, and 200,000 members
 // parse in well under a second (the quadratic search took minutes; ctest's timeout catches a return).

@@ -60,7 +60,7 @@ void usage(std::FILE* out) {
 index_t parse_count(const std::string& flag, const std::string& text, index_t low, index_t high) {
   const double v = parse_number(flag, text);
   if (v != std::floor(v) || v < static_cast<double>(low) || v > static_cast<double>(high))
-    throw error(flag + " '" + text + "' must be a whole number in " + std::to_string(low) + ".." + std::to_string(high));
+    throw error(flag + " '" + meshcast::detail::printable(text) + "' must be a whole number in " + std::to_string(low) + ".." + std::to_string(high));
   return static_cast<index_t>(v);
 }
 

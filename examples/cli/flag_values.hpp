@@ -34,7 +34,7 @@ inline std::optional<double> whole_number(const std::string& text) {
 
 inline double parse_number(const std::string& flag, const std::string& text) {
   const std::optional<double> v = whole_number(text);
-  if (!v || !std::isfinite(*v)) throw meshcast::error(flag + " '" + text + "' is not a finite number");
+  if (!v || !std::isfinite(*v)) throw meshcast::error(flag + " '" + meshcast::detail::printable(text) + "' is not a finite number");
   return *v;
 }
 

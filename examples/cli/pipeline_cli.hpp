@@ -8,10 +8,10 @@
 #pragma once
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <exception>
-#include <fstream>
 #include <string>
 
 #include <meshcast/pipeline.hpp>
@@ -85,7 +85,13 @@ inline std::string pipeline_trace(const pipeline::description& d, const pipeline
       j.begin_object().key("ph").value("X").key("cat").value(x.is_compute() ? "compute" : "transfer");
       j.key("name").value(name);
       j.key("pid").value(static_cast<long long>(s)).key("tid").value(separate && x.is_transfer() ? 1LL : 0LL);
-      j.key("ts").exact(x.start * us).key("dur").exact((x.end - x.start) * us);
+      const double ts = x.start * us, dur = (x.end - x.start) * us;
+      // A huge time_unit_s makes the microseconds overflow: refuse rather than write null times.
+      if (!std::isfinite(ts) || !std::isfinite(dur))
+        throw error("the trace's times overflow: " + name + " on stage " + std::to_string(s) + " runs from " +
+                    meshcast::detail::number(x.start) + " to " + meshcast::detail::number(x.end) + " units of " +
+                    meshcast::detail::number(d.time_unit_s) + " s (time_unit_s), more microseconds than a double holds");
+      j.key("ts").exact(ts).key("dur").exact(dur);
       j.key("args").begin_object().key("mb").value(static_cast<long long>(x.mb));
       if (x.is_transfer()) {
         j.key("edge").value(static_cast<long long>(x.edge)).key("pass").value(std::string(to_string(x.pass)));
@@ -151,16 +157,18 @@ int pipeline_main(int argc, char** argv, std::FILE* out = stdout, std::FILE* err
       else if (arg == "--time-limit-ms" || arg == "--search-limit-ms") {
         const std::string v = next();
         const double ms = meshcast_cli::whole_number(v).value_or(-1);
-        if (!(ms >= 0) || ms > 1e9) throw error(arg + " '" + v + "' is not a number of milliseconds");
+        if (!(ms >= 0) || ms > 1e9) throw error(arg + " '" + meshcast::detail::printable(v) + "' is not a number of milliseconds");
         (arg == "--time-limit-ms" ? options.time_limit_s : search_limit_s) = ms / 1000;
       } else if (arg == "--seed") {
         const std::string v = next();
         if (v.empty() || v.size() > 18 || v.find_first_not_of("0123456789") != std::string::npos)
-          throw error("--seed '" + v + "' is not a non-negative integer");
+          throw error("--seed '" + meshcast::detail::printable(v) + "' is not a non-negative integer");
         options.seed = std::stoull(v);
       } else if (arg == "--help" || arg == "-h") {
         pipeline_usage(out, pipeline::policy_names<Policies>());
-        return std::fflush(out) == 0 && !std::ferror(out) ? 0 : 1;
+        if (std::fflush(out) == 0 && !std::ferror(out)) return 0;
+        std::fprintf(err, "meshcast-pipeline: error: cannot write the help to standard output (%s)\n", std::strerror(errno));
+        return 1;
       } else if (!arg.empty() && arg[0] == '-' && arg != "-") {
         throw error("unknown flag '" + detail::printable(arg) + "'");
       } else if (file.empty()) {
@@ -180,11 +188,10 @@ int pipeline_main(int argc, char** argv, std::FILE* out = stdout, std::FILE* err
         });
     if (!trace.empty()) {
       const std::string text = pipeline_trace(d, t);
-      std::ofstream out(trace, std::ios::binary);
-      if (out) out << text << '\n';
-      out.close();
-      if (!out) {
-        std::fprintf(err, "meshcast-pipeline: error: cannot write the trace file '%s'\n", trace.c_str());
+      try {
+        write_file(trace, text + '\n', "the trace file");
+      } catch (const std::exception& e) {
+        std::fprintf(err, "meshcast-pipeline: error: %s\n", e.what());
         return 1;
       }
     }

@@ -45,6 +45,7 @@ int plan_main(int argc, char** argv) {
     }
     if (flags.help) {
       usage(stdout);
+      cli::write_stdout("");  // checks that the help got there (not `> /dev/full`)
       return 0;
     }
     if (sched.group_broadcast && !sched.wanted()) cli::refuse_group_broadcast("auto");  // as solve_named does

@@ -6,7 +6,10 @@
 #include <chrono>
 #include <cmath>
 #include <thread>
+#include <string>
 #include <vector>
+
+#include <meshcast/pipeline.hpp>
 
 #include "clock.hpp"
 
@@ -44,6 +47,23 @@ struct matmul_state {
   }
 };
 
+/// The longest one F or B entry may compute. Beyond it the deadline below (clock ticks) and the
+/// matmul count would overflow; no run of this program is meant to take that long.
+constexpr double max_compute_s = 1e6;
+
+/// Refuses a stage whose forward or backward time, in seconds, is longer than max_compute_s.
+inline void check_compute_times(const pipeline::description& d) {
+  for (std::size_t s = 0; s < d.stages.size(); ++s)
+    for (const bool fwd : {true, false}) {
+      if (!fwd && !d.training()) continue;
+      const double units = fwd ? d.stages[s].forward : d.stages[s].backward;
+      if (!(units * d.time_unit_s <= max_compute_s))
+        throw error("stages[" + std::to_string(s) + "]." + (fwd ? "forward" : "backward") + " is " +
+                    meshcast::detail::number(units) + " units of " + meshcast::detail::number(d.time_unit_s) +
+                    " s, longer than the " + meshcast::detail::number(max_compute_s) + " s one entry may compute");
+    }
+}
+
 inline void compute(compute_kind kind, double seconds, matmul_state& mm) {
   const auto t0 = clock_type::now();
   const auto until = t0 + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(seconds));
@@ -56,7 +76,7 @@ inline void compute(compute_kind kind, double seconds, matmul_state& mm) {
       std::this_thread::sleep_until(until);
       break;
     case compute_kind::matmul:
-      for (long long n = std::llround(seconds / mm.product_s); n > 0; --n) mm.product();
+      for (long long n = std::llround(seconds / std::max(mm.product_s, 1e-9)); n > 0; --n) mm.product();
       break;
   }
 }

@@ -368,6 +368,15 @@ inline std::vector<index_t> graph::infer(const op_args& a, op_desc& o) const {
 
 namespace meshcast::autoshard {
 
+namespace detail {
+// Names and types reach messages and the tools' tables: no control characters (NUL included).
+inline void check_name(const std::string& name, const std::string& what) {
+  for (const char c : name)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      throw error(what + " '" + meshcast::detail::printable(name) + "' holds a control character");
+}
+}  // namespace detail
+
 inline void graph::finalize() {
   tensors_.clear();
   ops_.clear();
@@ -380,6 +389,7 @@ inline void graph::finalize() {
 
   for (const declared& d : declared_) {
     if (d.name.empty()) throw error("a tensor has an empty name");
+    detail::check_name(d.name, "tensor name");
     if (by_name_.count(d.name)) throw error("tensor '" + d.name + "' is declared twice");
     tensor_desc t;
     t.name = d.name;
@@ -397,6 +407,10 @@ inline void graph::finalize() {
   for (std::size_t i = 0; i < args_.size(); ++i) {
     const op_args& a = args_[i];
     if (a.name.empty()) throw error("op " + std::to_string(i) + " has an empty name");
+    detail::check_name(a.name, "op name");
+    detail::check_name(a.type, "op '" + a.name + "': type");
+    detail::check_name(a.output, "op '" + a.name + "': output");
+    for (const std::string& in : a.inputs) detail::check_name(in, "op '" + a.name + "': input");
     if (!op_names.emplace(a.name, static_cast<int>(i)).second) throw error("op '" + a.name + "' is listed twice");
     op_kind k;
     if (!kind_of_type(a.type, k))
@@ -488,7 +502,7 @@ inline void graph::finalize() {
   std::vector<char> is_output(tensors_.size(), 0);
   for (const output_args& o : outputs_args_) {
     const int t = find_tensor(o.tensor);
-    if (t < 0) throw error("outputs: tensor '" + o.tensor + "' does not exist");
+    if (t < 0) throw error("outputs: tensor '" + meshcast::detail::printable(o.tensor) + "' does not exist");
     if (is_output[t]) throw error("outputs: tensor '" + o.tensor + "' is listed twice");
     is_output[t] = 1;
     output_desc d;
@@ -605,7 +619,7 @@ inline std::vector<std::string> spec_texts_from_json(const graph& g, const json:
   std::vector<bool> seen(out.size(), false);
   for (const json::member& m : specs.as_object("specs")) {
     const int t = g.find_tensor(m.first);
-    if (t < 0) throw error("specs: tensor '" + m.first + "' is not in the graph");
+    if (t < 0) throw error("specs: tensor '" + meshcast::detail::printable(m.first) + "' is not in the graph");
     out[t] = m.second.as_string("specs." + m.first);
     seen[t] = true;
   }

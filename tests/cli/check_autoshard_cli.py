@@ -330,6 +330,9 @@ if os.path.exists("/dev/full"):
     with open("/dev/full", "w") as full:
         r = run([g, "--mesh", "4", "--json"], stdout=full)
     check(r.returncode != 0, f"> /dev/full: exit {r.returncode}")
+    with open("/dev/full", "w") as full:
+        r = run(["--help"], stdout=full)
+    check(r.returncode == 1 and "standard output" in r.stderr, f"--help > /dev/full: exit {r.returncode}, stderr {r.stderr!r}")
 
 if failures:
     print(f"{len(failures)} failures:")

@@ -111,6 +111,7 @@ expect("ilp on 1,024 tasks keeps its limit (took 48 s)", plan + ["--shape", "409
 with open("/dev/full", "w") as full:
     expect("stdout on a full disk", plan + BASE, 2, "cannot write to standard output", stdout=full)
     expect("--json on a full disk", plan + BASE + ["--json"], 2, "cannot write to standard output", stdout=full)
+    expect("--help on a full disk (was exit 0)", plan + ["--help"], 2, "cannot write to standard output", stdout=full)
 expect("--trace on a full disk", plan + BASE + ["--solver", "greedy", "--trace", "/dev/full"], 2, "cannot write trace file")
 with tempfile.TemporaryDirectory() as tmp:
     trace = os.path.join(tmp, "t.json")

@@ -351,6 +351,12 @@ r = run([path, "--trace", "/dev/full"])
 check(r.returncode != 0 and "trace" in r.stderr, f"trace to /dev/full: exit {r.returncode}")
 r = run([path, "--trace", os.path.join(TMP, "no", "such", "dir.json")])
 check(r.returncode != 0 and "trace" in r.stderr, f"trace to a missing directory: exit {r.returncode}")
+# A trace whose times in microseconds overflow a double is refused, not written with null times
+# (found by review: exit 0 and "ts": null).
+huge = os.path.join(TMP, "huge_trace.json")
+r = run([write({"stages": [{"forward": 1e10}], "microbatches": 2, "time_unit_s": 1e300}, "huge_unit.json"), "--trace", huge])
+check(r.returncode == 2 and "the trace's times overflow" in r.stderr and not os.path.exists(huge),
+      f"trace of overflowing times: exit {r.returncode}, stderr {r.stderr!r}")
 r = run(["--help"])
 check(r.returncode == 0 and "--policy" in r.stdout and "optimal" in r.stdout, "--help")
 

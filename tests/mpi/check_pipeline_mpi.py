@@ -26,6 +26,7 @@ import json
 import os
 import shlex
 import subprocess
+import tempfile
 import sys
 import time
 
@@ -203,6 +204,17 @@ if cluster is None:
                              (4, ["--compute", "gpu"], "--compute 'gpu'"), (8, ["--ranks-per-stage", "2", "--nic-gbps", "0"], "--nic-gbps")]:
         r = run(n, "chain4.json", extra, timeout=60)
         check(r.returncode == 2 and expect in r.stderr, f"bad input {extra}: exit {r.returncode}, stderr {r.stderr[-300:]}")
+    # An entry longer than the program computes (its deadline in clock ticks would overflow): refused
+    # before the run (found by review: exit 0, "measured 0.0000 s" beside a simulated 1e11 s).
+    with tempfile.TemporaryDirectory() as tmp:
+        for doc, extra in [({"stages": [{"forward": 1e8}], "microbatches": 1}, ["--time-unit-ms", "1e6"]),
+                           ({"stages": [{"forward": 1}], "microbatches": 1, "time_unit_s": 1e300}, [])]:
+            path = os.path.join(tmp, "long.json")
+            with open(path, "w") as f:
+                json.dump(doc, f)
+            r = run(1, path, extra, timeout=60)
+            check(r.returncode == 2 and "stages[0].forward is" in r.stderr and "one entry may compute" in r.stderr,
+                  f"an entry of {doc} {extra}: exit {r.returncode}, stderr {r.stderr[-300:]}")
 else:
     # Timing on a shared machine: a run that other work slowed is repeated (up to 3 attempts); the
     # run's semantics are checked on every attempt, its timing must hold on one of them.

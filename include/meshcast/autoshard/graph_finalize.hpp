@@ -12,6 +12,15 @@
 
 namespace meshcast::autoshard {
 
+namespace detail {
+// Names and types reach messages and the tools' tables: no control characters (NUL included).
+inline void check_name(const std::string& name, const std::string& what) {
+  for (const char c : name)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      throw error(what + " '" + meshcast::detail::printable(name) + "' holds a control character");
+}
+}  // namespace detail
+
 inline void graph::finalize() {
   tensors_.clear();
   ops_.clear();
@@ -24,6 +33,7 @@ inline void graph::finalize() {
 
   for (const declared& d : declared_) {
     if (d.name.empty()) throw error("a tensor has an empty name");
+    detail::check_name(d.name, "tensor name");
     if (by_name_.count(d.name)) throw error("tensor '" + d.name + "' is declared twice");
     tensor_desc t;
     t.name = d.name;
@@ -41,6 +51,10 @@ inline void graph::finalize() {
   for (std::size_t i = 0; i < args_.size(); ++i) {
     const op_args& a = args_[i];
     if (a.name.empty()) throw error("op " + std::to_string(i) + " has an empty name");
+    detail::check_name(a.name, "op name");
+    detail::check_name(a.type, "op '" + a.name + "': type");
+    detail::check_name(a.output, "op '" + a.name + "': output");
+    for (const std::string& in : a.inputs) detail::check_name(in, "op '" + a.name + "': input");
     if (!op_names.emplace(a.name, static_cast<int>(i)).second) throw error("op '" + a.name + "' is listed twice");
     op_kind k;
     if (!kind_of_type(a.type, k))
@@ -132,7 +146,7 @@ inline void graph::finalize() {
   std::vector<char> is_output(tensors_.size(), 0);
   for (const output_args& o : outputs_args_) {
     const int t = find_tensor(o.tensor);
-    if (t < 0) throw error("outputs: tensor '" + o.tensor + "' does not exist");
+    if (t < 0) throw error("outputs: tensor '" + meshcast::detail::printable(o.tensor) + "' does not exist");
     if (is_output[t]) throw error("outputs: tensor '" + o.tensor + "' is listed twice");
     is_output[t] = 1;
     output_desc d;

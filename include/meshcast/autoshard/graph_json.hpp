@@ -102,7 +102,7 @@ inline std::vector<std::string> spec_texts_from_json(const graph& g, const json:
   std::vector<bool> seen(out.size(), false);
   for (const json::member& m : specs.as_object("specs")) {
     const int t = g.find_tensor(m.first);
-    if (t < 0) throw error("specs: tensor '" + m.first + "' is not in the graph");
+    if (t < 0) throw error("specs: tensor '" + meshcast::detail::printable(m.first) + "' is not in the graph");
     out[t] = m.second.as_string("specs." + m.first);
     seen[t] = true;
   }
