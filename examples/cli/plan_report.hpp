@@ -96,8 +96,11 @@ inline void print_summary(std::FILE* out, const plan& p, const std::vector<index
   };
   side("source", p.src, p.src_devices);
   side("destination", p.dst, p.dst_devices);
-  std::fprintf(out, "  %zu tasks delivering %s (summed over receivers)\n", p.tasks.size(),
-               human_bytes(static_cast<double>(p.total_bytes())).c_str());
+  // Summed as a double: a plan whose every task fits may deliver more than 2^63 bytes in all
+  // (plan::total_bytes refuses that; the summary stopped half-printed).
+  double delivered = 0;
+  for (const send_task& t : p.tasks) delivered += static_cast<double>(t.bytes) * static_cast<double>(p.receivers(t).size());
+  std::fprintf(out, "  %zu tasks delivering %s (summed over receivers)\n", p.tasks.size(), human_bytes(delivered).c_str());
   if (!p.tasks.empty()) {
     auto it = std::max_element(p.tasks.begin(), p.tasks.end(),
                                [](const send_task& a, const send_task& b) { return a.bytes < b.bytes; });

@@ -136,6 +136,12 @@ out, _ = expect("plan: pieces up to 2^63 - 1", plan + ["--shape", "9223372036854
                 "--src-spec", "R", "--dst-mesh", "1", "--dst-spec", "R", "--max-staging-bytes", str(1 << 50), "--json"], 0,
                 seconds=30, memory_gib=2)
 check(out.strip() != "" and len(json.loads(out).get("tasks", [])) == 16384, "plan: 2^63 - 1 bytes in 2^49-byte pieces")
+# Two receivers of 2^63 - 1 bytes: the summary's total passed 64 bits and it stopped half-printed
+# (exit 2) where --json succeeded; the total is a report figure, summed as a double.
+out, _ = expect("plan: a summary delivering more than 2^63 bytes", plan + ["--shape", "9223372036854775807", "--dtype-bytes", "1",
+                "--src-mesh", "2", "--src-spec", "S0", "--dst-mesh", "2", "--dst-spec", "R", "--max-staging-bytes", "0",
+                "--solver", "greedy"], 0, seconds=30)
+check("tasks delivering 16777216.0 TiB" in out, f"plan: summary of 2^64 bytes: {out!r}")
 # open_shop split 2^53 + 3 rows in doubles: the rows summed past the region ("invalid schedule").
 for rows in ["9007199254740995", "9223372036854775807"]:
     expect(f"plan: open_shop over {rows} rows, no staging cap", plan + ["--shape", rows, "--dtype-bytes", "1", "--src-mesh",
