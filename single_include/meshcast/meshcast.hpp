@@ -7584,6 +7584,9 @@ void executor<Backend>::reset_steps() {
 // ---- begin meshcast/exec/executor/ordering.hpp ----
 // The executor (../executor.hpp), part: Ordered mode's links: lanes, exchanges posted together, NIC tokens and acknowledgements.
 
+#include <set>
+#include <tuple>
+
 
 namespace meshcast {
 
@@ -7686,6 +7689,10 @@ void executor<Backend>::plan_exchanges(const schedule& s) {
 template <class Backend>
 void executor<Backend>::plan_tokens(const schedule& s) {
   std::map<int, std::pair<std::size_t, index_t>> last;  // resource -> (transfer, holder)
+  // A token is owed once per (earlier transfer, later transfer, later holder): the later holder
+  // waits for it once per step of its own, so the earlier one sends it once per such step, even
+  // when two steps of one device wait for the same transfer (its NIC's egress and ingress).
+  std::set<std::tuple<std::size_t, std::size_t, index_t>> owed;
   auto mine = [&](std::size_t transfer) -> step& {  // the model says this rank holds a resource of it
     if (step_of_[transfer] == none)
       throw error("device " + std::to_string(me_) + ": the schedule's model has it hold a resource of transfer " +
@@ -7706,7 +7713,7 @@ void executor<Backend>::plan_tokens(const schedule& s) {
           add_token(x.tokens_in, from, tag);
           x.latest_dependency = std::max(x.latest_dependency, s.model[before].start);
         }
-        if (from == me_) add_token(mine(before).tokens_out, holder, tag);
+        if (from == me_ && owed.emplace(before, i, holder).second) mine(before).tokens_out.push_back({holder, tag});
       }
       last[r] = {i, holder};
     }
