@@ -57,6 +57,11 @@ int main(int argc, char** argv) try {
   std::atomic<bool> failed{false};
   std::mutex failure_lock;
   std::string failure;
+  auto fail = [&](int rank, const std::exception& e) {
+    const std::lock_guard hold(failure_lock);
+    failure = "rank " + std::to_string(rank) + ": " + e.what();
+    failed = true;
+  };
   CALLGRIND_START_INSTRUMENTATION;
   run_ranks(ranks, [&](int rank, ncclComm_t comm) {
     cudaStream_t stream;
@@ -80,9 +85,7 @@ int main(int argc, char** argv) try {
       source.assign(static_cast<std::size_t>(detail::checked_mul(my_src.volume(), static_cast<index_t>(eb), "source bytes")), std::byte{1});
       destination.resize(static_cast<std::size_t>(detail::checked_mul(my_dst.volume(), static_cast<index_t>(eb), "destination bytes")));
     } catch (const std::exception& e) {
-      const std::lock_guard hold(failure_lock);
-      failure = "rank " + std::to_string(rank) + ": " + e.what();
-      failed = true;
+      fail(rank, e);
     }
     sync.arrive_and_wait();  // every rank's buffers, before any rank sets up a communicating object
     if (mode == "executor") {
@@ -93,9 +96,7 @@ int main(int argc, char** argv) try {
           once = [&] { exec->run(source, destination); };
         }
       } catch (const std::exception& e) {
-        const std::lock_guard hold(failure_lock);
-        failure = "rank " + std::to_string(rank) + ": " + e.what();
-        failed = true;
+        fail(rank, e);
       }
       timed();
     } else {
@@ -127,9 +128,7 @@ int main(int argc, char** argv) try {
           }
         }
       } catch (const std::exception& e) {
-        const std::lock_guard hold(failure_lock);
-        failure = "rank " + std::to_string(rank) + ": " + e.what();
-        failed = true;
+        fail(rank, e);
       }
       auto copy_runs = [&](const box& tile, const box& region, std::byte* base, std::byte* packed, bool into_tile) {
         std::size_t at = 0;
