@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include <meshcast/api/manifest.hpp>
+#include <meshcast/core/detail/shared_memory.hpp>
 #include <meshcast/meshcast.hpp>
 
 #include "support/schedule_checker.hpp"
@@ -307,4 +309,87 @@ TEST_CASE("hardening: make_instance stops at the deadline it is given") {
   CHECK_THROWS_AS(make_instance(p, net, send_recv{}, {.split_replicas = true, .stop = &passed}), time_limit_reached);
   CHECK(make_instance(p, net, send_recv{}, {.split_replicas = true, .stop = &later}).units.size() ==
         make_instance(p, net, send_recv{}, true).units.size());
+}
+
+TEST_CASE("hardening: a payload fraction near 0 is refused, not turned into absurd durations") {
+  network net = network::alpa_testbed({0, 1});
+  for (double bad : {0.0, 1e-300, 5e-324, 9.99e-4, 1.0000001, -0.5, std::numeric_limits<double>::quiet_NaN()}) {
+    CAPTURE(bad);
+    CHECK(thrown([&] { net.with_payload_fraction(bad); }).find("must be a number in [0.001, 1]") != std::string::npos);
+  }
+  CHECK(net.with_payload_fraction(1e-3).payload_fraction() == 1e-3);
+  CHECK(std::isfinite(net.transfer_time(0, 1, big)));
+  CHECK(thrown([] { network_from(reshard_options{.nic_efficiency = 1e-300}, {0, 1}); }).find("payload fraction") !=
+        std::string::npos);
+}
+
+TEST_CASE("hardening: a network that describes fewer devices than a plan is refused wherever both meet") {
+  // 4 devices on 2 hosts of 2; the network knows 2 devices only (was a read past its vectors).
+  const std::vector<plan> plans{
+      make_plan(dynamic_layout(parse_mesh("2"), dynamic_spec("S0"), dynamic_shape{8}),
+                dynamic_layout(parse_mesh("2"), dynamic_spec("R"), dynamic_shape{8})),
+      make_plan(dynamic_layout(parse_mesh("2"), dynamic_spec("R"), dynamic_shape{8}),
+                dynamic_layout(parse_mesh("2"), dynamic_spec("S0"), dynamic_shape{8}))};
+  REQUIRE(plans[0].device_count == 4);
+  const network small = network::alpa_testbed({0, 0});
+  const std::string says = "the network describes 2 devices but a plan uses 4";
+  CHECK(thrown([&] { physical_bound(plans[0], small); }) == says);
+  CHECK(thrown([&] { busiest_nic_bound_s(plans, small); }) == says);
+  CHECK(thrown([&] { solve_batch(plans, small, send_recv{}, greedy{}); }) == says);
+  CHECK(thrown([&] { solve_batch(plans, small, auto_strategy{}, greedy{}, {.bucket_bytes = 64}); }) == says);
+  CHECK(thrown([&] { make_instance(plans[0], small, send_recv{}); }) == says);
+  const network enough = network::alpa_testbed({0, 0, 1, 1});
+  CHECK(physical_bound(plans[0], enough) > 0);
+  CHECK(busiest_nic_bound_s(plans, enough) > 0);
+  CHECK(solve_batch(plans, enough, auto_strategy{}, greedy{}).makespan_s > 0);
+}
+
+TEST_CASE("hardening: a network's hosts are at most its devices, so its cost grows with devices, not host ids") {
+  // Host 2^20 - 1 for the last of 4 devices made every solve walk a million hosts (> 100 s under
+  // a 0.1 s time limit).
+  CHECK(thrown([] { network::uniform({0, 1, 2, 1048575}, 1e9, 1e9, 1e-6); }) ==
+        "device 3 is on host 1048575 but the network has 4 devices; number hosts densely (0, 1, ...), at most one per device");
+  CHECK(thrown([] { network({0, 1}, std::vector<host_nics>(3, {1, 1e9, 1e9}), 1e9, 1e-6); }) ==
+        "the network describes 3 hosts for 2 devices; number hosts densely, at most one per device");
+  CHECK(thrown([] { network_from(reshard_options{}, {0, 5}); }).find("number hosts densely") != std::string::npos);
+  CHECK(network::uniform({0, 0, 2, 2}, 1e9, 1e9, 1e-6).host_count() == 3);  // a gap is allowed while hosts <= devices
+  CHECK(network::uniform({}, 1e9, 1e9, 1e-6).host_count() == 0);
+}
+
+TEST_CASE("hardening: shards that share memory where one is written are found, whatever their order") {
+  using detail::shared_memory_problem;
+  std::vector<std::byte> m(64);
+  auto ro = [&](std::size_t at, std::size_t n) { return std::span<const std::byte>(m.data() + at, n); };
+  auto rw = [&](std::size_t at, std::size_t n) { return std::span<std::byte>(m.data() + at, n); };
+  auto problem = [](std::vector<std::span<const std::byte>> in, std::vector<std::span<std::byte>> out) {
+    return shared_memory_problem(std::span<const std::span<const std::byte>>(in), std::span<const std::span<std::byte>>(out),
+                                 [&](std::size_t k) { return in[k].size(); }, [&](std::size_t k) { return out[k].size(); });
+  };
+  CHECK(problem({ro(0, 8)}, {rw(4, 8)}) == "the destination shard shares memory with the source shard; give every destination "
+                                           "shard memory of its own");
+  CHECK(problem({ro(0, 8)}, {rw(8, 8)}).empty());  // adjacent, not shared
+  CHECK(problem({ro(0, 8), ro(0, 8)}, {rw(8, 8), rw(16, 8)}).empty());  // sources may share (tied weights)
+  CHECK(problem({ro(0, 8), ro(40, 8)}, {rw(20, 8), rw(24, 8)}) ==
+        "the destination shard of tensor 0 shares memory with the destination shard of tensor 1; give every destination "
+        "shard memory of its own");
+  CHECK(problem({ro(0, 0)}, {rw(0, 8)}).empty());  // an empty shard holds no memory
+  // Against every pair, over random layouts of 2..5 tensors in 64 bytes.
+  std::uint64_t x = 88172645463325252ULL;
+  auto next = [&](std::size_t n) { return static_cast<std::size_t>((x ^= x << 13, x ^= x >> 7, x ^= x << 17) % n); };
+  for (int round = 0; round < 2000; ++round) {
+    const std::size_t n = 2 + next(4);
+    std::vector<std::span<const std::byte>> in;
+    std::vector<std::span<std::byte>> out;
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::size_t a = next(60), b = next(60);
+      in.push_back(ro(a, next(64 - a)));
+      out.push_back(rw(b, next(64 - b)));
+    }
+    bool shared = false;
+    auto meet = [](auto p, auto q) { return !p.empty() && !q.empty() && p.data() < q.data() + q.size() && q.data() < p.data() + p.size(); };
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t j = 0; j < n; ++j) shared = shared || meet(out[i], in[j]) || (i != j && meet(out[i], out[j]));
+    CAPTURE(round);
+    CHECK(problem(in, out).empty() == !shared);
+  }
 }

@@ -175,7 +175,7 @@ TEST_CASE("pipeline JSON: the network's payload fraction and execution mode; the
     }
     return std::string();
   };
-  CHECK(with("\"nic_efficiency\": 0.5", "\"nic_efficiency\": 1.5") == "network.nic_efficiency is 1.5, must be in (0, 1]");
+  CHECK(with("\"nic_efficiency\": 0.5", "\"nic_efficiency\": 1.5") == "network.nic_efficiency is 1.5, must be in [0.001, 1]");
   CHECK(with("\"mode\": \"ordered\"", "\"mode\": \"eventually\"").find("network.mode: ") == 0);
   // A measured duration replaces the stated one in a re-simulation.
   graph g(f.d);

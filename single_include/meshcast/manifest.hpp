@@ -58,6 +58,8 @@ struct manifest {
 
 /// Host of every device of a job of `device_count` devices, `per_host` to a host (d / per_host).
 inline std::vector<index_t> hosts_in_order(index_t device_count, index_t per_host) {
+  if (device_count < 0 || device_count > max_devices)
+    throw error("a device count must be in 0.." + std::to_string(max_devices) + ", got " + std::to_string(device_count));
   if (per_host < 1 || per_host > max_devices)
     throw error("devices per host must be in 1.." + std::to_string(max_devices) + ", got " + std::to_string(per_host));
   std::vector<index_t> h(static_cast<std::size_t>(device_count));
@@ -70,6 +72,7 @@ inline std::vector<index_t> hosts_in_order(index_t device_count, index_t per_hos
 /// holds bytes needed on another host sends them at least once. No latency. (`physical_bound`,
 /// lower_bound.hpp, is at least this: it also bounds what sets of hosts must send together.)
 inline double busiest_nic_bound_s(const std::vector<plan>& plans, const network& net) {
+  for (const plan& p : plans) net.check_describes(p.device_count);
   const auto hosts = static_cast<std::size_t>(net.host_count());
   std::vector<double> in(hosts, 0.0), out(hosts, 0.0);
   std::vector<std::size_t> holds(hosts, 0), got(hosts, 0);

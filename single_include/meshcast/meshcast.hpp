@@ -1037,6 +1037,9 @@ struct device_map {
             throw error("destination device id " + std::to_string(sorted[j]) + " is listed twice");
         break;
       }
+      default:
+        throw error("device_map::how holds " + std::to_string(static_cast<int>(how)) +
+                    ", which is not disjoint, same or listed");
     }
     return ids;
   }
@@ -1086,7 +1089,7 @@ struct send_task {
 /// Devices grouped by equal tile, in compressed rows: group g is members[offsets[g], offsets[g+1]).
 struct replica_groups {
   std::vector<index_t> offsets{0};
-  std::vector<index_t> members;  ///< global device ids, ascending within a group
+  std::vector<index_t> members;  ///< global device ids, in mesh order (listed devices need not ascend)
   constexpr std::span<const index_t> operator[](index_t g) const noexcept {
     return {members.data() + offsets[g], static_cast<std::size_t>(offsets[g + 1] - offsets[g])};
   }
@@ -1471,6 +1474,8 @@ class network {
   static constexpr double min_bandwidth_bps = 1;
   static constexpr double max_bandwidth_bps = 1e15;  // 8 Pbit/s
   static constexpr double max_latency_s = 3600;
+  /// The least payload fraction: below it no transport moves data, and durations grow absurd.
+  static constexpr double min_payload_fraction = 1e-3;
 
   network() = default;
 
@@ -1483,6 +1488,11 @@ class network {
                   detail::number(max_latency_s) + "] seconds");
     if (host_of_.size() > static_cast<std::size_t>(max_devices) || hosts_.size() > static_cast<std::size_t>(max_devices))
       throw error("a network may describe at most meshcast::max_devices devices and hosts");
+    // Bounds and solvers walk every host: more hosts than devices would make their cost grow with
+    // the largest host id instead of with the devices.
+    if (hosts_.size() > std::max<std::size_t>(host_of_.size(), 1))
+      throw error("the network describes " + std::to_string(hosts_.size()) + " hosts for " + std::to_string(host_of_.size()) +
+                  " devices; number hosts densely, at most one per device");
     for (std::size_t h = 0; h < hosts_.size(); ++h) {
       if (hosts_[h].count < 1 || hosts_[h].count > max_nics_per_host)
         throw error("host " + std::to_string(h) + " has " + std::to_string(hosts_[h].count) + " NICs; a host has 1.." +
@@ -1510,6 +1520,10 @@ class network {
         throw error("device " + std::to_string(d) + " is on host " + std::to_string(host_of[d]) + ": hosts are numbered from 0");
     index_t hosts = host_of.empty() ? 0 : *std::max_element(host_of.begin(), host_of.end()) + 1;
     if (hosts > max_devices) throw error("a network may have at most meshcast::max_devices hosts");
+    if (hosts > std::max<index_t>(static_cast<index_t>(host_of.size()), 1))
+      throw error("device " + std::to_string(std::max_element(host_of.begin(), host_of.end()) - host_of.begin()) +
+                  " is on host " + std::to_string(hosts - 1) + " but the network has " + std::to_string(host_of.size()) +
+                  " devices; number hosts densely (0, 1, ...), at most one per device");
     return network(std::move(host_of), std::vector<host_nics>(hosts, {nics, nic_bps, nic_bps}), intra_bps, latency_s);
   }
   /// Alpa's testbed: 4 GPUs per host, one 10 Gbit/s NIC, NVLink-class links inside a host.
@@ -1523,6 +1537,12 @@ class network {
   static constexpr double gbit_per_s(double gbit) { return gbit * 1e9 / 8; }
 
   index_t device_count() const noexcept { return static_cast<index_t>(host_of_.size()); }
+  /// Throws unless this network describes every device of a plan of `devices` devices.
+  void check_describes(index_t devices) const {
+    if (device_count() < devices)
+      throw error("the network describes " + std::to_string(device_count()) + " devices but a plan uses " +
+                  std::to_string(devices));
+  }
   index_t host_count() const noexcept { return static_cast<index_t>(hosts_.size()); }
   int port_count() const noexcept { return port_base_.empty() ? 0 : port_base_.back(); }
   index_t host_of(index_t device) const noexcept { return host_of_[device]; }
@@ -1543,7 +1563,9 @@ class network {
   /// 1538 on the wire (0.94); measure it (bench/calibrate.cpp) rather than guess.
   double payload_fraction() const noexcept { return payload_fraction_; }
   network& with_payload_fraction(double f) {
-    if (!(f > 0 && f <= 1)) throw error("the payload fraction (" + std::to_string(f) + ") must be in (0, 1]");
+    if (!(f >= min_payload_fraction && f <= 1))
+      throw error("the payload fraction (" + detail::number(f) + ") must be a number in [" + detail::number(min_payload_fraction) +
+                  ", 1]");
     payload_fraction_ = f;
     return *this;
   }
@@ -1820,6 +1842,15 @@ enum class execution {
 };
 
 constexpr std::string_view to_string(execution m) noexcept { return m == execution::ordered ? "ordered" : "concurrent"; }
+
+/// `m` itself, unless it holds a value outside the enum (a cast from a number): then an error
+/// naming `what`, the option at fault.
+inline execution checked_execution(execution m, const char* what) {
+  if (m != execution::ordered && m != execution::concurrent)
+    throw error(std::string(what) + " holds " + std::to_string(static_cast<int>(m)) +
+                ", which is not execution::ordered or execution::concurrent");
+  return m;
+}
 
 inline execution parse_execution(std::string_view name) {
   if (name == "ordered") return execution::ordered;
@@ -3182,9 +3213,7 @@ instance make_instance(std::vector<std::shared_ptr<const plan>> plans, std::shar
   instance in;
   for (const auto& p : plans) {
     if (!p) throw error("make_instance needs a plan for every tensor");
-    if (net.device_count() < p->device_count)
-      throw error("the network describes " + std::to_string(net.device_count()) + " devices but a plan uses " +
-                  std::to_string(p->device_count));
+    net.check_describes(p->device_count);
   }
   in.source = plans.front();
   in.plans = std::move(plans);
@@ -3193,7 +3222,7 @@ instance make_instance(std::vector<std::shared_ptr<const plan>> plans, std::shar
   in.strategy = std::string(S::name);
   in.point_to_point = S::point_to_point;
   in.split_replicas = split_replicas;
-  in.mode = options.mode;
+  in.mode = checked_execution(options.mode, "instance_options::mode");
   if constexpr (detail::moves_bundles<S>()) {
     if (options.bundle_bytes > 0) {
       if (options.bundles) detail::add_bundles(in, st, *options.bundles);
@@ -3621,6 +3650,7 @@ inline lower_bound_parts lower_bound(const instance& in, bool latencies = true) 
 /// bandwidth: the Hall bound over sets of sender hosts). At the NICs' line rates (no transport
 /// carries more than that), plus one latency.
 inline double physical_bound(std::span<const plan* const> plans, const network& net) {
+  for (const plan* p : plans) net.check_describes(p->device_count);
   const index_t hosts = net.host_count();
   std::vector<double> need(static_cast<std::size_t>(hosts), 0.0);
   std::map<std::vector<index_t>, double> leave;  // sender host set -> bytes that must leave it
@@ -5879,6 +5909,11 @@ namespace meshcast {
 template <solver Solver, strategy Strategy>
 schedule solve_batch(std::vector<std::shared_ptr<const plan>> plans, std::shared_ptr<const network> net, const Strategy& st,
                      const Solver& sv, instance_options io = {}, solver_options so = {}) {
+  if (!net) throw error("solve_batch needs a network");
+  for (const auto& p : plans) {  // before bundles and bounds read the network by the plans' devices
+    if (!p) throw error("solve_batch needs a plan for every tensor");
+    net->check_describes(p->device_count);
+  }
   std::size_t bucket = io.bucket_bytes;
   if (plans.size() < 2) bucket = 0;
   else if (bucket == instance_options::auto_bucket_bytes) {
@@ -6207,6 +6242,10 @@ namespace detail {
 /// tile_bytes for a box a caller gave: throws naming `what` where a dim is negative or the
 /// product does not fit (a 2^32 x 2^32 tile came to 0 bytes, and pack read past its buffer).
 inline std::size_t checked_tile_bytes(const box& tile, std::size_t element_bytes, const char* what) {
+  // A hand-made box's rank is checked before its dims are read (they hold max_rank).
+  if (tile.rank < 0 || tile.rank > max_rank)
+    throw error(std::string(what) + ": a tile or region of rank " + std::to_string(tile.rank) + "; ranks are 0.." +
+                std::to_string(max_rank));
   std::size_t bytes = element_bytes;
   for (int d = 0; d < tile.rank; ++d)
     if (tile[d].size() == 0) return 0;  // empty, whatever the other dims (before they can overflow)
@@ -6274,26 +6313,29 @@ void copy_region(M& memory, const box& from_tile, const std::byte* from, const b
 /// Host forms with their sizes checked, for callers outside an executor.
 inline void pack(const box& tile, std::span<const std::byte> from, const box& region, std::size_t element_bytes,
                  std::span<std::byte> to) {
-  if (!tile.contains(region) || from.size() < detail::checked_tile_bytes(tile, element_bytes, "pack") ||
-      to.size() < detail::checked_tile_bytes(region, element_bytes, "pack"))
+  if (from.size() < detail::checked_tile_bytes(tile, element_bytes, "pack") ||
+      to.size() < detail::checked_tile_bytes(region, element_bytes, "pack") || tile.rank != region.rank || !tile.contains(region))
     throw error("pack: buffer smaller than its tile or region " + region.to_string());
   host_memory m;
   pack(m, tile, from.data(), region, element_bytes, to.data());
 }
 inline void unpack(std::span<const std::byte> from, const box& tile, std::span<std::byte> to, const box& region,
                    std::size_t element_bytes) {
-  if (!tile.contains(region) || to.size() < detail::checked_tile_bytes(tile, element_bytes, "unpack") ||
-      from.size() < detail::checked_tile_bytes(region, element_bytes, "unpack"))
+  if (to.size() < detail::checked_tile_bytes(tile, element_bytes, "unpack") ||
+      from.size() < detail::checked_tile_bytes(region, element_bytes, "unpack") || tile.rank != region.rank ||
+      !tile.contains(region))
     throw error("unpack: buffer smaller than its tile or region " + region.to_string());
   host_memory m;
   unpack(m, from.data(), tile, to.data(), region, element_bytes);
 }
 inline void copy_region(const box& from_tile, std::span<const std::byte> from, const box& to_tile, std::span<std::byte> to,
                         const box& region, std::size_t element_bytes) {
+  if (region.rank < 0 || region.rank > max_rank)  // before its dims are read
+    throw error("copy_region: a region of rank " + std::to_string(region.rank) + "; ranks are 0.." + std::to_string(max_rank));
   if (region.empty()) return;
-  if (!from_tile.contains(region) || !to_tile.contains(region) ||
-      from.size() < detail::checked_tile_bytes(from_tile, element_bytes, "copy_region") ||
-      to.size() < detail::checked_tile_bytes(to_tile, element_bytes, "copy_region"))
+  if (from.size() < detail::checked_tile_bytes(from_tile, element_bytes, "copy_region") ||
+      to.size() < detail::checked_tile_bytes(to_tile, element_bytes, "copy_region") || from_tile.rank != region.rank ||
+      to_tile.rank != region.rank || !from_tile.contains(region) || !to_tile.contains(region))
     throw error("copy_region: buffer smaller than its tile, or region outside it");
   host_memory m;
   copy_region(m, from_tile, from.data(), to_tile, to.data(), region, element_bytes);
@@ -6731,6 +6773,73 @@ constexpr int message_tag(message_kind kind, std::size_t transfer) noexcept {
 
 }  // namespace meshcast
 // ---- end meshcast/exec/message_tags.hpp ----
+// ---- begin meshcast/core/detail/shared_memory.hpp ----
+// Shards that share memory: a destination that overlaps a source, or another destination, is read
+// after it was written or written twice, and the reshard ends with wrong elements and no error.
+// Sources may share memory with each other (tied weights): they are only read.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace meshcast::detail {
+
+/// One shard's bytes, for shared_memory_problem (a caller keeps a vector of them between runs, so
+/// that a steady run allocates nothing).
+struct shard_range {
+  std::uintptr_t begin, end;
+  bool written;
+  std::size_t tensor;
+};
+
+/// Why tensor shards `in` and `out` (the first `in_bytes(k)` / `out_bytes(k)` bytes of each are
+/// used) share memory where one of them is written, or nothing. O(n log n) in the tensors;
+/// `scratch` holds the ranges.
+template <class InBytes, class OutBytes>
+std::string shared_memory_problem(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out,
+                                  InBytes&& in_bytes, OutBytes&& out_bytes, std::vector<shard_range>& scratch) {
+  std::vector<shard_range>& ranges = scratch;
+  ranges.clear();
+  auto add = [&](const std::byte* p, std::size_t bytes, bool written, std::size_t k) {
+    if (bytes == 0) return;  // an empty shard holds no memory
+    const auto begin = reinterpret_cast<std::uintptr_t>(p);
+    ranges.push_back({begin, begin + bytes, written, k});
+  };
+  for (std::size_t k = 0; k < in.size(); ++k) add(in[k].data(), std::min(in[k].size(), static_cast<std::size_t>(in_bytes(k))), false, k);
+  for (std::size_t k = 0; k < out.size(); ++k) add(out[k].data(), std::min(out[k].size(), static_cast<std::size_t>(out_bytes(k))), true, k);
+  std::sort(ranges.begin(), ranges.end(), [](const shard_range& a, const shard_range& b) { return a.begin < b.begin; });
+  const bool batch = in.size() > 1 || out.size() > 1;
+  auto name = [&](const shard_range& r) {
+    return std::string(r.written ? "the destination shard" : "the source shard") +
+           (batch ? " of tensor " + std::to_string(r.tensor) : std::string());
+  };
+  // Sweeping by start: a range overlaps an earlier one exactly when it starts before the furthest
+  // end so far; the furthest written and read ones are kept apart, as only pairs with a write count.
+  const shard_range* written = nullptr;
+  const shard_range* read = nullptr;
+  for (const shard_range& r : ranges) {
+    const shard_range* other = written && r.begin < written->end ? written : r.written && read && r.begin < read->end ? read : nullptr;
+    if (other)
+      return (other->written ? name(*other) : name(r)) + " shares memory with " + (other->written ? name(r) : name(*other)) +
+             "; give every destination shard memory of its own";
+    const shard_range*& furthest = r.written ? written : read;
+    if (!furthest || r.end > furthest->end) furthest = &r;
+  }
+  return {};
+}
+/// The same with ranges of its own (it allocates).
+template <class InBytes, class OutBytes>
+std::string shared_memory_problem(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out,
+                                  InBytes&& in_bytes, OutBytes&& out_bytes) {
+  std::vector<shard_range> ranges;
+  return shared_memory_problem(in, out, in_bytes, out_bytes, ranges);
+}
+
+}  // namespace meshcast::detail
+// ---- end meshcast/core/detail/shared_memory.hpp ----
 // ---- begin meshcast/core/detail/kept.hpp ----
 // Memory a transport may still write after meshcast gave up waiting for it. A wait that expires
 // leaves its operation pending (a rank that arrives late can still complete it), and what that
@@ -6824,8 +6933,11 @@ class backoff {
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
+#include <tuple>
+#include <vector>
 
 
 namespace meshcast {
@@ -6837,8 +6949,53 @@ inline index_t device_count(std::span<const plan> plans) noexcept {
   return n;
 }
 
+namespace detail {
+/// Throws unless `s` gives every receiver of every task as many elements of the task's region as
+/// it holds, and nothing to a device that needs none of it: a task left out would leave elements of
+/// a destination unwritten, a second delivery would write one twice. Regions already lie inside
+/// their tasks (check_schedule_fits), so counts are what is left to check. O(n log n).
+inline void check_delivery(std::span<const plan> plans, const schedule& s) {
+  struct count {
+    std::int32_t tensor;
+    index_t task, device, elements;
+    auto key() const noexcept { return std::tuple(tensor, task, device); }
+  };
+  std::vector<count> got;
+  for (const transfer& t : s.transfers) {
+    for (index_t r : t.receivers) got.push_back({t.tensor, t.task, r, t.region.volume()});
+    for (const transfer_part& q : t.parts)
+      for (index_t r : t.receivers) got.push_back({q.tensor, q.task, r, q.region.volume()});
+  }
+  std::vector<count> want;  // a group's receivers follow its mesh, not their ids: sorted here
+  for (std::size_t k = 0; k < plans.size(); ++k)
+    for (std::size_t i = 0; i < plans[k].tasks.size(); ++i)
+      for (index_t r : plans[k].receivers(i))
+        want.push_back({static_cast<std::int32_t>(k), static_cast<index_t>(i), r, plans[k].tasks[i].region.volume()});
+  const auto by_key = [](const count& a, const count& b) { return a.key() < b.key(); };
+  std::sort(got.begin(), got.end(), by_key);
+  std::sort(want.begin(), want.end(), by_key);
+  auto what = [](const count& c) {
+    return "tensor " + std::to_string(c.tensor) + "'s task " + std::to_string(c.task) + " for device " + std::to_string(c.device);
+  };
+  std::size_t at = 0;
+  for (const count& w : want) {
+    if (at < got.size() && got[at].key() < w.key())
+      throw error("the schedule delivers a region of " + what(got[at]) + ", which that device does not need; was it made for another plan?");
+    index_t sum = 0;
+    for (; at < got.size() && got[at].key() == w.key(); ++at)
+      if (sum >= 0 && __builtin_add_overflow(sum, got[at].elements, &sum)) sum = -1;
+    if (sum != w.elements)
+      throw error("the schedule delivers " + (sum < 0 ? std::string("more than 2^63") : std::to_string(sum)) + " of the " +
+                  std::to_string(w.elements) + " elements of " + what(w) + "; was it made for another plan?");
+  }
+  if (at < got.size())
+    throw error("the schedule delivers a region of " + what(got[at]) + ", which that device does not need; was it made for another plan?");
+}
+}  // namespace detail
+
 /// Throws when `s` does not fit `plans` (one per tensor): devices, regions and byte counts,
-/// kinds and dependencies. A schedule from elsewhere (another rank, a file) is checked, not trusted.
+/// kinds and dependencies, and that it delivers every task to each of its receivers once. A
+/// schedule from elsewhere (another rank, a file) is checked, not trusted.
 inline void check_schedule_fits(std::span<const plan> plans, const schedule& s) {
   auto bad = [](std::size_t i, const std::string& why) {
     throw error("transfer " + std::to_string(i) + " of the schedule " + why + "; was it made for another plan?");
@@ -6853,6 +7010,8 @@ inline void check_schedule_fits(std::span<const plan> plans, const schedule& s) 
     if (t.receivers.empty()) bad(i, "has no receiver");
     for (index_t r : t.receivers)
       if (r < 0 || r >= p.device_count) bad(i, "names a receiver that is not a device of the plan");
+    if (std::vector<index_t> rs = t.receivers; std::sort(rs.begin(), rs.end()), std::adjacent_find(rs.begin(), rs.end()) != rs.end())
+      bad(i, "names a receiver twice");
     if (t.region.rank != whole.rank || !whole.contains(t.region) || t.region.empty()) bad(i, "moves a region outside the tensor");
     if (t.parts.empty() && t.bytes != t.region.volume() * p.element_bytes) bad(i, "has a byte count that does not match its region");
     if (t.task < 0 || t.task >= static_cast<index_t>(p.tasks.size()) || !p.tasks[static_cast<std::size_t>(t.task)].region.contains(t.region))
@@ -6885,6 +7044,7 @@ inline void check_schedule_fits(std::span<const plan> plans, const schedule& s) 
     }
     if (sum != t.bytes) bad(i, "has a byte count that is not the sum of its pieces");
   }
+  detail::check_delivery(plans, s);
 }
 inline void check_schedule_fits(const plan& p, const schedule& s) { check_schedule_fits(std::span<const plan>(&p, 1), s); }
 
@@ -7199,6 +7359,7 @@ class executor {
     std::byte* dst = nullptr;
   };
   std::vector<tensor_state> tensors_;
+  std::vector<detail::shard_range> shard_ranges_;  // the shared-memory check's, kept between runs
   std::vector<step> steps_;
   std::vector<std::size_t> step_of_;  // transfer -> my step (none: not mine)
   std::optional<typename Backend::memory_type::buffer> block_;  // the message buffers (staging)
@@ -7230,7 +7391,7 @@ namespace meshcast {
 
 template <class Backend>
 executor<Backend>::executor(Backend b, std::span<const plan> plans, const schedule& s, std::size_t max_staging_bytes)
-    : b_(std::move(b)), mode_(s.mode) {
+    : b_(std::move(b)), mode_(checked_execution(s.mode, "the schedule's execution mode")) {
   me_ = b_.device();
   if (plans.empty()) throw error("an executor needs at least one plan");
   const index_t devices = device_count(plans);
@@ -7364,12 +7525,15 @@ void executor<Backend>::plan_steps(const schedule& s, std::span<const plan> plan
     }
     if (t.kind == transfer_kind::local_copy) {
       if (!ts.src_tile.contains(t.region)) throw error(who + " copies a region it does not hold");
+      if (ts.destination_bytes == 0 || !ts.dst_tile.contains(t.region)) throw error(who + " copies a region outside its destination tile");
       x.how = step::copy;
     } else if (t.kind == transfer_kind::group_broadcast || t.kind == transfer_kind::chain) {
       x.how = step::collective;
       x.group = group_of_[i];
       x.root = sending;
       if (sending && !ts.src_tile.contains(t.region)) throw error(who + " broadcasts a region it does not hold");
+      if (!sending && (ts.destination_bytes == 0 || !ts.dst_tile.contains(t.region)))
+        throw error(who + " receives a region outside its destination tile");
       x.direct = sending ? detail::contiguous_offset(ts.src_tile, t.region, ts.eb)
                          : ts.destination_bytes > 0 ? detail::contiguous_offset(ts.dst_tile, t.region, ts.eb) : none;
       if (x.direct == none) x.staged = x.bytes;
@@ -7398,7 +7562,8 @@ void executor<Backend>::plan_steps(const schedule& s, std::span<const plan> plan
     } else {
       x.how = step::receive;
       x.peers = {t.sender};
-      if (ts.destination_bytes > 0) x.direct = detail::contiguous_offset(ts.dst_tile, t.region, ts.eb);
+      if (ts.destination_bytes == 0 || !ts.dst_tile.contains(t.region)) throw error(who + " receives a region outside its destination tile");
+      x.direct = detail::contiguous_offset(ts.dst_tile, t.region, ts.eb);
       if (x.direct == none) x.staged = x.bytes;
       my_receive[i] = steps_.size();
     }
@@ -7449,8 +7614,14 @@ void executor<Backend>::run(std::span<const std::span<const std::byte>> sources,
                   std::to_string(destinations[k].size()) + " bytes are smaller than its tiles (" +
                   std::to_string(t.source_bytes) + " and " + std::to_string(t.destination_bytes) + " bytes)" +
                   (tensors_.size() > 1 ? " of tensor " + std::to_string(k) : std::string()));
-    t.src = sources[k].data();
-    t.dst = destinations[k].data();
+  }
+  const std::string shared = detail::shared_memory_problem(sources, destinations, [&](std::size_t k) { return tensors_[k].source_bytes; },
+                                                           [&](std::size_t k) { return tensors_[k].destination_bytes; },
+                                                           shard_ranges_);
+  if (!shared.empty()) throw error("device " + std::to_string(me_) + ": " + shared);
+  for (std::size_t k = 0; k < tensors_.size(); ++k) {
+    tensors_[k].src = sources[k].data();
+    tensors_[k].dst = destinations[k].data();
   }
   began_ = std::chrono::steady_clock::now();
   times_.clear();
@@ -8340,11 +8511,11 @@ template <class Batch>
 class typed_resharder {
  public:
   /// Elements this rank's source and destination shards hold (0 where it has none).
-  std::size_t source_elements() const noexcept { return batch_.source_elements(0); }
-  std::size_t destination_elements() const noexcept { return batch_.destination_elements(0); }
-  const meshcast::plan& plan() const noexcept { return batch_.plans()[0]; }
-  const meshcast::schedule& schedule() const noexcept { return batch_.schedule(); }
-  const meshcast::network& network() const noexcept { return batch_.network(); }
+  std::size_t source_elements() const { return batch_.source_elements(0); }
+  std::size_t destination_elements() const { return batch_.destination_elements(0); }
+  const meshcast::plan& plan() const { return batch_.plans()[0]; }
+  const meshcast::schedule& schedule() const { return batch_.schedule(); }
+  const meshcast::network& network() const { return batch_.network(); }
 
   /// Reshards once: `in` is this rank's source shard (read only), `out` its destination shard;
   /// both contiguous ranges of elements of the size given at construction. Collective.
@@ -8381,6 +8552,9 @@ class batch {
   batch& add(const Src& src, const Dst& dst, In&& in, Out&& out) {
     detail::check_static_shapes<Src, Dst>();
     detail::check_shard_types<In, Out>();
+    static_assert(std::ranges::borrowed_range<In> && std::ranges::borrowed_range<Out>,
+                  "batch::add keeps pointers to the shards until the reshard: pass ranges that outlive the call "
+                  "(a named vector, a span), not temporaries.");
     layouts_.push_back({src.value(), dst.value(), sizeof(std::ranges::range_value_t<In>)});
     in_.push_back(detail::shard_bytes(in));
     out_.push_back(detail::writable_shard_bytes(out));
@@ -8573,11 +8747,12 @@ inline std::uint64_t batch_key(const std::vector<tensor_layouts>& tensors, const
 }
 
 /// Why device `rank`'s shards do not fit its tiles (`source_bytes(k)`, `destination_bytes(k)`),
-/// or `problem` (this rank's own, prefixed with the device), or nothing.
+/// or shards that share memory, or `problem` (this rank's own, prefixed with the device), or
+/// nothing. `scratch`: kept by the caller between runs.
 template <class SourceBytes, class DestinationBytes>
 std::string shard_problem(index_t rank, std::string problem, std::span<const std::span<const std::byte>> in,
                           std::span<const std::span<std::byte>> out, const std::vector<tensor_layouts>& tensors,
-                          SourceBytes&& source_bytes, DestinationBytes&& destination_bytes) {
+                          SourceBytes&& source_bytes, DestinationBytes&& destination_bytes, std::vector<shard_range>& scratch) {
   const std::string device = "device " + std::to_string(rank) + ": ";
   if (!problem.empty()) return device + problem;
   if (in.size() != tensors.size() || out.size() != tensors.size())
@@ -8591,6 +8766,10 @@ std::string shard_problem(index_t rank, std::string problem, std::span<const std
              " elements, but its source and destination tiles hold " + std::to_string(source_bytes(k) / eb) + " and " +
              std::to_string(destination_bytes(k) / eb);
   }
+  if (std::string shared = shared_memory_problem(in, out, [&](std::size_t k) { return in[k].size(); },
+                                                  [&](std::size_t k) { return out[k].size(); }, scratch);
+      !shared.empty())
+    return device + shared;
   return {};
 }
 
@@ -8653,19 +8832,32 @@ class front_end {
   const meshcast::schedule& schedule() const noexcept { return schedule_; }
   const meshcast::network& network() const noexcept { return net_; }
   std::size_t staging_bytes() const noexcept { return run_->staging_bytes(); }
+  /// Whether a run failed (or timed out agreeing): late messages may still arrive on the
+  /// channel's communicator, and no further run may start on it.
+  bool failed() const noexcept { return broken_ || (run_ && run_->failed()); }
 
   /// Reshards once; `problem` is one this rank found on its own (every rank then fails with it).
   void run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out, std::string problem) {
     problem = shard_problem(static_cast<index_t>(channel_.rank()), std::move(problem), in, out, tensors_,
                             [&](std::size_t k) { return run_->source_bytes(k); },
-                            [&](std::size_t k) { return run_->destination_bytes(k); });
+                            [&](std::size_t k) { return run_->destination_bytes(k); }, shard_ranges_);
     // Said before the agreement, so that every rank fails alike instead of the others waiting out
     // their timeout for this one.
-    if (problem.empty() && run_->failed())
+    if (problem.empty() && failed())
       problem = "device " + std::to_string(channel_.rank()) +
                 ": an earlier run failed here, and what it left pending could match this run's messages; make a new resharder";
-    channel_.agree_or_throw(problem);
-    run_->run(in, out);
+    try {
+      channel_.agree_or_throw(problem);
+    } catch (const timeout_error&) {
+      broken_ = true;  // its collective is left pending
+      throw;
+    }
+    try {
+      run_->run(in, out);
+    } catch (...) {
+      broken_ = true;
+      throw;
+    }
   }
 
  private:
@@ -8676,6 +8868,8 @@ class front_end {
   meshcast::network net_;
   meshcast::schedule schedule_;
   std::optional<executor<typename Channel::backend_type>> run_;
+  bool broken_ = false;
+  std::vector<shard_range> shard_ranges_;  // the shared-memory check's, kept between runs
 };
 
 }  // namespace meshcast::detail

@@ -183,6 +183,7 @@ void reshard(MPI_Comm comm, const batch& b, reshard_options options = {}) {
 
 #include <mpi.h>
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -262,6 +263,7 @@ static_assert(collective_channel<mpi_channel>);
 namespace meshcast {
 
 MESHCAST_INLINE void share_schedule(MPI_Comm comm, std::span<const plan> plans, schedule& s, int root, double timeout_s) {
+  detail::check_communicator(comm, "share_schedule", &root);
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   std::vector<std::int64_t> wire = rank == root ? to_wire(s) : std::vector<std::int64_t>{};
@@ -295,6 +297,7 @@ MESHCAST_INLINE void share_schedule(MPI_Comm comm, const plan& p, schedule& s, i
 }
 
 MESHCAST_INLINE void agree_or_throw(MPI_Comm comm, const std::string& problem, double timeout_s) {
+  detail::check_communicator(comm, "agree_or_throw");
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   const auto first = static_cast<int>(bounded_allreduce(
@@ -310,6 +313,7 @@ MESHCAST_INLINE void agree_or_throw(MPI_Comm comm, const std::string& problem, d
 }
 
 MESHCAST_INLINE std::vector<index_t> discover_hosts(MPI_Comm comm, double timeout_s) {
+  detail::check_communicator(comm, "discover_hosts");
   int rank = 0, size = 0;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -357,6 +361,10 @@ class own_communicator {
   own_communicator(const own_communicator&) = delete;
   own_communicator& operator=(const own_communicator&) = delete;
   MPI_Comm get() const noexcept { return comm_; }
+  /// Never frees it: a failed run's late messages may still arrive, and MPI reuses a freed
+  /// communicator's context for the next one, where they would match that one's receives (a
+  /// new resharder then read a dead run's data). Kept until the process ends, like the buffers.
+  void keep() noexcept { comm_ = MPI_COMM_NULL; }
 
  private:
   MPI_Comm comm_;
@@ -366,11 +374,25 @@ class own_communicator {
 // of its own (declared first: built before the front end, freed after it).
 struct batch_core::state {
   own_communicator comm;
-  front_end<mpi_channel> fe;
+  std::optional<front_end<mpi_channel>> fe;
   state(MPI_Comm c, std::vector<tensor_layouts> tensors, const reshard_options& options, const erased_policies& policies)
-      : comm(c, channel_timeout_s(options.timeout_s)),
-        fe(mpi_channel{comm.get(), channel_timeout_s(options.timeout_s), channel_solve_s(options.time_limit_s)},
-           std::move(tensors), options, policies) {}
+      : comm(c, channel_timeout_s(options.timeout_s)) {
+    try {
+      fe.emplace(mpi_channel{comm.get(), channel_timeout_s(options.timeout_s), channel_solve_s(options.time_limit_s)},
+                 std::move(tensors), options, policies);
+    } catch (const timeout_error&) {
+      comm.keep();  // the ranks it gave up on may still send to it
+      throw;
+    } catch (const error&) {
+      throw;  // every rank agreed on it: nothing is left in flight
+    } catch (...) {
+      comm.keep();
+      throw;
+    }
+  }
+  ~state() {
+    if (fe && fe->failed()) comm.keep();
+  }
 };
 
 MESHCAST_INLINE batch_core::batch_core(MPI_Comm comm, std::vector<tensor_layouts> tensors, const reshard_options& options,
@@ -387,19 +409,19 @@ MESHCAST_INLINE batch_core& batch_core::operator=(batch_core&& other) noexcept {
   return *this;
 }
 
-MESHCAST_INLINE std::size_t batch_core::size() const noexcept { return state_->fe.size(); }
-MESHCAST_INLINE std::size_t batch_core::source_elements(std::size_t k) const noexcept { return state_->fe.source_elements(k); }
+MESHCAST_INLINE std::size_t batch_core::size() const noexcept { return state_->fe->size(); }
+MESHCAST_INLINE std::size_t batch_core::source_elements(std::size_t k) const noexcept { return state_->fe->source_elements(k); }
 MESHCAST_INLINE std::size_t batch_core::destination_elements(std::size_t k) const noexcept {
-  return state_->fe.destination_elements(k);
+  return state_->fe->destination_elements(k);
 }
-MESHCAST_INLINE const std::vector<plan>& batch_core::plans() const noexcept { return state_->fe.plans(); }
-MESHCAST_INLINE const meshcast::schedule& batch_core::schedule() const noexcept { return state_->fe.schedule(); }
-MESHCAST_INLINE const meshcast::network& batch_core::network() const noexcept { return state_->fe.network(); }
-MESHCAST_INLINE std::size_t batch_core::staging_bytes() const noexcept { return state_->fe.staging_bytes(); }
+MESHCAST_INLINE const std::vector<plan>& batch_core::plans() const noexcept { return state_->fe->plans(); }
+MESHCAST_INLINE const meshcast::schedule& batch_core::schedule() const noexcept { return state_->fe->schedule(); }
+MESHCAST_INLINE const meshcast::network& batch_core::network() const noexcept { return state_->fe->network(); }
+MESHCAST_INLINE std::size_t batch_core::staging_bytes() const noexcept { return state_->fe->staging_bytes(); }
 
 MESHCAST_INLINE void batch_core::run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out,
                                      std::string problem) {
-  state_->fe.run(in, out, std::move(problem));
+  state_->fe->run(in, out, std::move(problem));
 }
 
 }  // namespace meshcast::detail

@@ -1929,7 +1929,7 @@ struct tensor_edge {
 /// The network the reshards cross (the "network" object of the pipeline JSON).
 struct network_model {
   double nic_gbps = 10;          ///< per NIC and direction, Gbit/s
-  double nic_efficiency = 1;     ///< the payload fraction of the line rate a transfer gets, (0, 1]
+  double nic_efficiency = 1;     ///< the payload fraction of the line rate a transfer gets, [0.001, 1]
   double intra_gbps = 800;       ///< intra-host link, Gbit/s
   double latency_us = 10;        ///< per message
   int nics_per_host = 1;
@@ -1986,8 +1986,8 @@ inline void check_edge_tensor(const tensor_edge& t) {
 }
 inline void check_network(const network_model& net) {
   if (!(net.nic_gbps > 0) || !(net.intra_gbps > 0) || !(net.latency_us >= 0) || net.nics_per_host < 1 ||
-      !(net.nic_efficiency > 0 && net.nic_efficiency <= 1))
-    throw error("network: nic_gbps and intra_gbps must be positive, nic_efficiency in (0, 1], latency_us >= 0, "
+      !(net.nic_efficiency >= meshcast::network::min_payload_fraction && net.nic_efficiency <= 1))
+    throw error("network: nic_gbps and intra_gbps must be positive, nic_efficiency in [0.001, 1], latency_us >= 0, "
                 "nics_per_host >= 1");
 }
 inline plan edge_plan(const tensor_edge& t, bool backward) {
@@ -2062,7 +2062,7 @@ inline double reshard_time_s(std::span<const tensor_edge> ts, const network_mode
 // "backward_time" is given). "network": "nic_gbps" (default 10), "intra_gbps" (800), "latency_us"
 // (10), "nics_per_host" (1), "devices_per_host" (default: the source mesh's last axis),
 // "strategy" ("send_recv", "send_recv_allgather", "broadcast" or "auto"; default "send_recv"),
-// "split_replicas" (false), "nic_efficiency" (the payload fraction of the line rate, (0, 1],
+// "split_replicas" (false), "nic_efficiency" (the payload fraction of the line rate, [0.001, 1],
 // default 1), "mode" ("ordered" or "concurrent": the execution mode whose model predicts, default
 // "ordered"). Members not named here are ignored. Every error is a `meshcast::error` naming the
 // member ("edges[2].to is 7, outside [0, 3]"). `parse_pipeline` also keeps the tensors and the
@@ -2181,8 +2181,8 @@ inline parsed_pipeline parse_pipeline(const json::value& doc) {
     if (const json::value* v = net_json->find("split_replicas")) net.split_replicas = v->as_bool("network.split_replicas");
     if (const json::value* v = net_json->find("nic_efficiency")) {
       net.nic_efficiency = v->as_double("network.nic_efficiency");
-      if (!(net.nic_efficiency > 0 && net.nic_efficiency <= 1))
-        throw error("network.nic_efficiency is " + meshcast::detail::number(net.nic_efficiency) + ", must be in (0, 1]");
+      if (!(net.nic_efficiency >= meshcast::network::min_payload_fraction && net.nic_efficiency <= 1))
+        throw error("network.nic_efficiency is " + meshcast::detail::number(net.nic_efficiency) + ", must be in [0.001, 1]");
     }
     if (const json::value* v = net_json->find("mode")) {
       try {

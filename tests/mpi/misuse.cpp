@@ -200,7 +200,84 @@ int main(int argc, char** argv) {
     bounded_barrier(MPI_COMM_WORLD, 30);  // the others have finished or timed out
     expect_error("the front end's next run", run, "an earlier run failed here");
     bounded_barrier(MPI_COMM_WORLD, 30);
-    MPI_Comm_free(&own);
+    // `own` is not freed: the failed run's late messages may still come, and MPI would hand its
+    // context to the next communicator, whose receives would take them (as batch_core keeps its own).
+  }
+  // MPI_COMM_NULL and a root outside the communicator are meshcast errors before MPI sees them
+  // (MPI's own handler ended the job).
+  {
+    const dynamic_layout s0(parse_mesh("4"), dynamic_spec("S0"), dynamic_shape{64}), r(parse_mesh("4"), dynamic_spec("R"),
+                                                                                       dynamic_shape{64});
+    const reshard_options same{.devices = device_map::same(), .timeout_s = 20};
+    expect_error("a resharder on MPI_COMM_NULL", [&] { resharder<> x(MPI_COMM_NULL, s0, r, 4, same); },
+                 "the communicator is MPI_COMM_NULL");
+    expect_error("mpi_backend on MPI_COMM_NULL", [&] { mpi_backend b(MPI_COMM_NULL, 5); }, "the communicator is MPI_COMM_NULL");
+    expect_error("discover_hosts on MPI_COMM_NULL", [&] { discover_hosts(MPI_COMM_NULL, 5); }, "MPI_COMM_NULL");
+    expect_error("agree_or_throw on MPI_COMM_NULL", [&] { agree_or_throw(MPI_COMM_NULL, "", 5); }, "MPI_COMM_NULL");
+    for (int root : {-1, -7, size}) {
+      schedule c = s4;
+      expect_error("share_schedule with a root outside the communicator",
+                   [&] { share_schedule(MPI_COMM_WORLD, four, c, root, 5); },
+                   ("root " + std::to_string(root) + " is not a rank of the communicator (0..3)").c_str());
+    }
+    // A moved-from resharder is an error, not a null dereference; a tensor index past the batch too.
+    std::vector<float> in(16, static_cast<float>(rank)), out(64);
+    resharder<> a(MPI_COMM_WORLD, s0, r, 4, same);
+    resharder<> b(std::move(a));
+    expect_error("a moved-from resharder's call", [&] { a(in, out); }, "was moved from");
+    expect_error("a moved-from resharder's plan", [&] { (void)a.plan(); }, "was moved from");
+    b(in, out);  // the one moved to works
+    for (int k = 0; k < 64; ++k)
+      if (out[static_cast<std::size_t>(k)] != static_cast<float>(k / 16)) {
+        std::fprintf(stderr, "rank %d: the moved-to resharder left element %d at %g\n", rank, k, out[static_cast<std::size_t>(k)]);
+        ++failures;
+        break;
+      }
+    batch_resharder<> one(MPI_COMM_WORLD, {{s0.value(), r.value(), 4}}, same);
+    expect_error("source_elements(1) of a batch of one", [&] { (void)one.source_elements(1); },
+                 "tensor 1 asked of a resharder of 1 tensors");
+    expect_error("destination_elements(9) of a batch of one", [&] { (void)one.destination_elements(9); }, "tensor 9");
+    batch_resharder<> two(MPI_COMM_WORLD, {{r.value(), s0.value(), 4}}, same);
+    two = std::move(one);
+    expect_error("a moved-from batch_resharder's size", [&] { (void)one.size(); }, "was moved from");
+    if (two.source_elements(0) != 16)  // now the S0 -> R batch
+      std::fprintf(stderr, "rank %d: a move-assigned batch has %zu source elements\n", rank, two.source_elements(0)), ++failures;
+    // A destination that shares memory with a source is refused on every rank before anything
+    // moves (it resharded silently wrong); so by the executor itself.
+    resharder<> ident(MPI_COMM_WORLD, s0, s0, 4, same);
+    std::vector<float> both(16);
+    expect_error("a destination that is the source", [&] { ident(both, both); }, "shares memory with the source shard");
+    executor<mpi_backend> e4(mpi_backend(MPI_COMM_WORLD, 5), four, s4);
+    std::vector<std::byte> buffer(e4.source_bytes() + e4.destination_bytes());
+    expect_error("an executor's destination inside its source", [&] {
+      e4.run(std::span<const std::byte>(buffer), std::span<std::byte>(buffer).subspan(e4.source_bytes() / 2, e4.destination_bytes()));
+    }, "the destination shard shares memory with the source shard");
+  }
+  // A resharder whose run failed keeps its communicator: MPI gives a freed one's context to the
+  // next, and the dead run's late messages matched the new resharder's receives (it read their
+  // data, silently). Rank 0 comes late; the others time out agreeing; rank 0's run then sends
+  // to ranks that gave up. A new resharder must receive this run's data.
+  {
+    const dynamic_layout s0(parse_mesh("4"), dynamic_spec("S0"), dynamic_shape{64}), r(parse_mesh("4"), dynamic_spec("R"),
+                                                                                       dynamic_shape{64});
+    std::vector<float> stale(16, -7.0f), out(64);
+    {
+      resharder<> dead(MPI_COMM_WORLD, s0, r, 4, reshard_options{.devices = device_map::same(), .timeout_s = 2});
+      if (rank != 0) expect_error("a run with rank 0 late", [&] { dead(stale, out); }, "no answer from the other ranks");
+      bounded_barrier(MPI_COMM_WORLD, 30);
+      if (rank == 0) expect_error("the late rank's run", [&] { dead(stale, out); }, "no progress for 2 s");
+      bounded_barrier(MPI_COMM_WORLD, 30);
+    }
+    std::vector<float> in(16, static_cast<float>(rank));
+    resharder<> next(MPI_COMM_WORLD, s0, r, 4, reshard_options{.devices = device_map::same(), .timeout_s = 20});
+    next(in, out);
+    for (int k = 0; k < 64; ++k)
+      if (out[static_cast<std::size_t>(k)] != static_cast<float>(k / 16)) {
+        std::fprintf(stderr, "rank %d: a new resharder read element %d as %g (a dead run's message)\n", rank, k,
+                     out[static_cast<std::size_t>(k)]);
+        ++failures;
+        break;
+      }
   }
   // Everyone still agrees at the end (bounded): no rank was left behind.
   const bool all = all_ok(MPI_COMM_WORLD, failures == 0, 30, "collecting results");

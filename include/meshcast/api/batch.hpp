@@ -52,11 +52,11 @@ template <class Batch>
 class typed_resharder {
  public:
   /// Elements this rank's source and destination shards hold (0 where it has none).
-  std::size_t source_elements() const noexcept { return batch_.source_elements(0); }
-  std::size_t destination_elements() const noexcept { return batch_.destination_elements(0); }
-  const meshcast::plan& plan() const noexcept { return batch_.plans()[0]; }
-  const meshcast::schedule& schedule() const noexcept { return batch_.schedule(); }
-  const meshcast::network& network() const noexcept { return batch_.network(); }
+  std::size_t source_elements() const { return batch_.source_elements(0); }
+  std::size_t destination_elements() const { return batch_.destination_elements(0); }
+  const meshcast::plan& plan() const { return batch_.plans()[0]; }
+  const meshcast::schedule& schedule() const { return batch_.schedule(); }
+  const meshcast::network& network() const { return batch_.network(); }
 
   /// Reshards once: `in` is this rank's source shard (read only), `out` its destination shard;
   /// both contiguous ranges of elements of the size given at construction. Collective.
@@ -93,6 +93,9 @@ class batch {
   batch& add(const Src& src, const Dst& dst, In&& in, Out&& out) {
     detail::check_static_shapes<Src, Dst>();
     detail::check_shard_types<In, Out>();
+    static_assert(std::ranges::borrowed_range<In> && std::ranges::borrowed_range<Out>,
+                  "batch::add keeps pointers to the shards until the reshard: pass ranges that outlive the call "
+                  "(a named vector, a span), not temporaries.");
     layouts_.push_back({src.value(), dst.value(), sizeof(std::ranges::range_value_t<In>)});
     in_.push_back(detail::shard_bytes(in));
     out_.push_back(detail::writable_shard_bytes(out));

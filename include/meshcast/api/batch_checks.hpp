@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../core/detail/shared_memory.hpp"
 #include "../layout/layout.hpp"
 #include "reshard_options.hpp"
 #include "../plan/staging.hpp"
@@ -86,11 +87,12 @@ inline std::uint64_t batch_key(const std::vector<tensor_layouts>& tensors, const
 }
 
 /// Why device `rank`'s shards do not fit its tiles (`source_bytes(k)`, `destination_bytes(k)`),
-/// or `problem` (this rank's own, prefixed with the device), or nothing.
+/// or shards that share memory, or `problem` (this rank's own, prefixed with the device), or
+/// nothing. `scratch`: kept by the caller between runs.
 template <class SourceBytes, class DestinationBytes>
 std::string shard_problem(index_t rank, std::string problem, std::span<const std::span<const std::byte>> in,
                           std::span<const std::span<std::byte>> out, const std::vector<tensor_layouts>& tensors,
-                          SourceBytes&& source_bytes, DestinationBytes&& destination_bytes) {
+                          SourceBytes&& source_bytes, DestinationBytes&& destination_bytes, std::vector<shard_range>& scratch) {
   const std::string device = "device " + std::to_string(rank) + ": ";
   if (!problem.empty()) return device + problem;
   if (in.size() != tensors.size() || out.size() != tensors.size())
@@ -104,6 +106,10 @@ std::string shard_problem(index_t rank, std::string problem, std::span<const std
              " elements, but its source and destination tiles hold " + std::to_string(source_bytes(k) / eb) + " and " +
              std::to_string(destination_bytes(k) / eb);
   }
+  if (std::string shared = shared_memory_problem(in, out, [&](std::size_t k) { return in[k].size(); },
+                                                  [&](std::size_t k) { return out[k].size(); }, scratch);
+      !shared.empty())
+    return device + shared;
   return {};
 }
 

@@ -82,19 +82,32 @@ class front_end {
   const meshcast::schedule& schedule() const noexcept { return schedule_; }
   const meshcast::network& network() const noexcept { return net_; }
   std::size_t staging_bytes() const noexcept { return run_->staging_bytes(); }
+  /// Whether a run failed (or timed out agreeing): late messages may still arrive on the
+  /// channel's communicator, and no further run may start on it.
+  bool failed() const noexcept { return broken_ || (run_ && run_->failed()); }
 
   /// Reshards once; `problem` is one this rank found on its own (every rank then fails with it).
   void run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out, std::string problem) {
     problem = shard_problem(static_cast<index_t>(channel_.rank()), std::move(problem), in, out, tensors_,
                             [&](std::size_t k) { return run_->source_bytes(k); },
-                            [&](std::size_t k) { return run_->destination_bytes(k); });
+                            [&](std::size_t k) { return run_->destination_bytes(k); }, shard_ranges_);
     // Said before the agreement, so that every rank fails alike instead of the others waiting out
     // their timeout for this one.
-    if (problem.empty() && run_->failed())
+    if (problem.empty() && failed())
       problem = "device " + std::to_string(channel_.rank()) +
                 ": an earlier run failed here, and what it left pending could match this run's messages; make a new resharder";
-    channel_.agree_or_throw(problem);
-    run_->run(in, out);
+    try {
+      channel_.agree_or_throw(problem);
+    } catch (const timeout_error&) {
+      broken_ = true;  // its collective is left pending
+      throw;
+    }
+    try {
+      run_->run(in, out);
+    } catch (...) {
+      broken_ = true;
+      throw;
+    }
   }
 
  private:
@@ -105,6 +118,8 @@ class front_end {
   meshcast::network net_;
   meshcast::schedule schedule_;
   std::optional<executor<typename Channel::backend_type>> run_;
+  bool broken_ = false;
+  std::vector<shard_range> shard_ranges_;  // the shared-memory check's, kept between runs
 };
 
 }  // namespace meshcast::detail

@@ -52,6 +52,7 @@
 #include "../plan/plan.hpp"
 #include "../schedule/bundle_messages.hpp"
 #include "../model/schedule.hpp"
+#include "../core/detail/shared_memory.hpp"
 #include "../core/error.hpp"
 #include "../core/detail/kept.hpp"
 #include "../core/detail/pause.hpp"
@@ -317,6 +318,7 @@ class executor {
     std::byte* dst = nullptr;
   };
   std::vector<tensor_state> tensors_;
+  std::vector<detail::shard_range> shard_ranges_;  // the shared-memory check's, kept between runs
   std::vector<step> steps_;
   std::vector<std::size_t> step_of_;  // transfer -> my step (none: not mine)
   std::optional<typename Backend::memory_type::buffer> block_;  // the message buffers (staging)

@@ -73,6 +73,10 @@ namespace detail {
 /// tile_bytes for a box a caller gave: throws naming `what` where a dim is negative or the
 /// product does not fit (a 2^32 x 2^32 tile came to 0 bytes, and pack read past its buffer).
 inline std::size_t checked_tile_bytes(const box& tile, std::size_t element_bytes, const char* what) {
+  // A hand-made box's rank is checked before its dims are read (they hold max_rank).
+  if (tile.rank < 0 || tile.rank > max_rank)
+    throw error(std::string(what) + ": a tile or region of rank " + std::to_string(tile.rank) + "; ranks are 0.." +
+                std::to_string(max_rank));
   std::size_t bytes = element_bytes;
   for (int d = 0; d < tile.rank; ++d)
     if (tile[d].size() == 0) return 0;  // empty, whatever the other dims (before they can overflow)
@@ -140,26 +144,29 @@ void copy_region(M& memory, const box& from_tile, const std::byte* from, const b
 /// Host forms with their sizes checked, for callers outside an executor.
 inline void pack(const box& tile, std::span<const std::byte> from, const box& region, std::size_t element_bytes,
                  std::span<std::byte> to) {
-  if (!tile.contains(region) || from.size() < detail::checked_tile_bytes(tile, element_bytes, "pack") ||
-      to.size() < detail::checked_tile_bytes(region, element_bytes, "pack"))
+  if (from.size() < detail::checked_tile_bytes(tile, element_bytes, "pack") ||
+      to.size() < detail::checked_tile_bytes(region, element_bytes, "pack") || tile.rank != region.rank || !tile.contains(region))
     throw error("pack: buffer smaller than its tile or region " + region.to_string());
   host_memory m;
   pack(m, tile, from.data(), region, element_bytes, to.data());
 }
 inline void unpack(std::span<const std::byte> from, const box& tile, std::span<std::byte> to, const box& region,
                    std::size_t element_bytes) {
-  if (!tile.contains(region) || to.size() < detail::checked_tile_bytes(tile, element_bytes, "unpack") ||
-      from.size() < detail::checked_tile_bytes(region, element_bytes, "unpack"))
+  if (to.size() < detail::checked_tile_bytes(tile, element_bytes, "unpack") ||
+      from.size() < detail::checked_tile_bytes(region, element_bytes, "unpack") || tile.rank != region.rank ||
+      !tile.contains(region))
     throw error("unpack: buffer smaller than its tile or region " + region.to_string());
   host_memory m;
   unpack(m, from.data(), tile, to.data(), region, element_bytes);
 }
 inline void copy_region(const box& from_tile, std::span<const std::byte> from, const box& to_tile, std::span<std::byte> to,
                         const box& region, std::size_t element_bytes) {
+  if (region.rank < 0 || region.rank > max_rank)  // before its dims are read
+    throw error("copy_region: a region of rank " + std::to_string(region.rank) + "; ranks are 0.." + std::to_string(max_rank));
   if (region.empty()) return;
-  if (!from_tile.contains(region) || !to_tile.contains(region) ||
-      from.size() < detail::checked_tile_bytes(from_tile, element_bytes, "copy_region") ||
-      to.size() < detail::checked_tile_bytes(to_tile, element_bytes, "copy_region"))
+  if (from.size() < detail::checked_tile_bytes(from_tile, element_bytes, "copy_region") ||
+      to.size() < detail::checked_tile_bytes(to_tile, element_bytes, "copy_region") || from_tile.rank != region.rank ||
+      to_tile.rank != region.rank || !from_tile.contains(region) || !to_tile.contains(region))
     throw error("copy_region: buffer smaller than its tile, or region outside it");
   host_memory m;
   copy_region(m, from_tile, from.data(), to_tile, to.data(), region, element_bytes);

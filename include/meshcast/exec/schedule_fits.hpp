@@ -5,8 +5,11 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "../core/error.hpp"
 #include "../model/schedule.hpp"
@@ -21,8 +24,53 @@ inline index_t device_count(std::span<const plan> plans) noexcept {
   return n;
 }
 
+namespace detail {
+/// Throws unless `s` gives every receiver of every task as many elements of the task's region as
+/// it holds, and nothing to a device that needs none of it: a task left out would leave elements of
+/// a destination unwritten, a second delivery would write one twice. Regions already lie inside
+/// their tasks (check_schedule_fits), so counts are what is left to check. O(n log n).
+inline void check_delivery(std::span<const plan> plans, const schedule& s) {
+  struct count {
+    std::int32_t tensor;
+    index_t task, device, elements;
+    auto key() const noexcept { return std::tuple(tensor, task, device); }
+  };
+  std::vector<count> got;
+  for (const transfer& t : s.transfers) {
+    for (index_t r : t.receivers) got.push_back({t.tensor, t.task, r, t.region.volume()});
+    for (const transfer_part& q : t.parts)
+      for (index_t r : t.receivers) got.push_back({q.tensor, q.task, r, q.region.volume()});
+  }
+  std::vector<count> want;  // a group's receivers follow its mesh, not their ids: sorted here
+  for (std::size_t k = 0; k < plans.size(); ++k)
+    for (std::size_t i = 0; i < plans[k].tasks.size(); ++i)
+      for (index_t r : plans[k].receivers(i))
+        want.push_back({static_cast<std::int32_t>(k), static_cast<index_t>(i), r, plans[k].tasks[i].region.volume()});
+  const auto by_key = [](const count& a, const count& b) { return a.key() < b.key(); };
+  std::sort(got.begin(), got.end(), by_key);
+  std::sort(want.begin(), want.end(), by_key);
+  auto what = [](const count& c) {
+    return "tensor " + std::to_string(c.tensor) + "'s task " + std::to_string(c.task) + " for device " + std::to_string(c.device);
+  };
+  std::size_t at = 0;
+  for (const count& w : want) {
+    if (at < got.size() && got[at].key() < w.key())
+      throw error("the schedule delivers a region of " + what(got[at]) + ", which that device does not need; was it made for another plan?");
+    index_t sum = 0;
+    for (; at < got.size() && got[at].key() == w.key(); ++at)
+      if (sum >= 0 && __builtin_add_overflow(sum, got[at].elements, &sum)) sum = -1;
+    if (sum != w.elements)
+      throw error("the schedule delivers " + (sum < 0 ? std::string("more than 2^63") : std::to_string(sum)) + " of the " +
+                  std::to_string(w.elements) + " elements of " + what(w) + "; was it made for another plan?");
+  }
+  if (at < got.size())
+    throw error("the schedule delivers a region of " + what(got[at]) + ", which that device does not need; was it made for another plan?");
+}
+}  // namespace detail
+
 /// Throws when `s` does not fit `plans` (one per tensor): devices, regions and byte counts,
-/// kinds and dependencies. A schedule from elsewhere (another rank, a file) is checked, not trusted.
+/// kinds and dependencies, and that it delivers every task to each of its receivers once. A
+/// schedule from elsewhere (another rank, a file) is checked, not trusted.
 inline void check_schedule_fits(std::span<const plan> plans, const schedule& s) {
   auto bad = [](std::size_t i, const std::string& why) {
     throw error("transfer " + std::to_string(i) + " of the schedule " + why + "; was it made for another plan?");
@@ -37,6 +85,8 @@ inline void check_schedule_fits(std::span<const plan> plans, const schedule& s) 
     if (t.receivers.empty()) bad(i, "has no receiver");
     for (index_t r : t.receivers)
       if (r < 0 || r >= p.device_count) bad(i, "names a receiver that is not a device of the plan");
+    if (std::vector<index_t> rs = t.receivers; std::sort(rs.begin(), rs.end()), std::adjacent_find(rs.begin(), rs.end()) != rs.end())
+      bad(i, "names a receiver twice");
     if (t.region.rank != whole.rank || !whole.contains(t.region) || t.region.empty()) bad(i, "moves a region outside the tensor");
     if (t.parts.empty() && t.bytes != t.region.volume() * p.element_bytes) bad(i, "has a byte count that does not match its region");
     if (t.task < 0 || t.task >= static_cast<index_t>(p.tasks.size()) || !p.tasks[static_cast<std::size_t>(t.task)].region.contains(t.region))
@@ -69,6 +119,7 @@ inline void check_schedule_fits(std::span<const plan> plans, const schedule& s) 
     }
     if (sum != t.bytes) bad(i, "has a byte count that is not the sum of its pieces");
   }
+  detail::check_delivery(plans, s);
 }
 inline void check_schedule_fits(const plan& p, const schedule& s) { check_schedule_fits(std::span<const plan>(&p, 1), s); }
 

@@ -58,6 +58,9 @@ struct device_map {
             throw error("destination device id " + std::to_string(sorted[j]) + " is listed twice");
         break;
       }
+      default:
+        throw error("device_map::how holds " + std::to_string(static_cast<int>(how)) +
+                    ", which is not disjoint, same or listed");
     }
     return ids;
   }

@@ -22,6 +22,15 @@ enum class execution {
 
 constexpr std::string_view to_string(execution m) noexcept { return m == execution::ordered ? "ordered" : "concurrent"; }
 
+/// `m` itself, unless it holds a value outside the enum (a cast from a number): then an error
+/// naming `what`, the option at fault.
+inline execution checked_execution(execution m, const char* what) {
+  if (m != execution::ordered && m != execution::concurrent)
+    throw error(std::string(what) + " holds " + std::to_string(static_cast<int>(m)) +
+                ", which is not execution::ordered or execution::concurrent");
+  return m;
+}
+
 inline execution parse_execution(std::string_view name) {
   if (name == "ordered") return execution::ordered;
   if (name == "concurrent") return execution::concurrent;

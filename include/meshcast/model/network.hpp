@@ -30,6 +30,8 @@ class network {
   static constexpr double min_bandwidth_bps = 1;
   static constexpr double max_bandwidth_bps = 1e15;  // 8 Pbit/s
   static constexpr double max_latency_s = 3600;
+  /// The least payload fraction: below it no transport moves data, and durations grow absurd.
+  static constexpr double min_payload_fraction = 1e-3;
 
   network() = default;
 
@@ -42,6 +44,11 @@ class network {
                   detail::number(max_latency_s) + "] seconds");
     if (host_of_.size() > static_cast<std::size_t>(max_devices) || hosts_.size() > static_cast<std::size_t>(max_devices))
       throw error("a network may describe at most meshcast::max_devices devices and hosts");
+    // Bounds and solvers walk every host: more hosts than devices would make their cost grow with
+    // the largest host id instead of with the devices.
+    if (hosts_.size() > std::max<std::size_t>(host_of_.size(), 1))
+      throw error("the network describes " + std::to_string(hosts_.size()) + " hosts for " + std::to_string(host_of_.size()) +
+                  " devices; number hosts densely, at most one per device");
     for (std::size_t h = 0; h < hosts_.size(); ++h) {
       if (hosts_[h].count < 1 || hosts_[h].count > max_nics_per_host)
         throw error("host " + std::to_string(h) + " has " + std::to_string(hosts_[h].count) + " NICs; a host has 1.." +
@@ -69,6 +76,10 @@ class network {
         throw error("device " + std::to_string(d) + " is on host " + std::to_string(host_of[d]) + ": hosts are numbered from 0");
     index_t hosts = host_of.empty() ? 0 : *std::max_element(host_of.begin(), host_of.end()) + 1;
     if (hosts > max_devices) throw error("a network may have at most meshcast::max_devices hosts");
+    if (hosts > std::max<index_t>(static_cast<index_t>(host_of.size()), 1))
+      throw error("device " + std::to_string(std::max_element(host_of.begin(), host_of.end()) - host_of.begin()) +
+                  " is on host " + std::to_string(hosts - 1) + " but the network has " + std::to_string(host_of.size()) +
+                  " devices; number hosts densely (0, 1, ...), at most one per device");
     return network(std::move(host_of), std::vector<host_nics>(hosts, {nics, nic_bps, nic_bps}), intra_bps, latency_s);
   }
   /// Alpa's testbed: 4 GPUs per host, one 10 Gbit/s NIC, NVLink-class links inside a host.
@@ -82,6 +93,12 @@ class network {
   static constexpr double gbit_per_s(double gbit) { return gbit * 1e9 / 8; }
 
   index_t device_count() const noexcept { return static_cast<index_t>(host_of_.size()); }
+  /// Throws unless this network describes every device of a plan of `devices` devices.
+  void check_describes(index_t devices) const {
+    if (device_count() < devices)
+      throw error("the network describes " + std::to_string(device_count()) + " devices but a plan uses " +
+                  std::to_string(devices));
+  }
   index_t host_count() const noexcept { return static_cast<index_t>(hosts_.size()); }
   int port_count() const noexcept { return port_base_.empty() ? 0 : port_base_.back(); }
   index_t host_of(index_t device) const noexcept { return host_of_[device]; }
@@ -102,7 +119,9 @@ class network {
   /// 1538 on the wire (0.94); measure it (bench/calibrate.cpp) rather than guess.
   double payload_fraction() const noexcept { return payload_fraction_; }
   network& with_payload_fraction(double f) {
-    if (!(f > 0 && f <= 1)) throw error("the payload fraction (" + std::to_string(f) + ") must be in (0, 1]");
+    if (!(f >= min_payload_fraction && f <= 1))
+      throw error("the payload fraction (" + detail::number(f) + ") must be a number in [" + detail::number(min_payload_fraction) +
+                  ", 1]");
     payload_fraction_ = f;
     return *this;
   }

@@ -39,7 +39,7 @@ struct tensor_edge {
 /// The network the reshards cross (the "network" object of the pipeline JSON).
 struct network_model {
   double nic_gbps = 10;          ///< per NIC and direction, Gbit/s
-  double nic_efficiency = 1;     ///< the payload fraction of the line rate a transfer gets, (0, 1]
+  double nic_efficiency = 1;     ///< the payload fraction of the line rate a transfer gets, [0.001, 1]
   double intra_gbps = 800;       ///< intra-host link, Gbit/s
   double latency_us = 10;        ///< per message
   int nics_per_host = 1;
@@ -96,8 +96,8 @@ inline void check_edge_tensor(const tensor_edge& t) {
 }
 inline void check_network(const network_model& net) {
   if (!(net.nic_gbps > 0) || !(net.intra_gbps > 0) || !(net.latency_us >= 0) || net.nics_per_host < 1 ||
-      !(net.nic_efficiency > 0 && net.nic_efficiency <= 1))
-    throw error("network: nic_gbps and intra_gbps must be positive, nic_efficiency in (0, 1], latency_us >= 0, "
+      !(net.nic_efficiency >= meshcast::network::min_payload_fraction && net.nic_efficiency <= 1))
+    throw error("network: nic_gbps and intra_gbps must be positive, nic_efficiency in [0.001, 1], latency_us >= 0, "
                 "nics_per_host >= 1");
 }
 inline plan edge_plan(const tensor_edge& t, bool backward) {

@@ -15,7 +15,7 @@
 // "backward_time" is given). "network": "nic_gbps" (default 10), "intra_gbps" (800), "latency_us"
 // (10), "nics_per_host" (1), "devices_per_host" (default: the source mesh's last axis),
 // "strategy" ("send_recv", "send_recv_allgather", "broadcast" or "auto"; default "send_recv"),
-// "split_replicas" (false), "nic_efficiency" (the payload fraction of the line rate, (0, 1],
+// "split_replicas" (false), "nic_efficiency" (the payload fraction of the line rate, [0.001, 1],
 // default 1), "mode" ("ordered" or "concurrent": the execution mode whose model predicts, default
 // "ordered"). Members not named here are ignored. Every error is a `meshcast::error` naming the
 // member ("edges[2].to is 7, outside [0, 3]"). `parse_pipeline` also keeps the tensors and the
@@ -138,8 +138,8 @@ inline parsed_pipeline parse_pipeline(const json::value& doc) {
     if (const json::value* v = net_json->find("split_replicas")) net.split_replicas = v->as_bool("network.split_replicas");
     if (const json::value* v = net_json->find("nic_efficiency")) {
       net.nic_efficiency = v->as_double("network.nic_efficiency");
-      if (!(net.nic_efficiency > 0 && net.nic_efficiency <= 1))
-        throw error("network.nic_efficiency is " + meshcast::detail::number(net.nic_efficiency) + ", must be in (0, 1]");
+      if (!(net.nic_efficiency >= meshcast::network::min_payload_fraction && net.nic_efficiency <= 1))
+        throw error("network.nic_efficiency is " + meshcast::detail::number(net.nic_efficiency) + ", must be in [0.001, 1]");
     }
     if (const json::value* v = net_json->find("mode")) {
       try {

@@ -24,7 +24,7 @@ struct send_task {
 /// Devices grouped by equal tile, in compressed rows: group g is members[offsets[g], offsets[g+1]).
 struct replica_groups {
   std::vector<index_t> offsets{0};
-  std::vector<index_t> members;  ///< global device ids, ascending within a group
+  std::vector<index_t> members;  ///< global device ids, in mesh order (listed devices need not ascend)
   constexpr std::span<const index_t> operator[](index_t g) const noexcept {
     return {members.data() + offsets[g], static_cast<std::size_t>(offsets[g + 1] - offsets[g])};
   }

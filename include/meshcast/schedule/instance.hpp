@@ -217,9 +217,7 @@ instance make_instance(std::vector<std::shared_ptr<const plan>> plans, std::shar
   instance in;
   for (const auto& p : plans) {
     if (!p) throw error("make_instance needs a plan for every tensor");
-    if (net.device_count() < p->device_count)
-      throw error("the network describes " + std::to_string(net.device_count()) + " devices but a plan uses " +
-                  std::to_string(p->device_count));
+    net.check_describes(p->device_count);
   }
   in.source = plans.front();
   in.plans = std::move(plans);
@@ -228,7 +226,7 @@ instance make_instance(std::vector<std::shared_ptr<const plan>> plans, std::shar
   in.strategy = std::string(S::name);
   in.point_to_point = S::point_to_point;
   in.split_replicas = split_replicas;
-  in.mode = options.mode;
+  in.mode = checked_execution(options.mode, "instance_options::mode");
   if constexpr (detail::moves_bundles<S>()) {
     if (options.bundle_bytes > 0) {
       if (options.bundles) detail::add_bundles(in, st, *options.bundles);

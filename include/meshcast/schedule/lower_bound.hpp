@@ -257,6 +257,7 @@ inline lower_bound_parts lower_bound(const instance& in, bool latencies = true) 
 /// bandwidth: the Hall bound over sets of sender hosts). At the NICs' line rates (no transport
 /// carries more than that), plus one latency.
 inline double physical_bound(std::span<const plan* const> plans, const network& net) {
+  for (const plan* p : plans) net.check_describes(p->device_count);
   const index_t hosts = net.host_count();
   std::vector<double> need(static_cast<std::size_t>(hosts), 0.0);
   std::map<std::vector<index_t>, double> leave;  // sender host set -> bytes that must leave it

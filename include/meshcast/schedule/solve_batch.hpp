@@ -33,6 +33,11 @@ namespace meshcast {
 template <solver Solver, strategy Strategy>
 schedule solve_batch(std::vector<std::shared_ptr<const plan>> plans, std::shared_ptr<const network> net, const Strategy& st,
                      const Solver& sv, instance_options io = {}, solver_options so = {}) {
+  if (!net) throw error("solve_batch needs a network");
+  for (const auto& p : plans) {  // before bundles and bounds read the network by the plans' devices
+    if (!p) throw error("solve_batch needs a plan for every tensor");
+    net->check_describes(p->device_count);
+  }
   std::size_t bucket = io.bucket_bytes;
   if (plans.size() < 2) bucket = 0;
   else if (bucket == instance_options::auto_bucket_bytes) {

@@ -62,6 +62,7 @@ class mpi_backend {
       : comm_(comm), timeout_s_(detail::checked_seconds(timeout_s, "the MPI backend's timeout")),
         chunk_(chain_chunk < 1 ? 1 : std::min(chain_chunk, static_cast<std::size_t>(std::numeric_limits<int>::max()))),
         eager_limit_(eager_limit) {
+    detail::check_communicator(comm_, "mpi_backend");
     int r = 0, n = 0, found = 0;
     MPI_Comm_rank(comm_, &r);
     MPI_Comm_size(comm_, &n);

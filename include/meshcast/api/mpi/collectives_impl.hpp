@@ -24,6 +24,7 @@
 namespace meshcast {
 
 MESHCAST_INLINE void share_schedule(MPI_Comm comm, std::span<const plan> plans, schedule& s, int root, double timeout_s) {
+  detail::check_communicator(comm, "share_schedule", &root);
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   std::vector<std::int64_t> wire = rank == root ? to_wire(s) : std::vector<std::int64_t>{};
@@ -57,6 +58,7 @@ MESHCAST_INLINE void share_schedule(MPI_Comm comm, const plan& p, schedule& s, i
 }
 
 MESHCAST_INLINE void agree_or_throw(MPI_Comm comm, const std::string& problem, double timeout_s) {
+  detail::check_communicator(comm, "agree_or_throw");
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   const auto first = static_cast<int>(bounded_allreduce(
@@ -72,6 +74,7 @@ MESHCAST_INLINE void agree_or_throw(MPI_Comm comm, const std::string& problem, d
 }
 
 MESHCAST_INLINE std::vector<index_t> discover_hosts(MPI_Comm comm, double timeout_s) {
+  detail::check_communicator(comm, "discover_hosts");
   int rank = 0, size = 0;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);

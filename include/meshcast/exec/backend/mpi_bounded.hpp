@@ -36,6 +36,18 @@ inline void mpi_check(int rc, const char* what, int peer = -1) {
   if (rc != MPI_SUCCESS) [[unlikely]]
     mpi_failed(rc, what, peer);
 }
+/// Refuses MPI_COMM_NULL and intercommunicators before any call on them (MPI's own handler would
+/// end the job), and a `root` outside the communicator where one is given. `where` names the call.
+inline void check_communicator(MPI_Comm comm, const char* where, const int* root = nullptr) {
+  if (comm == MPI_COMM_NULL) throw error(std::string(where) + ": the communicator is MPI_COMM_NULL");
+  int inter = 0, size = 0;
+  mpi_check(MPI_Comm_test_inter(comm, &inter), "MPI_Comm_test_inter");
+  if (inter) throw error(std::string(where) + ": the communicator is an intercommunicator; give an intracommunicator");
+  mpi_check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  if (root && (*root < 0 || *root >= size))
+    throw error(std::string(where) + ": root " + std::to_string(*root) + " is not a rank of the communicator (0.." +
+                std::to_string(size - 1) + ")");
+}
 
 /// Polls `r` until it completes or `stop` expires; returns whether it completed. On expiry the
 /// request is left pending (it is abandoned, like the rank it waited for). Between polls it backs
@@ -185,6 +197,7 @@ inline void bounded_broadcast(MPI_Comm comm, void* data, int bytes, int root, do
 /// messages on it never meet the application's, whatever tags or wildcards those use. The caller
 /// frees it (MPI_Comm_free).
 inline MPI_Comm bounded_dup(MPI_Comm comm, double timeout_s) {
+  detail::check_communicator(comm, "duplicating the communicator");
   const detail::deadline stop = detail::collective_deadline(timeout_s);
   struct operation {
     MPI_Comm copy = MPI_COMM_NULL;

@@ -1,6 +1,7 @@
 // The executor (../executor.hpp), part: one run of a batch, handed to the mode's driver.
 #pragma once
 
+#include "../../core/detail/shared_memory.hpp"
 #include "../executor.hpp"
 
 namespace meshcast {
@@ -23,8 +24,14 @@ void executor<Backend>::run(std::span<const std::span<const std::byte>> sources,
                   std::to_string(destinations[k].size()) + " bytes are smaller than its tiles (" +
                   std::to_string(t.source_bytes) + " and " + std::to_string(t.destination_bytes) + " bytes)" +
                   (tensors_.size() > 1 ? " of tensor " + std::to_string(k) : std::string()));
-    t.src = sources[k].data();
-    t.dst = destinations[k].data();
+  }
+  const std::string shared = detail::shared_memory_problem(sources, destinations, [&](std::size_t k) { return tensors_[k].source_bytes; },
+                                                           [&](std::size_t k) { return tensors_[k].destination_bytes; },
+                                                           shard_ranges_);
+  if (!shared.empty()) throw error("device " + std::to_string(me_) + ": " + shared);
+  for (std::size_t k = 0; k < tensors_.size(); ++k) {
+    tensors_[k].src = sources[k].data();
+    tensors_[k].dst = destinations[k].data();
   }
   began_ = std::chrono::steady_clock::now();
   times_.clear();

@@ -7,7 +7,7 @@ namespace meshcast {
 
 template <class Backend>
 executor<Backend>::executor(Backend b, std::span<const plan> plans, const schedule& s, std::size_t max_staging_bytes)
-    : b_(std::move(b)), mode_(s.mode) {
+    : b_(std::move(b)), mode_(checked_execution(s.mode, "the schedule's execution mode")) {
   me_ = b_.device();
   if (plans.empty()) throw error("an executor needs at least one plan");
   const index_t devices = device_count(plans);
@@ -141,12 +141,15 @@ void executor<Backend>::plan_steps(const schedule& s, std::span<const plan> plan
     }
     if (t.kind == transfer_kind::local_copy) {
       if (!ts.src_tile.contains(t.region)) throw error(who + " copies a region it does not hold");
+      if (ts.destination_bytes == 0 || !ts.dst_tile.contains(t.region)) throw error(who + " copies a region outside its destination tile");
       x.how = step::copy;
     } else if (t.kind == transfer_kind::group_broadcast || t.kind == transfer_kind::chain) {
       x.how = step::collective;
       x.group = group_of_[i];
       x.root = sending;
       if (sending && !ts.src_tile.contains(t.region)) throw error(who + " broadcasts a region it does not hold");
+      if (!sending && (ts.destination_bytes == 0 || !ts.dst_tile.contains(t.region)))
+        throw error(who + " receives a region outside its destination tile");
       x.direct = sending ? detail::contiguous_offset(ts.src_tile, t.region, ts.eb)
                          : ts.destination_bytes > 0 ? detail::contiguous_offset(ts.dst_tile, t.region, ts.eb) : none;
       if (x.direct == none) x.staged = x.bytes;
@@ -175,7 +178,8 @@ void executor<Backend>::plan_steps(const schedule& s, std::span<const plan> plan
     } else {
       x.how = step::receive;
       x.peers = {t.sender};
-      if (ts.destination_bytes > 0) x.direct = detail::contiguous_offset(ts.dst_tile, t.region, ts.eb);
+      if (ts.destination_bytes == 0 || !ts.dst_tile.contains(t.region)) throw error(who + " receives a region outside its destination tile");
+      x.direct = detail::contiguous_offset(ts.dst_tile, t.region, ts.eb);
       if (x.direct == none) x.staged = x.bytes;
       my_receive[i] = steps_.size();
     }
