@@ -11,7 +11,6 @@
 #include <vector>
 
 #include <meshcast/api/manifest.hpp>
-#include <meshcast/core/detail/shared_memory.hpp>
 #include <meshcast/meshcast.hpp>
 
 #include "support/schedule_checker.hpp"
