@@ -360,9 +360,11 @@ TEST_CASE("hardening: shards that share memory where one is written are found, w
   std::vector<std::byte> m(64);
   auto ro = [&](std::size_t at, std::size_t n) { return std::span<const std::byte>(m.data() + at, n); };
   auto rw = [&](std::size_t at, std::size_t n) { return std::span<std::byte>(m.data() + at, n); };
-  auto problem = [](std::vector<std::span<const std::byte>> in, std::vector<std::span<std::byte>> out) {
+  std::vector<detail::shard_range> scratch;
+  auto problem = [&](std::vector<std::span<const std::byte>> in, std::vector<std::span<std::byte>> out) {
     return shared_memory_problem(std::span<const std::span<const std::byte>>(in), std::span<const std::span<std::byte>>(out),
-                                 [&](std::size_t k) { return in[k].size(); }, [&](std::size_t k) { return out[k].size(); });
+                                 [&](std::size_t k) { return in[k].size(); }, [&](std::size_t k) { return out[k].size(); },
+                                 scratch);
   };
   CHECK(problem({ro(0, 8)}, {rw(4, 8)}) == "the destination shard shares memory with the source shard; give every destination "
                                            "shard memory of its own");

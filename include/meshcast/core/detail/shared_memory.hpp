@@ -55,12 +55,5 @@ std::string shared_memory_problem(std::span<const std::span<const std::byte>> in
   }
   return {};
 }
-/// The same with ranges of its own (it allocates).
-template <class InBytes, class OutBytes>
-std::string shared_memory_problem(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out,
-                                  InBytes&& in_bytes, OutBytes&& out_bytes) {
-  std::vector<shard_range> ranges;
-  return shared_memory_problem(in, out, in_bytes, out_bytes, ranges);
-}
 
 }  // namespace meshcast::detail
