@@ -257,6 +257,11 @@ TEST_CASE("pipeline JSON: several tensor edges between two stages go as one batc
   REQUIRE(f.tensors[0].size() == 3);
   CHECK(f.file_edges[0] == std::vector<std::size_t>{0, 2, 3});
   CHECK(f.file_edges[1] == std::vector<std::size_t>{1});
+  CHECK(f.file_edge(0) == 0);  // output names a batch by its first file edge
+  CHECK(f.file_edge(1) == 1);
+  const parsed_pipeline g = parse_pipeline(json::parse(file(edge_a + "," + edge_b + "," + edge_c)));
+  REQUIRE(g.d.edges.size() == 2);
+  CHECK(g.file_edge(1) == 2);  // 1 -> 2 is the file's edges[2], the second batch
   CHECK(f.tensors[0][1].element_bytes == 2);
   // The edge's time is the batch's one schedule, forward and backward; not the sum of the three.
   const double batch = reshard_time_s(f.tensors[0], *f.network);

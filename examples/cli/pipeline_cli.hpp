@@ -22,8 +22,9 @@
 namespace meshcast::cli {
 
 /// The --json object: policy, makespan, bubble_fraction, and every stage's instructions in list
-/// order with op, mb, (edge, pass, peer for transfers), start, end.
-inline void write_pipeline_json(json_writer& j, const pipeline::timeline& t) {
+/// order with op, mb, (edge, pass, peer for transfers), start, end. `edge` indexes the file's
+/// `edges` (`file`: a batch of tensors between two stages is named by its first).
+inline void write_pipeline_json(json_writer& j, const pipeline::timeline& t, const pipeline::parsed_pipeline& file) {
   using pipeline::op_kind;
   j.begin_object();
   j.key("policy").value(t.policy);
@@ -35,7 +36,7 @@ inline void write_pipeline_json(json_writer& j, const pipeline::timeline& t) {
     for (const pipeline::instruction& x : l) {
       j.begin_object();
       j.key("op").value(std::string(to_string(x.op)));
-      if (x.is_transfer()) j.key("edge").value(static_cast<long long>(x.edge));
+      if (x.is_transfer()) j.key("edge").value(static_cast<long long>(file.file_edge(static_cast<std::size_t>(x.edge))));
       j.key("mb").value(static_cast<long long>(x.mb));
       if (x.is_transfer()) {
         j.key("pass").value(std::string(to_string(x.pass)));
@@ -55,7 +56,8 @@ inline void write_pipeline_json(json_writer& j, const pipeline::timeline& t) {
 /// streams one, "compute and communication"; with separate streams "compute" and
 /// "communication"); one complete event per instruction. Times in microseconds of
 /// `time_unit_s`-second units.
-inline std::string pipeline_trace(const pipeline::description& d, const pipeline::timeline& t) {
+inline std::string pipeline_trace(const pipeline::parsed_pipeline& file, const pipeline::timeline& t) {
+  const pipeline::description& d = file.d;
   const bool separate = d.streams == pipeline::stream_mode::separate;
   const double us = d.time_unit_s * 1e6;
   json_writer j;
@@ -94,7 +96,7 @@ inline std::string pipeline_trace(const pipeline::description& d, const pipeline
       j.key("ts").exact(ts).key("dur").exact(dur);
       j.key("args").begin_object().key("mb").value(static_cast<long long>(x.mb));
       if (x.is_transfer()) {
-        j.key("edge").value(static_cast<long long>(x.edge)).key("pass").value(std::string(to_string(x.pass)));
+        j.key("edge").value(static_cast<long long>(file.file_edge(static_cast<std::size_t>(x.edge)))).key("pass").value(std::string(to_string(x.pass)));
         j.key("peer").value(static_cast<long long>(x.peer));
       }
       j.end_object().end_object();
@@ -179,7 +181,8 @@ int pipeline_main(int argc, char** argv, std::FILE* out = stdout, std::FILE* err
     }
     if (file.empty()) throw error("missing the pipeline file (usage: meshcast-pipeline FILE.json [--policy NAME] [--json] [--trace OUT.json])");
     if (!pipeline::has_policy<Policies>(policy)) pipeline::visit_policy<Policies>(policy, [](auto) {});  // throws
-    const pipeline::description d = pipeline::load(file);
+    const pipeline::parsed_pipeline parsed = pipeline::load_parsed(file);
+    const pipeline::description& d = parsed.d;
     const pipeline::timeline t =
         pipeline::visit_policy<Policies>(policy, [&](auto p) {
           if constexpr (requires { p.search_limit_s; })
@@ -187,7 +190,7 @@ int pipeline_main(int argc, char** argv, std::FILE* out = stdout, std::FILE* err
           return pipeline::order(d, p, options);
         });
     if (!trace.empty()) {
-      const std::string text = pipeline_trace(d, t);
+      const std::string text = pipeline_trace(parsed, t);
       try {
         write_file(trace, text + '\n', "the trace file");
       } catch (const std::exception& e) {
@@ -197,7 +200,7 @@ int pipeline_main(int argc, char** argv, std::FILE* out = stdout, std::FILE* err
     }
     if (json) {
       json_writer j;
-      write_pipeline_json(j, t);
+      write_pipeline_json(j, t, parsed);
       std::fwrite(j.str().data(), 1, j.str().size(), out);
       std::fputc('\n', out);
     } else {

@@ -24,6 +24,8 @@ namespace pl = meshcast::pipeline;
 inline void print_report(const flags& f, const pl::description& d, index_t k, double unit, const clock_estimate& clock_est,
                          const matmul_state& mm, const pl::network_model& net, const std::vector<transfer_spec>& specs,
                          const std::vector<double>& alone, const std::vector<policy_report>& reports) {
+  // The lists number the description's edges; output names the file's (specs: one per edge and pass).
+  auto file_edge = [&](index_t e) { return specs.at(static_cast<std::size_t>(e * d.passes())).file_edge; };
   std::vector<double> sim_s, meas_s;
   for (const policy_report& r : reports) {
     sim_s.push_back(r.simulated.makespan * unit);
@@ -66,7 +68,7 @@ inline void print_report(const flags& f, const pl::description& d, index_t k, do
     j.key("transfers").begin_array();
     for (std::size_t i = 0; i < specs.size(); ++i) {
       const transfer_spec& t = specs[i];
-      j.begin_object().key("edge").value(static_cast<long long>(t.edge));
+      j.begin_object().key("edge").value(static_cast<long long>(t.file_edge));
       j.key("pass").value(std::string(pl::to_string(t.pass)));
       j.key("from").value(static_cast<long long>(t.sender)).key("to").value(static_cast<long long>(t.receiver));
       j.key("shape").value(extents_text(t.tensor.shape)).key("bytes").value(static_cast<long long>(t.bytes));
@@ -96,7 +98,7 @@ inline void print_report(const flags& f, const pl::description& d, index_t k, do
           const pl::instruction& x = r.measured_stages[s][q];
           const pl::instruction& y = r.simulated.stages[s][q];
           j.begin_object().key("op").value(std::string(pl::to_string(x.op)));
-          if (x.is_transfer()) j.key("edge").value(static_cast<long long>(x.edge));
+          if (x.is_transfer()) j.key("edge").value(static_cast<long long>(file_edge(x.edge)));
           j.key("mb").value(static_cast<long long>(x.mb));
           if (x.is_transfer()) {
             j.key("pass").value(std::string(pl::to_string(x.pass)));
@@ -134,7 +136,7 @@ inline void print_report(const flags& f, const pl::description& d, index_t k, do
       const transfer_spec& t = specs[i];
       std::printf("  edges[%lld] %s (stage %lld -> %lld): %s x %lld B = %lld B%s; stated %.3f ms, predicted %.3f ms, "
                   "alone %.3f ms\n",
-                  static_cast<long long>(t.edge), std::string(pl::to_string(t.pass)).c_str(),
+                  static_cast<long long>(t.file_edge), std::string(pl::to_string(t.pass)).c_str(),
                   static_cast<long long>(t.sender), static_cast<long long>(t.receiver), extents_text(t.tensor.shape).c_str(),
                   static_cast<long long>(t.tensor.element_bytes), static_cast<long long>(t.bytes),
                   t.from_file ? " (the file's tensor)" : "", t.stated_s * 1e3, t.predicted_s * 1e3, alone[i] * 1e3);

@@ -67,7 +67,7 @@ std::function<void()> make_batch_runner(MPI_Comm comm, const transfer_spec& t, c
   std::uint64_t wrong = 0;
   for (const detail::checked_buffers& b : *data) wrong += b.wrong();
   wrong = bounded_allreduce(comm, wrong, MPI_SUM, o.timeout_s, "checking a batch edge");
-  if (wrong) throw error("edges[" + std::to_string(t.edge) + "]: the batch of " + std::to_string(layouts.size()) +
+  if (wrong) throw error("edges[" + std::to_string(t.file_edge) + "]: the batch of " + std::to_string(layouts.size()) +
                          " tensors delivered " + std::to_string(wrong) + " wrong elements");
   return run;
 }
@@ -82,7 +82,7 @@ inline std::function<void()> build_runner(MPI_Comm comm, const transfer_spec& t,
       case 2: return make_runner<std::uint16_t>(comm, t, o, s, rank);
       case 4: return make_runner<std::uint32_t>(comm, t, o, s, rank);
       case 8: return make_runner<std::uint64_t>(comm, t, o, s, rank);
-      default: throw error("edges[" + std::to_string(t.edge) + "]: element_bytes must be 1, 2, 4 or 8 to be executed");
+      default: throw error("edges[" + std::to_string(t.file_edge) + "]: element_bytes must be 1, 2, 4 or 8 to be executed");
     }
   });
 }

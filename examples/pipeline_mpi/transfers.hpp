@@ -15,7 +15,8 @@ using namespace meshcast;
 namespace pl = meshcast::pipeline;
 
 struct transfer_spec {
-  index_t edge = 0;
+  index_t edge = 0;                  // the description's edge (the lists' numbering)
+  index_t file_edge = 0;             // its name in output: the file's edge (a batch's first tensor)
   pl::pass_kind pass = pl::pass_kind::forward;
   index_t sender = 0, receiver = 0;  // stages
   pl::tensor_edge tensor;            // the forward tensor (the edge's source mesh to its destination)
@@ -85,7 +86,7 @@ inline std::vector<transfer_spec> transfer_specs(pl::parsed_pipeline& file, inde
   for (std::size_t e = 0; e < d.edges.size(); ++e) {
     pl::edge& x = d.edges[e];
     const std::vector<pl::tensor_edge>& given = file.tensors[e];
-    const std::string at = "edges[" + std::to_string(file.file_edges[e][0]) + "]";
+    const std::string at = "edges[" + std::to_string(file.file_edge(e)) + "]";
     for (const pl::tensor_edge& g : given) {
       if (g.element_bytes != 1 && g.element_bytes != 2 && g.element_bytes != 4 && g.element_bytes != 8)
         throw error(at + ": element_bytes is " + std::to_string(g.element_bytes) +
@@ -98,6 +99,7 @@ inline std::vector<transfer_spec> transfer_specs(pl::parsed_pipeline& file, inde
     for (index_t p = 0; p < d.passes(); ++p) {
       transfer_spec t;
       t.edge = static_cast<index_t>(e);
+      t.file_edge = static_cast<index_t>(file.file_edge(e));
       t.pass = p ? pl::pass_kind::backward : pl::pass_kind::forward;
       t.sender = p ? x.to : x.from;
       t.receiver = p ? x.from : x.to;

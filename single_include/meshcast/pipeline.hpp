@@ -2114,6 +2114,12 @@ struct parsed_pipeline {
   /// Per edge of `d`: the indices of the file's edges it stands for (several for a batch).
   std::vector<std::vector<std::size_t>> file_edges;
   std::optional<network_model> network;             ///< the file's "network", when it has one
+
+  /// The index in the file's `edges` that names edge `e` of `d` in output: its first file edge
+  /// (a batch is named by the first of its tensors; e itself where the file was not kept).
+  std::size_t file_edge(std::size_t e) const {
+    return e < file_edges.size() && !file_edges[e].empty() ? file_edges[e].front() : e;
+  }
 };
 
 /// The file a parsed JSON document gives; validated.
@@ -2275,15 +2281,18 @@ inline std::string read_pipeline_text(const std::string& path) {
   return meshcast::detail::read_document(path, "the pipeline file");
 }
 
-/// Reads a pipeline description from a JSON file; the errors name the file.
-inline description load(const std::string& path) {
+/// Reads a pipeline file, keeping what its edges reduce to; the errors name the file.
+inline parsed_pipeline load_parsed(const std::string& path) {
   const std::string text = read_pipeline_text(path);
   try {
-    return from_json(std::string_view(text));
+    return parse_pipeline(json::parse(std::string_view(text)));
   } catch (const error& e) {
     throw error(meshcast::detail::printable(path, 1024) + ": " + e.what());
   }
 }
+
+/// Reads a pipeline description from a JSON file; the errors name the file.
+inline description load(const std::string& path) { return load_parsed(path).d; }
 
 }  // namespace meshcast::pipeline
 // ---- end meshcast/pipeline/from_json.hpp ----

@@ -294,6 +294,46 @@ for streams, tracks in (("shared", {0}), ("separate", {0, 1})):
             names = {e["tid"] for e in t["traceEvents"] if e["ph"] == "M" and e["name"] == "thread_name" and e["pid"] == s}
             check(names == tracks, f"trace {streams}: stage {s} track names")
 
+# ---- several tensors between two stages: one batch, named by its first edge in the file ------------
+# (issue 10: `edge` indexes the file's `edges`; issue 20: such tensors go as one batch). Edges 0 and
+# 1 join stages 0 -> 1, edges 2, 3 and 4 stages 1 -> 2: every transfer is named 0 or 2 (not the
+# batches' own numbers 0 and 1), its stages are that file edge's, and each batch moves once per
+# microbatch and pass (in the trace too).
+def tensor_edge(a, b, shape, spec_in, spec_out):
+    return {"from": a, "to": b, "shape": shape, "element_bytes": 2, "src_mesh": [2], "src_spec": spec_in,
+            "dst_mesh": [2], "dst_spec": spec_out}
+
+
+p = {"stages": [{"forward": 2, "backward": 3}] * 3, "microbatches": 3, "schedule": "1f1b", "time_unit_s": 0.01,
+     "network": {"nic_gbps": 1, "devices_per_host": 2, "strategy": "send_recv"},
+     "edges": [tensor_edge(0, 1, [64, 32], "S0,R", "R,S0"), tensor_edge(0, 1, [16, 8], "R,R", "S0,R"),
+               tensor_edge(1, 2, [64, 32], "R,S0", "S0,R"), tensor_edge(1, 2, [8], "S0", "R"),
+               tensor_edge(1, 2, [32, 4], "S0,R", "R,R")]}
+path = write(p, "batches.json")
+out = os.path.join(TMP, "batches.trace.json")
+for policy in POLICIES:
+    r = run([path, "--json", "--policy", policy, "--trace", out])
+    if not check(r.returncode == 0, f"batches {policy}: exit {r.returncode}: {r.stderr}"):
+        continue
+    seen = {}
+    for s, lst in enumerate(json.loads(r.stdout)["stages"]):
+        for x in lst:
+            if x["op"] not in ("send", "recv"):
+                continue
+            e = p["edges"][x["edge"]] if 0 <= x["edge"] < len(p["edges"]) else None
+            if not check(x["edge"] in (0, 2) and e is not None, f"batches {policy}: a transfer named edge {x['edge']}"):
+                continue
+            src, dst = (e["from"], e["to"]) if x["pass"] == "forward" else (e["to"], e["from"])
+            me, peer = (src, dst) if x["op"] == "send" else (dst, src)
+            check(me == s and x["peer"] == peer, f"batches {policy}: stage {s} {x} is not edges[{x['edge']}]'s")
+            key = (x["op"], x["edge"], x["pass"], x["mb"])
+            check(key not in seen, f"batches {policy}: {key} twice")
+            seen[key] = s
+    check(len(seen) == 2 * 2 * 3 * 2, f"batches {policy}: {len(seen)} send/recv entries, expected 24")
+    events = [e for e in json.load(open(out))["traceEvents"] if e["ph"] == "X" and e["cat"] == "transfer"]
+    check(sorted({e["args"]["edge"] for e in events}) == [0, 2], f"batches {policy}: the trace names edges "
+          f"{sorted({e['args']['edge'] for e in events})}")
+
 # ---- bad input: a message naming it, exit 2; output errors: non-zero -------------------------------
 ok = {"stages": [{"forward": 2, "backward": 4}] * 3, "microbatches": 2, "schedule": "1f1b",
       "edges": [{"from": 0, "to": 1, "time": 1}, {"from": 1, "to": 2, "time": 1}]}

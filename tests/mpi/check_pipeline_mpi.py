@@ -85,12 +85,11 @@ def check_report(file, n, k, policies, extra, bounds=True, stated=True):
                 "network", "transfers", "policies", "ranking"]:
         check(key in j, f"{name}: no '{key}' in the report")
     desc = json.load(open(os.path.join(DIR, file)))
-    # Tensor edges that share a pair of stages are one edge (one batch), numbered by first appearance.
-    pairs = []
-    for d in desc["edges"]:
-        if (d["from"], d["to"]) not in pairs:
-            pairs.append((d["from"], d["to"]))
-    desc["edges"] = [{"from": a, "to": b} for a, b in pairs]
+    # Tensor edges that share a pair of stages are one edge (one batch), named by its first file edge.
+    pairs = {}
+    for i, d in enumerate(desc["edges"]):
+        pairs.setdefault((d["from"], d["to"]), i)
+    desc["edges"] = [{"from": a, "to": b, "name": i} for (a, b), i in pairs.items()]
     unit = j["time_unit_s"]
     # Times of two ranks compare to within twice the clock offsets' error bound (ping-pong).
     clock_tol = 5e-4 + 2 * j.get("clock_error_s", 0)
@@ -136,9 +135,9 @@ def check_report(file, n, k, policies, extra, bounds=True, stated=True):
         for si, s in enumerate(stages):
             for x in s:
                 if x["op"] == "F":
-                    ins = [ends[(e, "forward", x["mb"])] for e, d in enumerate(desc["edges"]) if d["to"] == si]
+                    ins = [ends[(d["name"], "forward", x["mb"])] for d in desc["edges"] if d["to"] == si]
                 elif x["op"] == "B":
-                    ins = [ends[(e, "backward", x["mb"])] for e, d in enumerate(desc["edges"]) if d["from"] == si]
+                    ins = [ends[(d["name"], "backward", x["mb"])] for d in desc["edges"] if d["from"] == si]
                 else:
                     continue
                 for v in ins:
@@ -195,7 +194,8 @@ if cluster is None:
     j = timed("batch3.json", 3, 2, ["prior_first", "list_scheduling"], ["--repeat", "2", "--compute", "sleep"], stated=False)
     if j:
         counts = sorted((t["edge"], t["pass"], t["tensors"]) for t in j["transfers"])
-        check(counts == [(0, "backward", 2), (0, "forward", 2), (1, "backward", 3), (1, "forward", 3)],
+        # Named by the file's edges: the 0 -> 1 batch is edges 0 and 1, the 1 -> 2 batch edges 2, 3, 4.
+        check(counts == [(0, "backward", 2), (0, "forward", 2), (2, "backward", 3), (2, "forward", 3)],
               f"batch3.json: transfers per edge and pass {counts}")
         check(all(t["tensor_from_file"] and abs(t["stated_s"] - t["predicted_s"]) < 1e-12 for t in j["transfers"]),
               "batch3.json: a batch's stated time is its predicted time")
