@@ -318,10 +318,10 @@ cmd_status() {
     printf 'h%-3d %-15s link %-3s delay %s ms loss %s%%  sent: %s  received: %s\n' "$k" "$NET.$((k + 1))" "$link" \
       "${nt% *}" "${nt#* }" "$tx" "$rx"
     local log="$STATE/delayline.$k.log" before
-    before=$(wc -l < "$log" 2>/dev/null || echo 0)
+    before=$( { wc -l < "$log"; } 2>/dev/null || echo 0)  # braces: the redirect's own error is silenced too
     if [ -f "$STATE/delayline.$k.pid" ] && kill -USR1 "$(cat "$STATE/delayline.$k.pid")" 2>/dev/null; then
       # The delay line answers with a line of counts; wait for it (up to 5 s on a busy machine).
-      for _ in $(seq 50); do [ "$(wc -l < "$log")" -gt "$before" ] && break; sleep 0.1; done
+      for _ in $(seq 50); do [ "$( { wc -l < "$log"; } 2>/dev/null || echo 0)" -gt "$before" ] && break; sleep 0.1; done
       echo "     $(tail -1 "$log")"
     fi
   done
