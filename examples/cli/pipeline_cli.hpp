@@ -21,6 +21,11 @@
 
 namespace meshcast::cli {
 
+/// The file's number of a transfer's edge (`edges[k]` of the file; a batch is named by its first).
+inline long long named_edge(const pipeline::parsed_pipeline& file, const pipeline::instruction& x) {
+  return static_cast<long long>(file.file_edge(static_cast<std::size_t>(x.edge)));
+}
+
 /// The --json object: policy, makespan, bubble_fraction, and every stage's instructions in list
 /// order with op, mb, (edge, pass, peer for transfers), start, end. `edge` indexes the file's
 /// `edges` (`file`: a batch of tensors between two stages is named by its first).
@@ -36,7 +41,7 @@ inline void write_pipeline_json(json_writer& j, const pipeline::timeline& t, con
     for (const pipeline::instruction& x : l) {
       j.begin_object();
       j.key("op").value(std::string(to_string(x.op)));
-      if (x.is_transfer()) j.key("edge").value(static_cast<long long>(file.file_edge(static_cast<std::size_t>(x.edge))));
+      if (x.is_transfer()) j.key("edge").value(named_edge(file, x));
       j.key("mb").value(static_cast<long long>(x.mb));
       if (x.is_transfer()) {
         j.key("pass").value(std::string(to_string(x.pass)));
@@ -96,7 +101,7 @@ inline std::string pipeline_trace(const pipeline::parsed_pipeline& file, const p
       j.key("ts").exact(ts).key("dur").exact(dur);
       j.key("args").begin_object().key("mb").value(static_cast<long long>(x.mb));
       if (x.is_transfer()) {
-        j.key("edge").value(static_cast<long long>(file.file_edge(static_cast<std::size_t>(x.edge)))).key("pass").value(std::string(to_string(x.pass)));
+        j.key("edge").value(named_edge(file, x)).key("pass").value(std::string(to_string(x.pass)));
         j.key("peer").value(static_cast<long long>(x.peer));
       }
       j.end_object().end_object();
