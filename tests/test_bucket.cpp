@@ -5,7 +5,9 @@
 
 #include <meshcast/meshcast.hpp>
 
+#include <cmath>
 #include <limits>
+#include <memory>
 #include <map>
 #include <tuple>
 #include <vector>
@@ -52,6 +54,8 @@ TEST_CASE("bucketed: every piece once, buckets within their size, a prediction n
           for (std::int32_t w : t.waits_for) CHECK(static_cast<std::size_t>(w) < i);
         }
         CHECK(b.makespan_s >= b.physical_bound_s * (1 - 1e-12));
+        // Small tensors (192-744 bytes) share their devices: a limit of 1000 bytes or more merges some.
+        if (limit >= 1000) CHECK(b.transfers.size() < whole.transfers.size());
         const schedule kept = with_buckets(whole, net, limit);
         CHECK(kept.makespan_s <= whole.makespan_s);
       }
@@ -163,4 +167,29 @@ TEST_CASE("a bucket or bundle sent piece by piece is eager by its smallest piece
     CHECK(!eager.empty());
     for (bool e : eager) CHECK(e == c.eager);
   }
+}
+
+TEST_CASE("bundles and buckets never sum bytes past 64 bits") {
+  // Two tensors of 2^62 bytes under a 2^63-byte limit: their sum once wrapped to -2^63 bytes, and
+  // the schedule predicted 0 s.
+  const layout_value l{{1, {1}}, dynamic_spec("R").value(), {1, {index_t{1} << 60}}};
+  const std::vector<plan> plans{make_plan(l, l, {.element_bytes = 4}), make_plan(l, l, {.element_bytes = 4})};
+  REQUIRE(plans[0].tasks.front().bytes == index_t{1} << 62);
+  const network net = network::uniform({0, 1}, 1e9, 1e10, 1e-5);
+  const std::size_t limit = std::size_t{1} << 63;
+  const double both_s = 2 * std::ldexp(1.0, 62) / 1e9;  // the two tensors, one after the other
+  std::vector<std::shared_ptr<const plan>> shared;
+  for (const plan& p : plans) shared.push_back(std::make_shared<const plan>(p));
+  const std::vector<bundle> bundles = make_bundles(shared, net, limit, false, 8);
+  CHECK(bundles.size() == 2);
+  for (const bundle& b : bundles) CHECK(b.bytes == index_t{1} << 62);
+  const schedule bundled = solve_batch(plans, net, send_recv{}, greedy{}, {.bucket_bytes = limit});
+  CHECK(bundled.transfers.size() == 2);
+  CHECK(bundled.makespan_s >= both_s);
+  const schedule apart = solve_batch(plans, net, send_recv{}, greedy{}, {.bucket_bytes = 0});
+  REQUIRE(apart.transfers.size() == 2);
+  const schedule b = bucketed(apart, net, limit, shared);
+  CHECK(b.transfers.size() == 2);
+  for (const transfer& t : b.transfers) CHECK(t.bytes == index_t{1} << 62);
+  CHECK(b.makespan_s >= both_s);
 }

@@ -5,6 +5,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -67,6 +69,55 @@ TEST_CASE("schedule fits: a receiver that does not need the region, or one named
   schedule repeated = f.s;
   repeated.transfers.front().receivers.push_back(repeated.transfers.front().receivers.front());
   CHECK(has(thrown([&] { check_schedule_fits(f.p, repeated); }), "names a receiver twice"));
+}
+
+TEST_CASE("schedule fits: a model time that is not a finite number of seconds, or hold times unlike its resources, is refused") {
+  // The executor orders its rounds by the model's starts: a NaN start (false against every time)
+  // made the round loop stand still, past every deadline.
+  fixture f;
+  REQUIRE(!f.s.model.empty());
+  const char* why = "has a model time that is not a finite, non-negative number of seconds";
+  for (double bad : {std::nan(""), std::numeric_limits<double>::infinity(), -1.0}) {
+    schedule start = f.s;
+    start.model.front().start = bad;
+    CHECK(has(thrown([&] { check_schedule_fits(f.p, start); }), why));
+    schedule duration = f.s;
+    duration.model.back().duration = bad;
+    CHECK(has(thrown([&] { check_schedule_fits(f.p, duration); }), why));
+    schedule latency = f.s;
+    latency.model.back().latency_s = bad;
+    CHECK(has(thrown([&] { check_schedule_fits(f.p, latency); }), why));
+  }
+  schedule backwards = f.s;
+  backwards.model.front().end = backwards.model.front().start / 2;
+  backwards.model.front().start += 1;
+  CHECK(has(thrown([&] { check_schedule_fits(f.p, backwards); }), "or ends before it starts"));
+  schedule holds = f.s;
+  holds.model.front().hold_from.assign(holds.model.front().resources.size() + 1, 0.0);
+  holds.model.front().hold_until.assign(holds.model.front().resources.size() + 1, 0.0);
+  CHECK(has(thrown([&] { check_schedule_fits(f.p, holds); }), "hold times do not match its resources"));
+  holds.model.front().hold_until.pop_back();
+  CHECK(has(thrown([&] { check_schedule_fits(f.p, holds); }), "hold times do not match its resources"));
+}
+
+TEST_CASE("hand-made boxes: pack, unpack, copy_region and cut_region refuse rank 0 and a piece of no elements") {
+  // A tensor has at least one dim: a rank-0 box read region[-1] in the run layout, and
+  // cut_region with pieces of 0 elements walked past the last dim (division by zero).
+  std::vector<std::byte> a(64), b(64);
+  box tile{1, {range{0, 16}}};
+  box none{};
+  REQUIRE(none.rank == 0);
+  CHECK(has(thrown([&] { pack(tile, a, none, 4, b); }), "a tile or region of rank 0; ranks are 1.."));
+  CHECK(has(thrown([&] { pack(none, a, none, 4, b); }), "a tile or region of rank 0"));
+  CHECK(has(thrown([&] { unpack(a, none, b, none, 4); }), "a tile or region of rank 0"));
+  CHECK(has(thrown([&] { copy_region(none, a, none, b, none, 4); }), "copy_region: a region of rank 0; ranks are 1.."));
+  std::vector<box> pieces;
+  CHECK(has(thrown([&] { cut_region(tile, 0, pieces); }), "cut_region: pieces of at most 0 elements"));
+  CHECK(has(thrown([&] { cut_region(tile, -3, pieces); }), "cut_region: pieces of at most -3 elements"));
+  CHECK(has(thrown([&] { cut_region(none, 4, pieces); }), "cut_region: a region of rank 0"));
+  CHECK(pieces.empty());
+  REQUIRE(cut_region(tile, 4, pieces));
+  CHECK(pieces.size() == 4);
 }
 
 TEST_CASE("hand-made boxes: the checked host pack, unpack and copy_region refuse a rank past max_rank") {

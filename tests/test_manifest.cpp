@@ -8,7 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "support/thrown.hpp"
+
 using namespace meshcast;
+using meshcast::testing::thrown;
 
 namespace {
 const char* example = R"({"devices_per_host": 4,
@@ -80,6 +83,23 @@ TEST_CASE("defaults: destination devices right after the source's, same_mesh, an
   const manifest c = parse_manifest(std::string_view(R"({"src": {"mesh": "2"}, "dst": {"mesh": "2"}, "tensors": []})"));
   CHECK(c.tensors.empty());
   CHECK(c.device_count == 4);
+}
+
+TEST_CASE("the device ids a manifest's tensors list are counted against a limit, defaults included") {
+  // Each tensor holds its own device lists: a short file naming large default meshes once asked
+  // for gigabytes (8 MB a 75-byte tensor on two 2^19-device meshes).
+  std::string doc = R"({"src": {"mesh": "4"}, "dst": {"mesh": "2"}, "tensors": [)";
+  for (int k = 0; k < 4; ++k)
+    doc += (k ? "," : "") + std::string(R"({"name": "t)") + std::to_string(k) +
+           R"(", "shape": [4], "dtype_bytes": 4, "src_spec": "S0", "dst_spec": "R"})";
+  doc += "]}";
+  const json::value parsed = json::parse(doc);
+  CHECK(detail::manifest_reader(24).read(parsed).tensors.size() == 4);  // 4 tensors of 4 + 2 ids
+  CHECK(thrown([&] { detail::manifest_reader(23).read(parsed); }) ==
+        "tensor \"t3\" (tensors[3]): the tensors up to this one list 24 device ids in all, more than the 23 a manifest may "
+        "list (meshcast::max_manifest_device_ids)");
+  CHECK(parse_manifest(parsed).tensors.size() == 4);
+  static_assert(max_manifest_device_ids == std::size_t{1} << 26);
 }
 
 TEST_CASE("every bad field is an error naming the tensor and the field") {

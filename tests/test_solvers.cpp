@@ -66,7 +66,7 @@ schedule checked(const case_t& c, Strategy st, bool split, Solver solver, double
 
 TEST_CASE("every solver yields valid schedules at or above the lower bound (random instances)") {
   meshcast::testing::random_layout_source gen{std::mt19937_64(99)};
-  int checked_runs = 0;
+  int exact_runs = 0;  // runs small enough for alpa_dfs and branch_and_bound
   for (int i = 0; i < 60; ++i) {
     case_t c = random_case(gen, 12);
     for (bool split : {false, true}) {
@@ -78,16 +78,16 @@ TEST_CASE("every solver yields valid schedules at or above the lower bound (rand
         if (make_instance(c.p, c.net, st, split).units.size() <= 10) {
           checked(c, st, split, alpa_dfs{}, 0.01);
           checked(c, st, split, branch_and_bound{}, 0.01);
+          ++exact_runs;
         }
         if constexpr (decltype(st)::point_to_point) checked(c, st, split, open_shop{});
-        checked_runs += 1;
       };
       each_strategy(send_recv{});
       each_strategy(send_recv_allgather{});
       each_strategy(broadcast{});
     }
   }
-  CHECK(checked_runs == 360);
+  CHECK(exact_runs > 0);
 }
 
 TEST_CASE("open_shop refuses broadcast, saying why") {
@@ -156,6 +156,20 @@ TEST_CASE("no optimality claimed and no solver bound given in concurrent mode") 
   CHECK(lp.solver_bound_s <= lp.makespan_s);
 #endif
 }
+
+#if MESHCAST_HAS_CBC
+// The ILP's grid counts in slots of the shortest op: a 3600 s latency over a 4e-15 s local copy is
+// 9e17 slots, which once went through an int (undefined behaviour; UBSan's float-cast-overflow).
+TEST_CASE("ilp's time grid: slots far past an int are clamped, not converted") {
+  using detail::reshard_ilp::grid;
+  const grid g{4e-15, 10};
+  CHECK(g.slot_of(3600) == 11);
+  CHECK(g.slots(3600) == 11);
+  CHECK(g.slot_of(8e-15) == 2);
+  CHECK(g.slot_of(0) == 0);
+  CHECK(detail::reshard_ilp::first_slot(3600, 4e-15) == doctest::Approx(9e17));
+}
+#endif
 
 TEST_CASE("Alpa's DFS estimate is not a lower bound: it cuts away a better schedule") {
   // Found by a random search over small instances (send_recv_allgather, 5x7 tensor, 2 hosts of 2

@@ -114,6 +114,7 @@ inline std::string printable(std::string_view text, std::size_t max_chars = 60) 
 
 #include <cmath>
 #include <concepts>
+#include <cstddef>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -138,6 +139,14 @@ constexpr index_t checked_add(index_t a, index_t b, std::string_view what) {
   index_t r = 0;
   if (__builtin_add_overflow(a, b, &r)) overflow(what);
   return r;
+}
+
+/// Whether non-negative sizes a and b together stay within `limit` and count in index_t: a
+/// bundle or bucket grows only while its byte count still fits (two 2^62-byte tensors under a
+/// 2^63 limit once summed to -2^63 bytes and a makespan of 0 s).
+constexpr bool sum_within(index_t a, index_t b, std::size_t limit) noexcept {
+  index_t r = 0;
+  return !__builtin_add_overflow(a, b, &r) && static_cast<std::size_t>(r) <= limit;
 }
 
 /// `v` converted to `To` when it fits, else an error naming `what` and the value.
@@ -1338,6 +1347,10 @@ constexpr std::size_t staging_piece_bytes(std::size_t cap) noexcept { return cap
 /// first: a tiny piece size must not fill memory before the caller's limit is checked).
 inline bool cut_region(const box& region, index_t max_elements, std::vector<box>& out,
                        std::size_t max_boxes = static_cast<std::size_t>(-1)) {
+  if (region.rank < 1 || region.rank > max_rank)  // before its dims are read
+    throw error("cut_region: a region of rank " + std::to_string(region.rank) + "; ranks are 1.." + std::to_string(max_rank));
+  if (max_elements < 1)  // no dim's slabs would fit: the walk below would pass the last dim
+    throw error("cut_region: pieces of at most " + std::to_string(max_elements) + " elements; a piece holds at least one");
   // The outermost dim d whose slabs (one index of it and of every dim before it) fit.
   int d = -1;
   index_t inner = region.volume();
@@ -2863,7 +2876,7 @@ inline std::vector<bundle> make_bundles(std::span<const std::shared_ptr<const pl
     for (std::size_t& b : list) {
       bundle& x = out[b];
       if (x.local != local || x.slice != slice || !same(x.senders, senders) || !same(x.receivers, receivers)) continue;
-      if (static_cast<std::size_t>(x.bytes) + static_cast<std::size_t>(piece.bytes) <= max_bytes) {
+      if (detail::sum_within(x.bytes, piece.bytes, max_bytes)) {
         x.pieces.push_back(piece);
         x.bytes += piece.bytes;
         return;
@@ -5793,7 +5806,7 @@ inline bool bucketable(const schedule& s, std::size_t max_bytes) {
     if (!bucket_candidate(t, max_bytes)) continue;
     auto [it, fresh] = seen.try_emplace(bucket_key(t), t.bytes);
     if (fresh) continue;
-    if (static_cast<std::size_t>(it->second + t.bytes) <= max_bytes) return true;
+    if (detail::sum_within(it->second, t.bytes, max_bytes)) return true;
     it->second = t.bytes;  // the next bucket of that key opens with it
   }
   return false;
@@ -5824,7 +5837,7 @@ inline schedule bucketed(const schedule& s, const network& net, std::size_t max_
     if (candidate) {
       key = detail::bucket_key(t);
       auto it = open.find(key);
-      if (it != open.end() && static_cast<std::size_t>(out.transfers[it->second].bytes + t.bytes) <= max_bytes) {
+      if (it != open.end() && detail::sum_within(out.transfers[it->second].bytes, t.bytes, max_bytes)) {
         transfer& b = out.transfers[it->second];
         b.parts.push_back({t.tensor, t.task, t.region, t.bytes});
         b.bytes += t.bytes;
@@ -6242,9 +6255,10 @@ namespace detail {
 /// tile_bytes for a box a caller gave: throws naming `what` where a dim is negative or the
 /// product does not fit (a 2^32 x 2^32 tile came to 0 bytes, and pack read past its buffer).
 inline std::size_t checked_tile_bytes(const box& tile, std::size_t element_bytes, const char* what) {
-  // A hand-made box's rank is checked before its dims are read (they hold max_rank).
-  if (tile.rank < 0 || tile.rank > max_rank)
-    throw error(std::string(what) + ": a tile or region of rank " + std::to_string(tile.rank) + "; ranks are 0.." +
+  // A hand-made box's rank is checked before its dims are read (they hold max_rank); a tensor has
+  // at least one dim, and the run layout reads the last.
+  if (tile.rank < 1 || tile.rank > max_rank)
+    throw error(std::string(what) + ": a tile or region of rank " + std::to_string(tile.rank) + "; ranks are 1.." +
                 std::to_string(max_rank));
   std::size_t bytes = element_bytes;
   for (int d = 0; d < tile.rank; ++d)
@@ -6330,8 +6344,8 @@ inline void unpack(std::span<const std::byte> from, const box& tile, std::span<s
 }
 inline void copy_region(const box& from_tile, std::span<const std::byte> from, const box& to_tile, std::span<std::byte> to,
                         const box& region, std::size_t element_bytes) {
-  if (region.rank < 0 || region.rank > max_rank)  // before its dims are read
-    throw error("copy_region: a region of rank " + std::to_string(region.rank) + "; ranks are 0.." + std::to_string(max_rank));
+  if (region.rank < 1 || region.rank > max_rank)  // before its dims are read
+    throw error("copy_region: a region of rank " + std::to_string(region.rank) + "; ranks are 1.." + std::to_string(max_rank));
   if (region.empty()) return;
   if (from.size() < detail::checked_tile_bytes(from_tile, element_bytes, "copy_region") ||
       to.size() < detail::checked_tile_bytes(to_tile, element_bytes, "copy_region") || from_tile.rank != region.rank ||
@@ -6925,6 +6939,7 @@ class backoff {
 // NIC tokens. A schedule from elsewhere (another rank, a file) is checked, not trusted.
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -6984,6 +6999,19 @@ inline void check_delivery(std::span<const plan> plans, const schedule& s) {
   if (at < got.size())
     throw error("the schedule delivers a region of " + what(got[at]) + ", which that device does not need; was it made for another plan?");
 }
+
+/// The model of one transfer: the executor orders its rounds by these times, so a time that is
+/// not a finite number of seconds (NaN compares false with every time) would stall it.
+template <class Bad>
+void check_model_fits(std::size_t i, const transfer_model& m, Bad bad) {
+  if (m.holders.size() != m.resources.size()) bad(i, "has a model whose resources and holders differ in number");
+  if (m.hold_from.size() != m.hold_until.size() || (!m.hold_from.empty() && m.hold_from.size() != m.resources.size()))
+    bad(i, "has a model whose hold times do not match its resources");
+  auto seconds = [](double x) { return std::isfinite(x) && x >= 0; };
+  bool fine = seconds(m.start) && seconds(m.end) && seconds(m.duration) && seconds(m.latency_s) && m.start <= m.end;
+  for (std::size_t k = 0; k < m.hold_from.size(); ++k) fine = fine && seconds(m.hold_from[k]) && seconds(m.hold_until[k]);
+  if (!fine) bad(i, "has a model time that is not a finite, non-negative number of seconds, or ends before it starts");
+}
 }  // namespace detail
 
 /// Throws when `s` does not fit `plans` (one per tensor): devices, regions and byte counts,
@@ -7016,8 +7044,7 @@ inline void check_schedule_fits(std::span<const plan> plans, const schedule& s) 
       bad(i, "sends to its own sender");
     for (std::int32_t w : t.waits_for)
       if (w < 0 || static_cast<std::size_t>(w) >= i) bad(i, "waits for a transfer that does not come before it");
-    if (!s.model.empty() && s.model[i].holders.size() != s.model[i].resources.size())
-      bad(i, "has a model whose resources and holders differ in number");
+    if (!s.model.empty()) detail::check_model_fits(i, s.model[i], bad);
     if (t.piece_bytes < 0 || (t.piece_bytes > 0 && t.kind != transfer_kind::chain)) bad(i, "has a piece size but is no chain");
     if (t.piece_bytes > 0 && static_cast<std::size_t>(t.bytes / t.piece_bytes) >= max_chain_pieces)
       bad(i, "cuts its chain into more than " + std::to_string(max_chain_pieces) + " pieces");
@@ -8085,7 +8112,7 @@ void executor<Backend>::run_ordered_in_rounds() {
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return steps_[a].model_start < steps_[b].model_start; });
   for (std::size_t i = 0; i < order.size();) {
-    std::size_t j = i;
+    std::size_t j = i + 1;  // a round holds at least its first step, whatever its time compares to
     const double at = steps_[order[i]].model_start;
     while (j < order.size() && steps_[order[j]].model_start <= at + 1e-12 * (1 + at)) ++j;
     for (std::size_t k = i; k < j && shared_staging_; ++k) {  // every earlier round gave its buffers back

@@ -39,6 +39,11 @@ struct manifest_mesh {
   std::vector<index_t> devices;
 };
 
+/// The most device ids a manifest's tensors may list in all (source and destination, defaults
+/// included: each tensor holds its own lists, so a short file naming large default meshes would
+/// otherwise ask for gigabytes).
+inline constexpr std::size_t max_manifest_device_ids = std::size_t{1} << 26;
+
 struct manifest {
   /// Devices per host given by the file (0: not given).
   index_t devices_per_host = 0;
@@ -107,6 +112,7 @@ namespace detail {
 // Reads one manifest; `where` names what is being read ("tensor \"x\" (tensors[3])").
 class manifest_reader {
  public:
+  explicit manifest_reader(std::size_t max_device_ids = max_manifest_device_ids) : max_ids_(max_device_ids) {}
   manifest read(const json::value& doc) {
     only(doc, "the manifest", {"devices_per_host", "src", "dst", "same_mesh", "tensors"});
     manifest m;
@@ -227,6 +233,10 @@ class manifest_reader {
     }
     out.src = layout(src.mesh, required(t, "src_spec", where).as_string(where + ": src_spec"), s, where + ": src_spec");
     out.dst = layout(dst.mesh, required(t, "dst_spec", where).as_string(where + ": dst_spec"), s, where + ": dst_spec");
+    listed_ += src.devices.size() + dst.devices.size();
+    if (listed_ > max_ids_)
+      throw error(where + ": the tensors up to this one list " + std::to_string(listed_) + " device ids in all, more than the " +
+                  std::to_string(max_ids_) + " a manifest may list (meshcast::max_manifest_device_ids)");
     out.src_devices = src.devices;
     out.dst_devices = dst.devices;
     count(m, src);
@@ -248,6 +258,8 @@ class manifest_reader {
       throw error(what + ": '" + printable(spec) + "' on mesh " + mesh.to_string() + ": " + e.what());
     }
   }
+  std::size_t max_ids_;
+  std::size_t listed_ = 0;  // device ids the tensors read so far list
 };
 }  // namespace detail
 

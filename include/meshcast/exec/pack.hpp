@@ -73,9 +73,10 @@ namespace detail {
 /// tile_bytes for a box a caller gave: throws naming `what` where a dim is negative or the
 /// product does not fit (a 2^32 x 2^32 tile came to 0 bytes, and pack read past its buffer).
 inline std::size_t checked_tile_bytes(const box& tile, std::size_t element_bytes, const char* what) {
-  // A hand-made box's rank is checked before its dims are read (they hold max_rank).
-  if (tile.rank < 0 || tile.rank > max_rank)
-    throw error(std::string(what) + ": a tile or region of rank " + std::to_string(tile.rank) + "; ranks are 0.." +
+  // A hand-made box's rank is checked before its dims are read (they hold max_rank); a tensor has
+  // at least one dim, and the run layout reads the last.
+  if (tile.rank < 1 || tile.rank > max_rank)
+    throw error(std::string(what) + ": a tile or region of rank " + std::to_string(tile.rank) + "; ranks are 1.." +
                 std::to_string(max_rank));
   std::size_t bytes = element_bytes;
   for (int d = 0; d < tile.rank; ++d)
@@ -161,8 +162,8 @@ inline void unpack(std::span<const std::byte> from, const box& tile, std::span<s
 }
 inline void copy_region(const box& from_tile, std::span<const std::byte> from, const box& to_tile, std::span<std::byte> to,
                         const box& region, std::size_t element_bytes) {
-  if (region.rank < 0 || region.rank > max_rank)  // before its dims are read
-    throw error("copy_region: a region of rank " + std::to_string(region.rank) + "; ranks are 0.." + std::to_string(max_rank));
+  if (region.rank < 1 || region.rank > max_rank)  // before its dims are read
+    throw error("copy_region: a region of rank " + std::to_string(region.rank) + "; ranks are 1.." + std::to_string(max_rank));
   if (region.empty()) return;
   if (from.size() < detail::checked_tile_bytes(from_tile, element_bytes, "copy_region") ||
       to.size() < detail::checked_tile_bytes(to_tile, element_bytes, "copy_region") || from_tile.rank != region.rank ||

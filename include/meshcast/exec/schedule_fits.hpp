@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -66,6 +67,19 @@ inline void check_delivery(std::span<const plan> plans, const schedule& s) {
   if (at < got.size())
     throw error("the schedule delivers a region of " + what(got[at]) + ", which that device does not need; was it made for another plan?");
 }
+
+/// The model of one transfer: the executor orders its rounds by these times, so a time that is
+/// not a finite number of seconds (NaN compares false with every time) would stall it.
+template <class Bad>
+void check_model_fits(std::size_t i, const transfer_model& m, Bad bad) {
+  if (m.holders.size() != m.resources.size()) bad(i, "has a model whose resources and holders differ in number");
+  if (m.hold_from.size() != m.hold_until.size() || (!m.hold_from.empty() && m.hold_from.size() != m.resources.size()))
+    bad(i, "has a model whose hold times do not match its resources");
+  auto seconds = [](double x) { return std::isfinite(x) && x >= 0; };
+  bool fine = seconds(m.start) && seconds(m.end) && seconds(m.duration) && seconds(m.latency_s) && m.start <= m.end;
+  for (std::size_t k = 0; k < m.hold_from.size(); ++k) fine = fine && seconds(m.hold_from[k]) && seconds(m.hold_until[k]);
+  if (!fine) bad(i, "has a model time that is not a finite, non-negative number of seconds, or ends before it starts");
+}
 }  // namespace detail
 
 /// Throws when `s` does not fit `plans` (one per tensor): devices, regions and byte counts,
@@ -98,8 +112,7 @@ inline void check_schedule_fits(std::span<const plan> plans, const schedule& s) 
       bad(i, "sends to its own sender");
     for (std::int32_t w : t.waits_for)
       if (w < 0 || static_cast<std::size_t>(w) >= i) bad(i, "waits for a transfer that does not come before it");
-    if (!s.model.empty() && s.model[i].holders.size() != s.model[i].resources.size())
-      bad(i, "has a model whose resources and holders differ in number");
+    if (!s.model.empty()) detail::check_model_fits(i, s.model[i], bad);
     if (t.piece_bytes < 0 || (t.piece_bytes > 0 && t.kind != transfer_kind::chain)) bad(i, "has a piece size but is no chain");
     if (t.piece_bytes > 0 && static_cast<std::size_t>(t.bytes / t.piece_bytes) >= max_chain_pieces)
       bad(i, "cuts its chain into more than " + std::to_string(max_chain_pieces) + " pieces");

@@ -30,6 +30,10 @@ constexpr std::size_t staging_piece_bytes(std::size_t cap) noexcept { return cap
 /// first: a tiny piece size must not fill memory before the caller's limit is checked).
 inline bool cut_region(const box& region, index_t max_elements, std::vector<box>& out,
                        std::size_t max_boxes = static_cast<std::size_t>(-1)) {
+  if (region.rank < 1 || region.rank > max_rank)  // before its dims are read
+    throw error("cut_region: a region of rank " + std::to_string(region.rank) + "; ranks are 1.." + std::to_string(max_rank));
+  if (max_elements < 1)  // no dim's slabs would fit: the walk below would pass the last dim
+    throw error("cut_region: pieces of at most " + std::to_string(max_elements) + " elements; a piece holds at least one");
   // The outermost dim d whose slabs (one index of it and of every dim before it) fit.
   int d = -1;
   index_t inner = region.volume();

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "../core/detail/checked.hpp"
 #include "../model/network.hpp"
 #include "../model/schedule.hpp"
 #include "../model/simulate.hpp"
@@ -62,7 +63,7 @@ inline bool bucketable(const schedule& s, std::size_t max_bytes) {
     if (!bucket_candidate(t, max_bytes)) continue;
     auto [it, fresh] = seen.try_emplace(bucket_key(t), t.bytes);
     if (fresh) continue;
-    if (static_cast<std::size_t>(it->second + t.bytes) <= max_bytes) return true;
+    if (detail::sum_within(it->second, t.bytes, max_bytes)) return true;
     it->second = t.bytes;  // the next bucket of that key opens with it
   }
   return false;
@@ -93,7 +94,7 @@ inline schedule bucketed(const schedule& s, const network& net, std::size_t max_
     if (candidate) {
       key = detail::bucket_key(t);
       auto it = open.find(key);
-      if (it != open.end() && static_cast<std::size_t>(out.transfers[it->second].bytes + t.bytes) <= max_bytes) {
+      if (it != open.end() && detail::sum_within(out.transfers[it->second].bytes, t.bytes, max_bytes)) {
         transfer& b = out.transfers[it->second];
         b.parts.push_back({t.tensor, t.task, t.region, t.bytes});
         b.bytes += t.bytes;

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "../core/detail/checked.hpp"
 #include "../model/network.hpp"
 #include "../model/op.hpp"
 #include "../plan/plan.hpp"
@@ -81,7 +82,7 @@ inline std::vector<bundle> make_bundles(std::span<const std::shared_ptr<const pl
     for (std::size_t& b : list) {
       bundle& x = out[b];
       if (x.local != local || x.slice != slice || !same(x.senders, senders) || !same(x.receivers, receivers)) continue;
-      if (static_cast<std::size_t>(x.bytes) + static_cast<std::size_t>(piece.bytes) <= max_bytes) {
+      if (detail::sum_within(x.bytes, piece.bytes, max_bytes)) {
         x.pieces.push_back(piece);
         x.bytes += piece.bytes;
         return;

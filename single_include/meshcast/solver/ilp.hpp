@@ -44,8 +44,8 @@
 namespace meshcast::detail::reshard_ilp {
 
 /// The slot a hold beginning `d` seconds after its op's start begins in (rounded down: held
-/// early rather than late).
-inline int first_slot(double d, double delta) { return static_cast<int>(std::floor(d / delta + 1e-9)); }
+/// early rather than late), in floating point: `replay` counts slots far past any int.
+inline double first_slot(double d, double delta) { return std::floor(d / delta + 1e-9); }
 /// Whole slots an op of `d` seconds takes, at least 1 and at most cap + 1 (so that no ratio of a
 /// long op to a short slot can overflow an int).
 inline int slots_of(double d, double delta, int cap) {
@@ -58,7 +58,10 @@ struct grid {
   double delta = 1;
   int horizon = 0;
   int slots(double d) const { return slots_of(d, delta, horizon); }
-  int slot_of(double d) const { return first_slot(d, delta); }
+  int slot_of(double d) const {  // at most horizon + 1, as `slots`
+    const double q = first_slot(d, delta);
+    return q >= horizon + 1.0 ? horizon + 1 : std::max(0, static_cast<int>(q));
+  }
 };
 
 /// Time `k` of an op, for k in [0, 2 x its resources]: its duration, then per resource when its

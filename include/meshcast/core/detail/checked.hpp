@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <concepts>
+#include <cstddef>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -30,6 +31,14 @@ constexpr index_t checked_add(index_t a, index_t b, std::string_view what) {
   index_t r = 0;
   if (__builtin_add_overflow(a, b, &r)) overflow(what);
   return r;
+}
+
+/// Whether non-negative sizes a and b together stay within `limit` and count in index_t: a
+/// bundle or bucket grows only while its byte count still fits (two 2^62-byte tensors under a
+/// 2^63 limit once summed to -2^63 bytes and a makespan of 0 s).
+constexpr bool sum_within(index_t a, index_t b, std::size_t limit) noexcept {
+  index_t r = 0;
+  return !__builtin_add_overflow(a, b, &r) && static_cast<std::size_t>(r) <= limit;
 }
 
 /// `v` converted to `To` when it fits, else an error naming `what` and the value.

@@ -13,7 +13,7 @@ void executor<Backend>::run_ordered_in_rounds() {
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return steps_[a].model_start < steps_[b].model_start; });
   for (std::size_t i = 0; i < order.size();) {
-    std::size_t j = i;
+    std::size_t j = i + 1;  // a round holds at least its first step, whatever its time compares to
     const double at = steps_[order[i]].model_start;
     while (j < order.size() && steps_[order[j]].model_start <= at + 1e-12 * (1 + at)) ++j;
     for (std::size_t k = i; k < j && shared_staging_; ++k) {  // every earlier round gave its buffers back
