@@ -232,7 +232,6 @@ TEST_CASE("pipeline: every policy on random DAG pipelines, every schedule, both 
         if (r["optimal"].proven_optimal) CHECK(r["optimal"].lower_bound == r["optimal"].makespan);
         ++cases;
       }
-  CHECK(cases == 48);
 }
 
 TEST_CASE("pipeline: fuzz: random pipelines, all policies, all schedules, both stream modes") {

@@ -57,7 +57,7 @@ void check_against_oracle(const plan& p) {
 
 TEST_CASE("plans deliver every destination element exactly once from a holder (random oracle)") {
   meshcast::testing::random_layout_source gen{std::mt19937_64(20261122)};
-  int cases = 0, same = 0, listed = 0;
+  int same = 0, listed = 0;
   for (int iteration = 0; iteration < 600; ++iteration) {
     int tensor_rank = gen.uniform(1, 3);
     dynamic_shape shape = gen.random_shape(tensor_rank);
@@ -89,9 +89,7 @@ TEST_CASE("plans deliver every destination element exactly once from a holder (r
     plan p = make_plan(dynamic_layout(src_mesh, src_spec, shape), dynamic_layout(dst_mesh, dst_spec, shape), options);
     INFO("case ", iteration, ": ", p.src.to_string(), " -> ", p.dst.to_string());
     check_against_oracle(p);
-    ++cases;
   }
-  CHECK(cases == 600);
   CHECK(same > 100);
   CHECK(listed > 100);
 }

@@ -27,6 +27,15 @@ std::vector<int> numbered(const box& tile, index_t cols) {
   return v;
 }
 
+// Tensor k's 1-D tile as bytes: element i holds 100 * k + i in its first byte, the others 0, so a
+// region that lands in the wrong place or the wrong tensor reads wrong.
+std::vector<std::byte> numbered_bytes(const box& tile, std::size_t element_bytes, std::size_t k) {
+  std::vector<std::byte> v;
+  for (index_t i = tile[0].lo; i < tile[0].hi; ++i)
+    for (std::size_t b = 0; b < element_bytes; ++b) v.push_back(static_cast<std::byte>(b == 0 ? 100 * k + static_cast<std::size_t>(i) : 0));
+  return v;
+}
+
 // 5x9 from mesh 2x4 "S10,R" to mesh 2x2x2 "S1,R" on the same 8 devices, 3 per host: the default
 // policies (greedy under auto) chain a row through device 3, which then holds host 1's egress and
 // ingress before device 4 takes both.
@@ -66,15 +75,16 @@ void batch_on_6() {
       std::vector<std::vector<std::byte>> in(chosen.size()), out(chosen.size());
       std::vector<std::span<const std::byte>> ins;
       std::vector<std::span<std::byte>> outs;
-      for (std::size_t k = 0; k < chosen.size(); ++k) {
-        in[k].assign(r.source_elements(k) * chosen[k].element_bytes, std::byte{7});
-        out[k].assign(r.destination_elements(k) * chosen[k].element_bytes, std::byte{0});
+      for (std::size_t k = 0; k < chosen.size(); ++k) {  // the same devices: device d is rank d on both meshes
+        in[k] = numbered_bytes(chosen[k].src.tile(rank), chosen[k].element_bytes, k);
+        expect(in[k].size() == r.source_elements(k) * chosen[k].element_bytes, "a source tile is not the resharder's");
+        out[k].assign(r.destination_elements(k) * chosen[k].element_bytes, std::byte{0xff});
         ins.push_back(in[k]);
         outs.push_back(out[k]);
       }
       r(ins, outs);
       for (std::size_t k = 0; k < chosen.size(); ++k)
-        expect(out[k] == std::vector<std::byte>(out[k].size(), std::byte{7}), "the batch delivered wrong bytes");
+        expect(out[k] == numbered_bytes(chosen[k].dst.tile(rank), chosen[k].element_bytes, k), "the batch delivered wrong elements");
     } catch (const std::exception& e) {
       expect(false, std::string("the batch failed: ") + e.what());
     }

@@ -69,7 +69,6 @@ void reshard_case(const plan& p, bool split, Strategy st, Solver solver, executi
 TEST_CASE("NCCL backend reshards correctly over emulated NCCL (random layouts, every strategy)") {
   std::mt19937_64 rng(42);
   const char* specs2[] = {"S0,R", "R,S0", "S1,S0", "S0,S1", "R,R", "S01,R", "R,S10"};
-  int cases = 0;
   for (int c = 0; c < 12; ++c) {
     dynamic_shape sh{1 + static_cast<index_t>(rng() % 9), 1 + static_cast<index_t>(rng() % 9)};
     dynamic_mesh sm{1 + static_cast<index_t>(rng() % 2), 1 + static_cast<index_t>(rng() % 3)};
@@ -85,9 +84,7 @@ TEST_CASE("NCCL backend reshards correctly over emulated NCCL (random layouts, e
       reshard_case(p, split, broadcast{}, greedy{}, mode);
       reshard_case(p, split, broadcast{.how = transfer_kind::group_broadcast}, naive{}, mode);
     }
-    ++cases;
   }
-  CHECK(cases == 12);
 }
 
 TEST_CASE("emulated NCCL: sends outside a group deadlock, as on GPUs, and the deadlock is reported") {
