@@ -82,7 +82,7 @@ bench_flags parse(int argc, char** argv) {
       f.peer = next();
       if (f.peer != "mpi") throw error("--peer '" + detail::printable(f.peer) + "' is not mpi");
     } else if (a == "--label") f.label = next();
-    else if (a == "--timeout-s") f.timeout_s = cli::parse_real(a, next(), 0.001, 86400);
+    else if (a == "--timeout-s") f.timeout_s = cli::parse_real(a, next(), 0.001, meshcast::max_time_limit_s);
     else throw error("unknown flag '" + detail::printable(a) + "'");
   }
   if (f.min_bytes > f.max_bytes) throw error("--min-bytes is larger than --max-bytes");

@@ -117,9 +117,9 @@ int reshard_main(int argc, char** argv) {
     if (flags.help) {
       if (rank == 0)
         std::printf("usage: mpiexec -n <devices> meshcast-reshard <meshcast-plan flags> [--dump DIR] [--timeout-s S] "
-                    "[--repeat N] [--json]\n"
+                    "[--repeat N] [--exec-trace FILE] [--json]\n"
                     "       mpiexec -n <devices> meshcast-reshard --manifest FILE [--devices-per-host N] [--json] [schedule "
-                    "options] [--dump DIR] [--timeout-s S] [--repeat N]\n"
+                    "options] [--dump DIR] [--timeout-s S] [--repeat N] [--exec-trace FILE]\n"
                     "  (--manifest FILE: every tensor of a model's manifest as one batch, each element checked; the\n"
                     "   format: include/meshcast/api/manifest.hpp; rank d is device d)\n%s%s"
                     "  --dump DIR              write each destination shard to DIR/rank<r>.bin (empty file for an empty shard)\n"

@@ -170,7 +170,7 @@ std::string schedule_flags_help() {
          "                          model predicts that faster than whole tasks)\n"
          "  --nic-gbps X            NIC bandwidth per direction, Gbit/s (default 10)\n"
          "  --nics-per-host N       NICs per host (default 1)\n"
-         "  --nic-efficiency F      payload fraction of the NIC line rate the transport achieves (0..1,\n"
+         "  --nic-efficiency F      payload fraction of the NIC line rate the transport achieves (0.001..1,\n"
          "                          default 1; measure it with meshcast-calibrate)\n"
          "  --intra-gbps X          intra-host link bandwidth, Gbit/s (default 800)\n"
          "  --latency-us X          per-message latency, microseconds (default 10)\n"
