@@ -134,14 +134,14 @@ class nccl_backend {
 
   /// `comm` spans every device of the plan (rank r plays device r); work goes on `stream`. One
   /// group holds the operations of at most `group_transfers` consecutive transfers of the schedule.
-  /// A run waits for its work on the stream until `timeout_s` seconds (0: no bound) pass in which
-  /// no round of it finishes, then throws a timeout_error; an asynchronous error of `comm` or of a
+  /// A run waits for its work on the stream until `timeout_s` seconds (default 60, as the MPI
+  /// backend's; 0: no bound) pass in which no round of it finishes, then throws a timeout_error; an asynchronous error of `comm` or of a
   /// group's communicator fails it at once. `nonblocking`: `comm` was made with
   /// ncclConfig_t::blocking = 0; the groups' communicators are made so too, so their creation and
   /// every group's connection setup are bounded by `timeout_s` as well. Either way a call answered
   /// ncclInProgress is polled to its end within it.
   nccl_backend(ncclComm_t comm, cudaStream_t stream, Bootstrap bootstrap, std::size_t group_transfers = nccl_group_transfers,
-               double timeout_s = 0, bool nonblocking = false)
+               double timeout_s = 60, bool nonblocking = false)
       : comm_(comm),
         memory_{stream, detail::checked_seconds(timeout_s, "nccl_backend's timeout_s")},
         bootstrap_(std::move(bootstrap)),
