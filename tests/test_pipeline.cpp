@@ -3,6 +3,7 @@
 // deadlock, times and makespan equal to an independent re-simulation).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -315,6 +316,28 @@ TEST_CASE("pipeline: the seed's U-Nets: no fixed rule is right") {
   CHECK(six["optimal"].makespan == 32);
 }
 
+TEST_CASE("pipeline: rounds keeps its time limit on a dense phase, one transfer a round past it") {
+  // Every one of the first n stages sends to every one of the last n: one phase of n^2 transfers,
+  // whose colouring (alternating paths) took 18.7 s at n = 900 under a 0.1 s limit (found by review).
+  description d;
+  const index_t n = 120;
+  d.stages.assign(static_cast<std::size_t>(2 * n), stage{1, 0});
+  for (index_t i = 0; i < n; ++i)
+    for (index_t j = n; j < 2 * n; ++j) d.edges.push_back({i, j, 1});
+  const timeline coloured = order(d, rounds{}, {.time_limit_s = 60});
+  const timeline in_order = order(d, rounds{}, {.time_limit_s = 0});  // expired at once: the fallback
+  CHECK(coloured.makespan > 0);  // both valid lists: order simulates them (a deadlock throws)
+  CHECK(std::isfinite(in_order.makespan));
+  std::vector<std::pair<int, int>> ends;
+  for (const edge& e : d.edges) ends.emplace_back(static_cast<int>(e.from), static_cast<int>(e.to));
+  const meshcast::detail::deadline gone(0);
+  const std::vector<int> c = meshcast::detail::edge_colouring(ends, static_cast<int>(2 * n), &gone);
+  REQUIRE(c.size() == ends.size());
+  for (std::size_t i = 0; i < c.size(); ++i) CHECK(c[i] == static_cast<int>(i));
+  const std::vector<int> full = meshcast::detail::edge_colouring(ends, static_cast<int>(2 * n));
+  CHECK(*std::max_element(full.begin(), full.end()) == n - 1);  // Koenig: as many colours as the degree
+}
+
 TEST_CASE("pipeline: the bubble fraction") {
   description d = meshcast::testing::chain_pipeline(2, 1, 2, 1);  // F0 [0,2], c [2,3], F0 [3,5]
   timeline t = order(d, prior_first{});
@@ -323,4 +346,8 @@ TEST_CASE("pipeline: the bubble fraction") {
   CHECK(t.bubble_fraction == doctest::Approx(1 - 4.0 / (2 * 5)));
   description zero = meshcast::testing::chain_pipeline(2, 1, 0, 0);
   CHECK(order(zero, rounds{}).bubble_fraction == 0);
+  // Near the largest double, stages x makespan overflowed and the fraction read 1 (found by review).
+  CHECK(bubble_fraction(4e307, 5, 1e308) == doctest::Approx(0.92));
+  CHECK(bubble_fraction(4e307, 5, 1e308) < 1);
+  CHECK(bubble_fraction(1, 0, 1) == 0);
 }

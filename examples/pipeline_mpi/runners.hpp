@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <new>
 #include <span>
 #include <string>
 #include <vector>
@@ -74,17 +75,21 @@ std::function<void()> make_batch_runner(MPI_Comm comm, const transfer_spec& t, c
 
 inline std::function<void()> build_runner(MPI_Comm comm, const transfer_spec& t, const reshard_options& o, const std::string& strategy,
                                    int rank) {
-  if (!t.rest.empty())
-    return visit_strategy(strategy, [&](auto s) -> std::function<void()> { return make_batch_runner(comm, t, o, s); });
-  return visit_strategy(strategy, [&](auto s) -> std::function<void()> {
-    switch (t.tensor.element_bytes) {
-      case 1: return make_runner<std::uint8_t>(comm, t, o, s, rank);
-      case 2: return make_runner<std::uint16_t>(comm, t, o, s, rank);
-      case 4: return make_runner<std::uint32_t>(comm, t, o, s, rank);
-      case 8: return make_runner<std::uint64_t>(comm, t, o, s, rank);
-      default: throw error("edges[" + std::to_string(t.file_edge) + "]: element_bytes must be 1, 2, 4 or 8 to be executed");
-    }
-  });
+  try {
+    if (!t.rest.empty())
+      return visit_strategy(strategy, [&](auto s) -> std::function<void()> { return make_batch_runner(comm, t, o, s); });
+    return visit_strategy(strategy, [&](auto s) -> std::function<void()> {
+      switch (t.tensor.element_bytes) {
+        case 1: return make_runner<std::uint8_t>(comm, t, o, s, rank);
+        case 2: return make_runner<std::uint16_t>(comm, t, o, s, rank);
+        case 4: return make_runner<std::uint32_t>(comm, t, o, s, rank);
+        case 8: return make_runner<std::uint64_t>(comm, t, o, s, rank);
+        default: throw error("edges[" + std::to_string(t.file_edge) + "]: element_bytes must be 1, 2, 4 or 8 to be executed");
+      }
+    });
+  } catch (const std::bad_alloc&) {  // the shards or the schedule: "std::bad_alloc" named no edge
+    throw error("edges[" + std::to_string(t.file_edge) + "]: its shards and schedule do not fit in this rank's memory");
+  }
 }
 
 }  // namespace pipeline_mpi

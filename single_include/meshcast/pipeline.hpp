@@ -970,7 +970,8 @@ struct later_first {
 // by round. On a chain, c01, c23, c45, ... form one round and c12, c34, ... the next, so a phase
 // takes 2 rounds whatever the number of stages. A bipartite phase graph (every chain, and every
 // skip between stages of different parity) is coloured with as many colours as its largest
-// degree (Koenig); other graphs first-fit (at most 2 * degree - 1 colours).
+// degree (Koenig); other graphs first-fit (at most 2 * degree - 1 colours). Past the time limit,
+// the phases left take one transfer a round, in order.
 
 #include <algorithm>
 #include <string_view>
@@ -984,7 +985,8 @@ namespace meshcast::pipeline {
 struct rounds {
   static constexpr std::string_view name = "rounds";
 
-  policy_result order(const graph& g, const policy_options& = {}) const {
+  policy_result order(const graph& g, const policy_options& options = {}) const {
+    const meshcast::detail::deadline stop(options.time_limit_s, "policy_options::time_limit_s");
     const std::vector<index_t> step = detail::compute_steps(g);
     // Transfers grouped by phase, each group coloured on its own.
     std::vector<graph::id> ts;
@@ -1006,7 +1008,7 @@ struct rounds {
         return local[s];
       };
       for (std::size_t k = lo; k < hi; ++k) ends.emplace_back(vertex(g.sender(ts[k])), vertex(g.receiver(ts[k])));
-      std::vector<int> c = meshcast::detail::edge_colouring(ends, static_cast<int>(used.size()));
+      std::vector<int> c = meshcast::detail::edge_colouring(ends, static_cast<int>(used.size()), &stop);
       for (std::size_t k = lo; k < hi; ++k) colour[ts[k] - g.compute_count()] = c[k - lo];
       for (index_t s : used) local[s] = -1;
       lo = hi;
@@ -1871,9 +1873,10 @@ struct timeline {
 };
 
 /// 1 - (total compute) / (stages x makespan): the share of the stages' time not spent computing
-/// (idle or communicating). 0 for a makespan of 0.
+/// (idle or communicating). 0 for a makespan of 0 or no stages. Divided one factor at a time:
+/// stages x makespan overflows a double for makespans near its largest (the fraction read 1).
 inline double bubble_fraction(double compute, index_t stages, double makespan) noexcept {
-  return makespan > 0 ? 1 - compute / (static_cast<double>(stages) * makespan) : 0;
+  return makespan > 0 && stages > 0 ? 1 - compute / makespan / static_cast<double>(stages) : 0;
 }
 
 /// Orders the transfers of `d` with policy `p` and simulates the lists; throws `meshcast::error`
@@ -1997,6 +2000,15 @@ inline plan edge_plan(const tensor_edge& t, bool backward) {
   po.devices = device_map::disjoint();
   return backward ? make_plan(dst, src, po) : make_plan(src, dst, po);
 }
+// Tensor i of a batch between two stages: within the limits and on tensor 0's meshes. Its plan.
+inline plan batch_member_plan(std::span<const tensor_edge> ts, std::size_t i, bool backward) {
+  check_edge_tensor(ts[i]);
+  if (to_value(ts[i].src_mesh) != to_value(ts[0].src_mesh) || to_value(ts[i].dst_mesh) != to_value(ts[0].dst_mesh))
+    throw error("tensor " + std::to_string(i) + " of the batch has meshes " + to_value(ts[i].src_mesh).to_string() + " -> " +
+                to_value(ts[i].dst_mesh).to_string() + " but tensor 0 has " + to_value(ts[0].src_mesh).to_string() + " -> " +
+                to_value(ts[0].dst_mesh).to_string() + ": the tensors between two stages share the stages' meshes");
+  return edge_plan(ts[i], backward);
+}
 }  // namespace detail
 
 /// Predicted time, in seconds, of resharding `t` from its source mesh (devices 0..N-1) to its
@@ -2026,14 +2038,7 @@ inline double reshard_time_s(std::span<const tensor_edge> ts, const network_mode
   if (ts.size() == 1) return reshard_time_s(ts[0], net, backward);
   detail::check_network(net);
   std::vector<plan> plans;
-  for (std::size_t i = 0; i < ts.size(); ++i) {
-    detail::check_edge_tensor(ts[i]);
-    if (to_value(ts[i].src_mesh) != to_value(ts[0].src_mesh) || to_value(ts[i].dst_mesh) != to_value(ts[0].dst_mesh))
-      throw error("tensor " + std::to_string(i) + " of the batch has meshes " + to_value(ts[i].src_mesh).to_string() + " -> " +
-                  to_value(ts[i].dst_mesh).to_string() + " but tensor 0 has " + to_value(ts[0].src_mesh).to_string() + " -> " +
-                  to_value(ts[0].dst_mesh).to_string() + ": the tensors between two stages share the stages' meshes");
-    plans.push_back(detail::edge_plan(ts[i], backward));
-  }
+  for (std::size_t i = 0; i < ts.size(); ++i) plans.push_back(detail::batch_member_plan(ts, i, backward));
   const dynamic_mesh& sender_mesh = backward ? ts[0].dst_mesh : ts[0].src_mesh;
   const reshard_options o = to_reshard_options(net, devices_per_host(net, ts[0].src_mesh));
   const network model = network_from(o, default_hosts(plans[0].device_count, sender_mesh.size(), o.devices_per_host));
@@ -2075,6 +2080,7 @@ inline double reshard_time_s(std::span<const tensor_edge> ts, const network_mode
 
 #include <limits>
 #include <map>
+#include <new>
 #include <utility>
 #include <optional>
 #include <string>
@@ -2087,6 +2093,9 @@ inline double reshard_time_s(std::span<const tensor_edge> ts, const network_mode
 namespace meshcast::pipeline {
 
 namespace detail {
+// A tensor edge whose prediction ran out of memory: "std::bad_alloc" alone named no input.
+inline constexpr const char* out_of_memory =
+    "predicting its time needs more memory than this process may take (its plan and schedule grow with its meshes)";
 inline std::string extents_text(const json::value& v, const std::string& what) {
   if (v.is_string()) return v.as_string(what);
   const json::array& a = v.as_array(what);
@@ -2203,6 +2212,7 @@ inline parsed_pipeline parse_pipeline(const json::value& doc) {
     d.edges.reserve(es.size());
     std::map<std::pair<index_t, index_t>, std::size_t> edge_of_pair;  // -> index in d.edges
     std::vector<bool> backward_given;                                  // per d.edges: the file gave it
+    std::vector<std::size_t> batched;  // d.edges that became batches of tensors: predicted once, below
     for (std::size_t i = 0; i < es.size(); ++i) {
       const std::string at = "edges[" + std::to_string(i) + "]";
       const json::value& e = es[i];
@@ -2235,22 +2245,28 @@ inline parsed_pipeline parse_pipeline(const json::value& doc) {
           t.dst_mesh = parse_mesh(detail::extents_text(e.at("dst_mesh", at), at + ".dst_mesh"));
           t.src_spec = dynamic_spec(e.at("src_spec", at).as_string(at + ".src_spec"));
           t.dst_spec = dynamic_spec(e.at("dst_spec", at).as_string(at + ".dst_spec"));
-          std::vector<tensor_edge> batch = seen != edge_of_pair.end() ? out.tensors[seen->second] : std::vector<tensor_edge>{};
-          batch.push_back(t);
-          x.time = reshard_time_s(batch, net) / unit;
-          if (d.training() && !x.backward_time) x.backward_time = reshard_time_s(batch, net, true) / unit;
+          if (seen != edge_of_pair.end()) {  // checked alone now; the whole batch is predicted once, below
+            std::vector<tensor_edge> batch = out.tensors[seen->second];
+            batch.push_back(t);
+            detail::batch_member_plan(batch, batch.size() - 1, false);
+          } else {
+            x.time = reshard_time_s(t, net) / unit;
+            if (d.training() && !x.backward_time) x.backward_time = reshard_time_s(t, net, true) / unit;
+          }
         } catch (const error& err) {
           const std::string m = err.what();
           if (m.rfind(at, 0) == 0) throw;
           throw error(at + ": " + m);
+        } catch (const std::bad_alloc&) {
+          throw error(at + ": " + detail::out_of_memory);
         }
-        detail::check_time(x.time, at + ".time (predicted)");
-        if (seen != edge_of_pair.end()) {  // the batch so far, this tensor added: one edge, its time the batch's
-          d.edges[seen->second] = x;
+        if (seen != edge_of_pair.end()) {  // this tensor joins the batch: one edge, its time the batch's
+          if (out.tensors[seen->second].size() == 1) batched.push_back(seen->second);
           out.tensors[seen->second].push_back(std::move(t));
           out.file_edges[seen->second].push_back(i);
           continue;
         }
+        detail::check_time(x.time, at + ".time (predicted)");
         out.tensors.push_back({std::move(t)});
       } else {
         throw error(at + " has no \"time\" (or a tensor: \"shape\", \"src_mesh\", \"src_spec\", \"dst_mesh\", \"dst_spec\")");
@@ -2260,6 +2276,21 @@ inline parsed_pipeline parse_pipeline(const json::value& doc) {
       backward_given.push_back(e.find("backward_time") != nullptr);
       d.edges.push_back(x);
       out.file_edges.push_back({i});
+    }
+    // Each batch predicted once, whole (once per tensor added, k tensors cost k solves of up to k;
+    // 60 small tensors between two stages ran past a minute); errors name its last edge.
+    for (std::size_t k : batched) {
+      const std::string at = "edges[" + std::to_string(out.file_edges[k].back()) + "]";
+      edge& x = d.edges[k];
+      try {
+        x.time = reshard_time_s(out.tensors[k], net) / unit;
+        if (d.training()) x.backward_time = reshard_time_s(out.tensors[k], net, true) / unit;
+      } catch (const error& err) {
+        throw error(at + ": " + err.what());
+      } catch (const std::bad_alloc&) {
+        throw error(at + ": " + detail::out_of_memory);
+      }
+      detail::check_time(x.time, at + ".time (predicted)");
     }
   }
   if (net_json) {

@@ -107,6 +107,15 @@ inline plan edge_plan(const tensor_edge& t, bool backward) {
   po.devices = device_map::disjoint();
   return backward ? make_plan(dst, src, po) : make_plan(src, dst, po);
 }
+// Tensor i of a batch between two stages: within the limits and on tensor 0's meshes. Its plan.
+inline plan batch_member_plan(std::span<const tensor_edge> ts, std::size_t i, bool backward) {
+  check_edge_tensor(ts[i]);
+  if (to_value(ts[i].src_mesh) != to_value(ts[0].src_mesh) || to_value(ts[i].dst_mesh) != to_value(ts[0].dst_mesh))
+    throw error("tensor " + std::to_string(i) + " of the batch has meshes " + to_value(ts[i].src_mesh).to_string() + " -> " +
+                to_value(ts[i].dst_mesh).to_string() + " but tensor 0 has " + to_value(ts[0].src_mesh).to_string() + " -> " +
+                to_value(ts[0].dst_mesh).to_string() + ": the tensors between two stages share the stages' meshes");
+  return edge_plan(ts[i], backward);
+}
 }  // namespace detail
 
 /// Predicted time, in seconds, of resharding `t` from its source mesh (devices 0..N-1) to its
@@ -136,14 +145,7 @@ inline double reshard_time_s(std::span<const tensor_edge> ts, const network_mode
   if (ts.size() == 1) return reshard_time_s(ts[0], net, backward);
   detail::check_network(net);
   std::vector<plan> plans;
-  for (std::size_t i = 0; i < ts.size(); ++i) {
-    detail::check_edge_tensor(ts[i]);
-    if (to_value(ts[i].src_mesh) != to_value(ts[0].src_mesh) || to_value(ts[i].dst_mesh) != to_value(ts[0].dst_mesh))
-      throw error("tensor " + std::to_string(i) + " of the batch has meshes " + to_value(ts[i].src_mesh).to_string() + " -> " +
-                  to_value(ts[i].dst_mesh).to_string() + " but tensor 0 has " + to_value(ts[0].src_mesh).to_string() + " -> " +
-                  to_value(ts[0].dst_mesh).to_string() + ": the tensors between two stages share the stages' meshes");
-    plans.push_back(detail::edge_plan(ts[i], backward));
-  }
+  for (std::size_t i = 0; i < ts.size(); ++i) plans.push_back(detail::batch_member_plan(ts, i, backward));
   const dynamic_mesh& sender_mesh = backward ? ts[0].dst_mesh : ts[0].src_mesh;
   const reshard_options o = to_reshard_options(net, devices_per_host(net, ts[0].src_mesh));
   const network model = network_from(o, default_hosts(plans[0].device_count, sender_mesh.size(), o.devices_per_host));

@@ -29,6 +29,7 @@
 
 #include <limits>
 #include <map>
+#include <new>
 #include <utility>
 #include <optional>
 #include <string>
@@ -44,6 +45,9 @@
 namespace meshcast::pipeline {
 
 namespace detail {
+// A tensor edge whose prediction ran out of memory: "std::bad_alloc" alone named no input.
+inline constexpr const char* out_of_memory =
+    "predicting its time needs more memory than this process may take (its plan and schedule grow with its meshes)";
 inline std::string extents_text(const json::value& v, const std::string& what) {
   if (v.is_string()) return v.as_string(what);
   const json::array& a = v.as_array(what);
@@ -160,6 +164,7 @@ inline parsed_pipeline parse_pipeline(const json::value& doc) {
     d.edges.reserve(es.size());
     std::map<std::pair<index_t, index_t>, std::size_t> edge_of_pair;  // -> index in d.edges
     std::vector<bool> backward_given;                                  // per d.edges: the file gave it
+    std::vector<std::size_t> batched;  // d.edges that became batches of tensors: predicted once, below
     for (std::size_t i = 0; i < es.size(); ++i) {
       const std::string at = "edges[" + std::to_string(i) + "]";
       const json::value& e = es[i];
@@ -192,22 +197,28 @@ inline parsed_pipeline parse_pipeline(const json::value& doc) {
           t.dst_mesh = parse_mesh(detail::extents_text(e.at("dst_mesh", at), at + ".dst_mesh"));
           t.src_spec = dynamic_spec(e.at("src_spec", at).as_string(at + ".src_spec"));
           t.dst_spec = dynamic_spec(e.at("dst_spec", at).as_string(at + ".dst_spec"));
-          std::vector<tensor_edge> batch = seen != edge_of_pair.end() ? out.tensors[seen->second] : std::vector<tensor_edge>{};
-          batch.push_back(t);
-          x.time = reshard_time_s(batch, net) / unit;
-          if (d.training() && !x.backward_time) x.backward_time = reshard_time_s(batch, net, true) / unit;
+          if (seen != edge_of_pair.end()) {  // checked alone now; the whole batch is predicted once, below
+            std::vector<tensor_edge> batch = out.tensors[seen->second];
+            batch.push_back(t);
+            detail::batch_member_plan(batch, batch.size() - 1, false);
+          } else {
+            x.time = reshard_time_s(t, net) / unit;
+            if (d.training() && !x.backward_time) x.backward_time = reshard_time_s(t, net, true) / unit;
+          }
         } catch (const error& err) {
           const std::string m = err.what();
           if (m.rfind(at, 0) == 0) throw;
           throw error(at + ": " + m);
+        } catch (const std::bad_alloc&) {
+          throw error(at + ": " + detail::out_of_memory);
         }
-        detail::check_time(x.time, at + ".time (predicted)");
-        if (seen != edge_of_pair.end()) {  // the batch so far, this tensor added: one edge, its time the batch's
-          d.edges[seen->second] = x;
+        if (seen != edge_of_pair.end()) {  // this tensor joins the batch: one edge, its time the batch's
+          if (out.tensors[seen->second].size() == 1) batched.push_back(seen->second);
           out.tensors[seen->second].push_back(std::move(t));
           out.file_edges[seen->second].push_back(i);
           continue;
         }
+        detail::check_time(x.time, at + ".time (predicted)");
         out.tensors.push_back({std::move(t)});
       } else {
         throw error(at + " has no \"time\" (or a tensor: \"shape\", \"src_mesh\", \"src_spec\", \"dst_mesh\", \"dst_spec\")");
@@ -217,6 +228,21 @@ inline parsed_pipeline parse_pipeline(const json::value& doc) {
       backward_given.push_back(e.find("backward_time") != nullptr);
       d.edges.push_back(x);
       out.file_edges.push_back({i});
+    }
+    // Each batch predicted once, whole (once per tensor added, k tensors cost k solves of up to k;
+    // 60 small tensors between two stages ran past a minute); errors name its last edge.
+    for (std::size_t k : batched) {
+      const std::string at = "edges[" + std::to_string(out.file_edges[k].back()) + "]";
+      edge& x = d.edges[k];
+      try {
+        x.time = reshard_time_s(out.tensors[k], net) / unit;
+        if (d.training()) x.backward_time = reshard_time_s(out.tensors[k], net, true) / unit;
+      } catch (const error& err) {
+        throw error(at + ": " + err.what());
+      } catch (const std::bad_alloc&) {
+        throw error(at + ": " + detail::out_of_memory);
+      }
+      detail::check_time(x.time, at + ".time (predicted)");
     }
   }
   if (net_json) {

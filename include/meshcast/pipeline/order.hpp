@@ -23,9 +23,10 @@ struct timeline {
 };
 
 /// 1 - (total compute) / (stages x makespan): the share of the stages' time not spent computing
-/// (idle or communicating). 0 for a makespan of 0.
+/// (idle or communicating). 0 for a makespan of 0 or no stages. Divided one factor at a time:
+/// stages x makespan overflows a double for makespans near its largest (the fraction read 1).
 inline double bubble_fraction(double compute, index_t stages, double makespan) noexcept {
-  return makespan > 0 ? 1 - compute / (static_cast<double>(stages) * makespan) : 0;
+  return makespan > 0 && stages > 0 ? 1 - compute / makespan / static_cast<double>(stages) : 0;
 }
 
 /// Orders the transfers of `d` with policy `p` and simulates the lists; throws `meshcast::error`

@@ -3,7 +3,8 @@
 // by round. On a chain, c01, c23, c45, ... form one round and c12, c34, ... the next, so a phase
 // takes 2 rounds whatever the number of stages. A bipartite phase graph (every chain, and every
 // skip between stages of different parity) is coloured with as many colours as its largest
-// degree (Koenig); other graphs first-fit (at most 2 * degree - 1 colours).
+// degree (Koenig); other graphs first-fit (at most 2 * degree - 1 colours). Past the time limit,
+// the phases left take one transfer a round, in order.
 #pragma once
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "../core/detail/deadline.hpp"
 #include "../core/detail/edge_colour.hpp"
 #include "detail/phases.hpp"
 #include "policy.hpp"
@@ -21,7 +23,8 @@ namespace meshcast::pipeline {
 struct rounds {
   static constexpr std::string_view name = "rounds";
 
-  policy_result order(const graph& g, const policy_options& = {}) const {
+  policy_result order(const graph& g, const policy_options& options = {}) const {
+    const meshcast::detail::deadline stop(options.time_limit_s, "policy_options::time_limit_s");
     const std::vector<index_t> step = detail::compute_steps(g);
     // Transfers grouped by phase, each group coloured on its own.
     std::vector<graph::id> ts;
@@ -43,7 +46,7 @@ struct rounds {
         return local[s];
       };
       for (std::size_t k = lo; k < hi; ++k) ends.emplace_back(vertex(g.sender(ts[k])), vertex(g.receiver(ts[k])));
-      std::vector<int> c = meshcast::detail::edge_colouring(ends, static_cast<int>(used.size()));
+      std::vector<int> c = meshcast::detail::edge_colouring(ends, static_cast<int>(used.size()), &stop);
       for (std::size_t k = lo; k < hi; ++k) colour[ts[k] - g.compute_count()] = c[k - lo];
       for (index_t s : used) local[s] = -1;
       lo = hi;
