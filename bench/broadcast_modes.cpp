@@ -8,8 +8,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <meshcast/mpi.hpp>
 #include "cli/fill.hpp"
+#include "cli/flag_values.hpp"
 #include "end_on_error.hpp"
 using namespace meshcast;
 int main(int argc, char** argv) try {
@@ -24,14 +26,13 @@ int main(int argc, char** argv) try {
   // N: a whole number of elements, 1 to 2^29 - 1: MPI_Ibcast moves the 4-byte elements in one
   // message, whose byte count is an int.
   if (argc > 1) {
-    char* end = nullptr;
-    const long long v = std::strtoll(argv[1], &end, 10);
-    if (argc > 2 || end == argv[1] || *end != '\0' || v < 1 || v > (1LL << 29) - 1) {
+    const std::optional<std::int64_t> v = meshcast_cli::whole_integer(argv[1]);  // decimal digits only
+    if (argc > 2 || !v || *v < 1 || *v > (std::int64_t{1} << 29) - 1) {
       if (rank == 0) std::fprintf(stderr, "usage: meshcast-bench-broadcast-modes [N], N elements in 1..2^29-1\n");
       MPI_Finalize();
       return 2;
     }
-    n = v;
+    n = *v;
   }
   dynamic_shape sh{n};
   plan p = make_plan(dynamic_layout(dynamic_mesh{1}, dynamic_spec("R"), sh), dynamic_layout(dynamic_mesh{size - 1}, dynamic_spec("R"), sh));

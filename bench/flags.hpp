@@ -5,7 +5,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <exception>
 #include <map>
 #include <optional>
 #include <set>
@@ -14,7 +13,7 @@
 
 #include <meshcast/meshcast.hpp>  // meshcast::error, detail::printable
 
-#include "../examples/cli/flag_values.hpp"  // whole_number
+#include "../examples/cli/flag_values.hpp"  // whole_number, whole_integer
 
 namespace meshcast_bench {
 
@@ -41,17 +40,11 @@ class flags {
   std::int64_t count(const std::string& name, std::int64_t fallback, std::int64_t lo, std::int64_t hi) const {
     if (!has(name)) return fallback;
     const std::string& t = values_.at(name);
-    std::size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(t, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (t.empty() || used != t.size() || v < lo || v > hi)
+    const std::optional<std::int64_t> v = meshcast_cli::whole_integer(t);
+    if (!v || *v < lo || *v > hi)
       throw meshcast::error(name + " '" + meshcast::detail::printable(t) + "' is not a whole number in " + std::to_string(lo) +
                             ".." + std::to_string(hi));
-    return v;
+    return *v;
   }
 
   /// A finite real in [lo, hi].

@@ -80,6 +80,9 @@ TEST_CASE("graph: shapes are inferred and every fault names its tensor or op") {
   // that printed two tensors as one) is refused, the name printed escaped (found by review).
   fails_with("{\"tensors\": {\"x\\u001b[31m\": {\"shape\": [4]}}, \"ops\": []}", "tensor name 'x\\x1b[31m' holds a control character");
   fails_with("{\"tensors\": {\"x\\u0000a\": {\"shape\": [4]}}, \"ops\": []}", "tensor name 'x\\x00a' holds a control character");
+  // C1 too (U+009B is CSI to a terminal), written raw or as an escape; U+00A0 and up are names.
+  fails_with("{\"tensors\": {\"x\\u009b2J\": {\"shape\": [4]}}, \"ops\": []}", "tensor name 'x\\xc2\\x9b2J' holds a control character");
+  fails_with("{\"tensors\": {\"x\xc2\x85\": {\"shape\": [4]}}, \"ops\": []}", "tensor name 'x\\xc2\\x85' holds a control character");
   fails_with("{\"tensors\": {\"x\": {\"shape\": [4]}}, \"ops\": [{\"name\": \"r\", \"type\": \"re\\u0007lu\", \"inputs\": [\"x\"], \"output\": \"y\"}]}",
              "op 'r': type 're\\x07lu' holds a control character");
   fails_with("{\"tensors\": {\"x\": {\"shape\": [4]}}, \"ops\": [{\"name\": \"r\", \"type\": \"relu\", \"inputs\": [\"x\\n\"], \"output\": \"y\"}]}",

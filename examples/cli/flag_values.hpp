@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,17 +21,53 @@ inline std::string parse_name(const std::string& flag, std::string text) {
   return text;
 }
 
-/// The number `text` spells (strtod's syntax: leading spaces skipped, "nan", "inf" and hex
-/// included); nothing when it is empty or anything follows the number. Past the largest double it
-/// is +-inf, which every caller refuses as not finite; nearer 0 than the smallest normal double
-/// (1e-310) it is the nearest double, a finite number (std::stod threw on both, and "1e-310" was
-/// called "not a finite number").
+/// Whether `text` is a decimal number as people write one: an optional sign, digits with at most
+/// one point among or after them, an optional exponent (`e` or `E`, an optional sign, digits);
+/// nothing before or after. strtod alone also took leading spaces, "inf", "nan" and hex ("0x10"
+/// read 16), none of which a flag means.
+inline bool decimal_syntax(const std::string& text) {
+  std::size_t i = 0, digits = 0;
+  auto run_of_digits = [&] {
+    std::size_t n = 0;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i, ++n;
+    return n;
+  };
+  if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+  digits += run_of_digits();
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    digits += run_of_digits();
+  }
+  if (digits == 0) return false;
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+    if (run_of_digits() == 0) return false;
+  }
+  return i == text.size();
+}
+
+/// The number `text` spells in decimal_syntax; nothing when it spells none. Past the largest
+/// double it is +-inf, which every caller refuses as not finite; nearer 0 than the smallest normal
+/// double (1e-310) it is the nearest double, a finite number (std::stod threw on both, and
+/// "1e-310" was called "not a finite number").
 inline std::optional<double> whole_number(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || end != text.c_str() + text.size()) return std::nullopt;  // a NUL inside ends early
-  return v;
+  if (!decimal_syntax(text)) return std::nullopt;  // a NUL inside is no digit
+  return std::strtod(text.c_str(), nullptr);
+}
+
+/// The whole number `text` spells in decimal digits, with an optional '-' (no spaces, no '+', no
+/// other base), when it fits in 64 bits.
+inline std::optional<std::int64_t> whole_integer(const std::string& text) {
+  const std::size_t first = !text.empty() && text[0] == '-' ? 1 : 0;
+  if (text.size() == first || text.find_first_not_of("0123456789", first) != std::string::npos) return std::nullopt;
+  std::int64_t v = 0;
+  for (std::size_t i = first; i < text.size(); ++i)  // built negative: -2^63 fits, 2^63 does not
+    if (__builtin_mul_overflow(v, std::int64_t{10}, &v) || __builtin_sub_overflow(v, std::int64_t(text[i] - '0'), &v))
+      return std::nullopt;
+  if (first == 1) return v;
+  if (v == std::numeric_limits<std::int64_t>::min()) return std::nullopt;
+  return -v;
 }
 
 inline double parse_number(const std::string& flag, const std::string& text) {

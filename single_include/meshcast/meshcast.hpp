@@ -71,20 +71,51 @@ class time_limit_reached : public error {
 };
 
 namespace detail {
-/// User text as it may appear in a message: control characters escaped (\xNN), at most
-/// `max_chars` characters, so that a message never carries raw bytes from bad input.
+/// The length of the well-formed UTF-8 sequence at the start of `text` (1-4 bytes: no overlong
+/// form, no surrogate, nothing past U+10FFFF), or 0 where there is none.
+constexpr std::size_t utf8_sequence(std::string_view text) noexcept {
+  if (text.empty()) return 0;
+  const auto b0 = static_cast<unsigned char>(text[0]);
+  if (b0 < 0x80) return 1;
+  const std::size_t n = b0 >= 0xc2 && b0 <= 0xdf ? 2 : b0 >= 0xe0 && b0 <= 0xef ? 3 : b0 >= 0xf0 && b0 <= 0xf4 ? 4 : 0;
+  if (n == 0 || text.size() < n) return 0;
+  // The second byte's range is narrower after E0 (overlong), ED (surrogates), F0 (overlong), F4.
+  const auto b1 = static_cast<unsigned char>(text[1]);
+  const unsigned char lo = b0 == 0xe0 ? 0xa0 : b0 == 0xf0 ? 0x90 : 0x80;
+  const unsigned char hi = b0 == 0xed ? 0x9f : b0 == 0xf4 ? 0x8f : 0xbf;
+  if (b1 < lo || b1 > hi) return 0;
+  for (std::size_t k = 2; k < n; ++k)
+    if ((static_cast<unsigned char>(text[k]) & 0xc0) != 0x80) return 0;
+  return n;
+}
+
+/// User text as it may appear in a message: control characters (C0, DEL and C1, which a terminal
+/// may take as escape sequences: U+009B is CSI) and bytes that are not well-formed UTF-8 escaped
+/// byte by byte (\xNN), so that a message never carries raw control bytes from bad input. The
+/// text is cut, marked "...", before the first sequence that starts at byte `max_chars` or later
+/// (a sequence is never split, so up to 3 bytes more may show).
 inline std::string printable(std::string_view text, std::size_t max_chars = 60) {
   static constexpr char hex[] = "0123456789abcdef";
   std::string out;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (i == max_chars) return out + "...";
+  auto escape = [&](unsigned char c) {
+    out += "\\x";
+    out += hex[c >> 4];
+    out += hex[c & 0xF];
+  };
+  for (std::size_t i = 0; i < text.size();) {
+    if (i >= max_chars) return out + "...";
+    const std::size_t n = utf8_sequence(text.substr(i));
     const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c == 0x7f) {
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 0xF];
+    const bool control = n == 1 ? c < 0x20 || c == 0x7f : n == 2 && c == 0xc2 && static_cast<unsigned char>(text[i + 1]) < 0xa0;
+    if (n == 0) {
+      escape(c);  // a byte of no well-formed sequence
+      ++i;
+    } else if (control) {
+      for (std::size_t k = 0; k < n; ++k) escape(static_cast<unsigned char>(text[i + k]));
+      i += n;
     } else {
-      out += static_cast<char>(c);
+      out.append(text.substr(i, n));
+      i += n;
     }
   }
   return out;
@@ -2545,7 +2576,78 @@ struct send_recv {
 // by piece: receiver i takes the i-th slice of every piece, as one message.
 
 #include <map>
+#include <string>
 
+// ---- begin meshcast/schedule/instance_budget.hpp ----
+// How much memory a scheduling instance may take. A strategy's ops can grow faster than the plan:
+// send_recv_allgather's forwards on a host of n receivers list n devices each, n^2 in all, so
+// 1,024 receivers on one host took 3 GB for one tensor before anything refused it. Instances are
+// counted as they are built, and a strategy whose ops grow faster than its receivers counts them
+// before it builds them.
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+
+namespace meshcast {
+
+/// Most 8-byte words one scheduling instance holds (2 GiB): every option and op at its own size
+/// and every entry of an op's lists (receivers, resources, holders, hosts, hold times, waits) at
+/// one word each; the part lists of bundles, shared by their ops, are not counted. The largest
+/// whole-model batch of the benchmarks (9,827 tensors on 256 devices, `auto`) takes 14.9M words,
+/// a replicated 32x32 -> 32x32 reshard cut into slices under send_recv (docs/autoshard.md) 136M.
+inline constexpr std::size_t max_instance_words = std::size_t{1} << 28;
+
+/// Thrown when an instance would pass max_instance_words; under `auto`, solve_batch leaves out
+/// the instances that do (the combined one and the strategy's own) and solves the others.
+class instance_too_large : public error {
+ public:
+  using error::error;
+};
+
+namespace detail {
+/// An op's share of an instance, in words.
+inline std::size_t op_words(const op& o) noexcept {
+  return (sizeof(op) + 7) / 8 + o.receivers.size() + o.waits_for.size() + o.resources.size() + o.holders.size() +
+         o.egress_hosts.size() + o.ingress_hosts.size() + o.hold_from.size() + o.hold_until.size();
+}
+
+/// Whether `words` more words, `used` already taken, stay within the limit (never wraps).
+constexpr bool within_instance_words(std::size_t used, std::size_t words) noexcept {
+  return words <= max_instance_words && used <= max_instance_words - words;
+}
+
+/// The words an instance takes as it is built, checked at every option it keeps.
+class instance_words {
+ public:
+  explicit instance_words(std::string_view strategy) : strategy_(strategy) {}
+  /// Counts an option of unit (tensor, task) with these ops; refuses it past the limit.
+  void add(const std::vector<op>& ops, index_t tensor, index_t task) {
+    std::size_t words = (sizeof(std::vector<op>) + 7) / 8 + 1;  // the option itself
+    for (const op& o : ops) words += op_words(o);  // an op lists at most a few times max_devices: no overflow
+    if (!within_instance_words(used_, words)) refuse(tensor, task);
+    used_ += words;
+  }
+  /// The error for unit (tensor, task): its options would pass the limit.
+  [[noreturn]] void refuse(index_t tensor, index_t task) const {
+    throw instance_too_large("the scheduling instance of strategy '" + std::string(strategy_) + "' would hold more than " +
+                             std::to_string(max_instance_words) + " words (2 GiB, meshcast::max_instance_words) at tensor " +
+                             std::to_string(tensor) + "'s task " + std::to_string(task) +
+                             " (send_recv_allgather's ops grow with the square of a host's receivers, send_recv's and "
+                             "broadcast's with the receivers)");
+  }
+  std::size_t used() const noexcept { return used_; }
+
+ private:
+  std::string_view strategy_;
+  std::size_t used_ = 0;
+};
+}  // namespace detail
+
+}  // namespace meshcast
+// ---- end meshcast/schedule/instance_budget.hpp ----
 
 namespace meshcast {
 
@@ -2590,6 +2692,14 @@ struct send_recv_allgather {
       }
       return it->second;
     };
+    // A host's n receivers forward their slices (n at most), each to the n - 1 others, each naming
+    // three entries a receiver: counted before any op is made (1,024 receivers: 3M words a sender).
+    std::size_t words = 0;
+    for (const auto& [host, receivers] : by_host)
+      words += cut(receivers.size()).size() * (3 * receivers.size() + (sizeof(op) + 7) / 8);
+    if (!detail::within_instance_words(0, words))
+      throw instance_too_large("send_recv_allgather: one sender's forwards would hold more than " +
+                               std::to_string(max_instance_words) + " words (meshcast::max_instance_words)");
     detail::room_for(out, 2 * remote.size());  // a message and an all-gather step per receiver
     for (const auto& [host, receivers] : by_host) {
       const std::vector<slice>& slices = cut(receivers.size());
@@ -3125,22 +3235,33 @@ inline std::vector<index_t> sender_choices(const network& net, std::span<const i
 
 namespace detail {
 // The options of a unit: for each sender offered, the ops `make(alternative, sender, out)` appends
-// (every distinct alternative under a strategy that offers several).
+// (every distinct alternative under a strategy that offers several), each kept one counted in
+// `words`; a strategy that refuses to build an option as too large is named with this unit.
 template <strategy S, class Make>
-void add_options(unit& u, std::span<const index_t> choices, Make&& make) {
+void add_options(unit& u, std::span<const index_t> choices, instance_words& words, Make&& make) {
+  auto build = [&](std::size_t a, index_t s, std::vector<op>& ops) {
+    try {
+      make(a, s, ops);
+    } catch (const instance_too_large&) {
+      words.refuse(u.tensor, u.task);
+    }
+  };
   for (index_t s : choices) {
     if constexpr (strategy_with_alternatives<S>) {
       const std::size_t first = u.options.size();
       for (std::size_t a = 0; a < S::alternatives(); ++a) {
         option o{s, {}};
-        make(a, s, o.ops);
+        build(a, s, o.ops);
         bool repeated = false;
         for (std::size_t k = first; k < u.options.size() && !repeated; ++k) repeated = same_ops(u.options[k].ops, o.ops);
-        if (!repeated) u.options.push_back(std::move(o));
+        if (repeated) continue;
+        words.add(o.ops, u.tensor, u.task);
+        u.options.push_back(std::move(o));
       }
     } else {
       option o{s, {}};
-      make(std::size_t{0}, s, o.ops);
+      build(std::size_t{0}, s, o.ops);
+      words.add(o.ops, u.tensor, u.task);
       u.options.push_back(std::move(o));
     }
   }
@@ -3190,7 +3311,7 @@ constexpr bool moves_bundles() {
 // bundle across the network one unit with an option per sender offered, each op carrying every
 // piece of the bundle.
 template <bundling_strategy S>
-void add_bundles(instance& in, const S& st, const std::vector<bundle>& bundles) {
+void add_bundles(instance& in, const S& st, const std::vector<bundle>& bundles, instance_words& words) {
   const network& net = *in.net;
   for (std::size_t b = 0; b < bundles.size(); ++b) {
     const bundle& x = bundles[b];
@@ -3201,11 +3322,12 @@ void add_bundles(instance& in, const S& st, const std::vector<bundle>& bundles) 
     if (x.local) {
       u.options.push_back(option{});
       deliver_locally(net, in.resources, what, x.senders, x.receivers, u.options[0].ops);
+      words.add(u.options[0].ops, u.tensor, u.task);
       add_unit(in, std::move(u), false);
       continue;
     }
     const std::vector<index_t> remote = remote_receivers(net, x.senders, x.receivers);
-    add_options<S>(u, sender_choices(net, x.senders, static_cast<index_t>(b)), [&](std::size_t a, index_t s, std::vector<op>& ops) {
+    add_options<S>(u, sender_choices(net, x.senders, static_cast<index_t>(b)), words, [&](std::size_t a, index_t s, std::vector<op>& ops) {
       if constexpr (strategy_with_alternatives<S>) st.remote_bundle_ops_of(a, net, in.resources, what, s, remote, ops);
       else st.remote_bundle_ops(net, in.resources, what, s, remote, ops);
     });
@@ -3236,10 +3358,11 @@ instance make_instance(std::vector<std::shared_ptr<const plan>> plans, std::shar
   in.point_to_point = S::point_to_point;
   in.split_replicas = split_replicas;
   in.mode = checked_execution(options.mode, "instance_options::mode");
+  detail::instance_words words(S::name);
   if constexpr (detail::moves_bundles<S>()) {
     if (options.bundle_bytes > 0) {
-      if (options.bundles) detail::add_bundles(in, st, *options.bundles);
-      else detail::add_bundles(in, st, make_bundles(in.plans, net, options.bundle_bytes, split_replicas, max_slices));
+      if (options.bundles) detail::add_bundles(in, st, *options.bundles, words);
+      else detail::add_bundles(in, st, make_bundles(in.plans, net, options.bundle_bytes, split_replicas, max_slices), words);
       detail::apply_connections(in);
       return in;
     }
@@ -3255,6 +3378,7 @@ instance make_instance(std::vector<std::shared_ptr<const plan>> plans, std::shar
       unit fixed{task, static_cast<std::int32_t>(tensor), t.region, t.bytes, {option{}}};
       std::vector<index_t> remote =
           deliver_locally(net, in.resources, task, t.region, t.bytes, senders, p.receivers(t), fixed.options[0].ops);
+      words.add(fixed.options[0].ops, fixed.tensor, task);
       if (!fixed.options[0].ops.empty()) detail::add_unit(in, std::move(fixed));
       if (remote.empty()) continue;
       // Replicas behind one NIC port cannot share its load, so a task is cut once per sender port.
@@ -3265,7 +3389,7 @@ instance make_instance(std::vector<std::shared_ptr<const plan>> plans, std::shar
         std::vector<index_t> choices =
             sender_choices(net, senders, task * static_cast<index_t>(slices.size()) + static_cast<index_t>(k));
         unit u{task, static_cast<std::int32_t>(tensor), slice, slice.volume() * p.element_bytes, {}};
-        detail::add_options<S>(u, choices, [&](std::size_t a, index_t s, std::vector<op>& ops) {
+        detail::add_options<S>(u, choices, words, [&](std::size_t a, index_t s, std::vector<op>& ops) {
           if constexpr (strategy_with_alternatives<S>) st.remote_ops_of(a, net, in.resources, task, slice, u.bytes, s, remote, ops);
           else st.remote_ops(net, in.resources, task, slice, u.bytes, s, remote, ops);
         });
@@ -5914,8 +6038,9 @@ inline schedule with_buckets(schedule s, const network& net, std::size_t max_byt
 // each and can lose to whole tasks (small tensors, few receivers): so splitting, where `auto`
 // may use it, is never predicted slower than not splitting. An instance that cannot move its
 // bytes in less than the best schedule found (its latency-free lower bound) is not solved: it
-// could not be kept.
+// could not be kept. An instance too large to build (instance_budget.hpp) is left out too.
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <optional>
@@ -5956,11 +6081,21 @@ schedule solve_batch(std::vector<std::shared_ptr<const plan>> plans, std::shared
     if (bucket > 0) io.bundles = std::make_shared<const std::vector<bundle>>(make_bundles(plans, *net, bucket, split, max_slices));
     std::optional<schedule> best;
     double bound_s = 0;  // the least lower bound of the instances solved: certified for all of them
-    std::string why;
+    std::vector<std::string> why;  // each instance left out, and why (distinct reasons only)
+    auto left_out = [&](std::string reason) {
+      if (std::find(why.begin(), why.end(), reason) == why.end()) why.push_back(std::move(reason));
+    };
     auto consider = [&](const auto& strategy, const instance_options& options) {
-      instance in = make_instance(plans, net, strategy, options);
+      std::optional<instance> made;
+      try {
+        made.emplace(make_instance(plans, net, strategy, options));
+      } catch (const instance_too_large& e) {  // another strategy may still fit
+        left_out(e.what());
+        return;
+      }
+      instance& in = *made;
       if (const char* no = sv.supports(in)) {
-        why = no;
+        left_out("solver '" + std::string(Solver::name) + "' does not apply to strategy '" + in.strategy + "': " + no);
         return;
       }
       // An instance whose every schedule moves bytes for longer than the best found cannot win.
@@ -5982,7 +6117,11 @@ schedule solve_batch(std::vector<std::shared_ptr<const plan>> plans, std::shared
       if (bucket > 0) whole.bundles = std::make_shared<const std::vector<bundle>>(make_bundles(plans, *net, bucket, false, max_slices));
       consider_each(whole);
     }
-    if (!best) throw error("solver '" + std::string(Solver::name) + "' does not apply to any strategy: " + why);
+    if (!best) {
+      std::string reasons;
+      for (const std::string& r : why) reasons += (reasons.empty() ? "" : "; ") + r;
+      throw error("auto: no strategy's instance could be solved: " + reasons);
+    }
     best->strategy = std::string(auto_strategy::name);
     best->lower_bound_s = std::min(best->lower_bound_s, bound_s);
     return *best;

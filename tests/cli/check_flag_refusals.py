@@ -60,13 +60,28 @@ CASES = [
     ("meshcast-bench", 2, ["--solver", "ilp"], "--solver: unknown solver 'ilp'"),
     ("meshcast-bench", 2, ["--strategy", "fastest"], "--strategy: unknown strategy 'fastest'"),
     ("meshcast-bench", 2, ["--bogus"], "unknown flag '--bogus'"),
+    # Numbers in strtod's wider syntax were taken: hex ("0x10" read 16), leading spaces, "+3" and
+    # " 3" as counts (std::stoll). A flag's number is decimal, nothing before or after it.
+    ("meshcast-plan", 0, ["--shape", "8", "--src-mesh", "1", "--src-spec", "R", "--dst-mesh", "4", "--dst-spec", "R",
+                          "--latency-us", "0x10"], "--latency-us '0x10' is not a number"),
+    ("meshcast-plan", 0, ["--shape", "8", "--src-mesh", "1", "--src-spec", "R", "--dst-mesh", "4", "--dst-spec", "R",
+                          "--latency-us", " 5"], "--latency-us ' 5' is not a number"),
+    ("meshcast-solver-suite", 0, ["--time-limit-ms", "0x10"], "--time-limit-ms '0x10' is not a number"),
+    ("meshcast-solver-suite", 0, ["--time-limit-ms", "1e"], "--time-limit-ms '1e' is not a number"),
+    ("meshcast-bench-batch", 2, ["--repeat", "+3"], "--repeat '+3' is not a whole number"),
+    ("meshcast-bench-batch", 2, ["--repeat", " 3"], "--repeat ' 3' is not a whole number"),
+    ("meshcast-bench-batch", 2, ["--nic-gbps", "0x10"], "--nic-gbps '0x10' is not a number"),
+    ("meshcast-bench-broadcast-modes", 2, ["+5"], "N elements in 1..2^29-1"),
 ]
 
 # Numbers once refused that are numbers: a subnormal (std::stod threw on it, and the message called
-# it "not a finite number"). program, arguments; exit status 0 expected.
+# it "not a finite number"); and the decimal forms. program, arguments; exit status 0 expected.
 ACCEPTED = [
     ("meshcast-plan", ["--shape", "8", "--src-mesh", "1", "--src-spec", "R", "--dst-mesh", "4", "--dst-spec", "R",
                        "--latency-us", "1e-310"]),
+] + [  # decimal numbers in every form the strict reader takes
+    ("meshcast-plan", ["--shape", "8", "--src-mesh", "1", "--src-spec", "R", "--dst-mesh", "4", "--dst-spec", "R",
+                       "--latency-us", text]) for text in (".5", "5.", "1E1", "+.5e-3", "-0")
 ]
 
 failures, ran = [], 0

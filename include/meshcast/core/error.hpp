@@ -35,20 +35,51 @@ class time_limit_reached : public error {
 };
 
 namespace detail {
-/// User text as it may appear in a message: control characters escaped (\xNN), at most
-/// `max_chars` characters, so that a message never carries raw bytes from bad input.
+/// The length of the well-formed UTF-8 sequence at the start of `text` (1-4 bytes: no overlong
+/// form, no surrogate, nothing past U+10FFFF), or 0 where there is none.
+constexpr std::size_t utf8_sequence(std::string_view text) noexcept {
+  if (text.empty()) return 0;
+  const auto b0 = static_cast<unsigned char>(text[0]);
+  if (b0 < 0x80) return 1;
+  const std::size_t n = b0 >= 0xc2 && b0 <= 0xdf ? 2 : b0 >= 0xe0 && b0 <= 0xef ? 3 : b0 >= 0xf0 && b0 <= 0xf4 ? 4 : 0;
+  if (n == 0 || text.size() < n) return 0;
+  // The second byte's range is narrower after E0 (overlong), ED (surrogates), F0 (overlong), F4.
+  const auto b1 = static_cast<unsigned char>(text[1]);
+  const unsigned char lo = b0 == 0xe0 ? 0xa0 : b0 == 0xf0 ? 0x90 : 0x80;
+  const unsigned char hi = b0 == 0xed ? 0x9f : b0 == 0xf4 ? 0x8f : 0xbf;
+  if (b1 < lo || b1 > hi) return 0;
+  for (std::size_t k = 2; k < n; ++k)
+    if ((static_cast<unsigned char>(text[k]) & 0xc0) != 0x80) return 0;
+  return n;
+}
+
+/// User text as it may appear in a message: control characters (C0, DEL and C1, which a terminal
+/// may take as escape sequences: U+009B is CSI) and bytes that are not well-formed UTF-8 escaped
+/// byte by byte (\xNN), so that a message never carries raw control bytes from bad input. The
+/// text is cut, marked "...", before the first sequence that starts at byte `max_chars` or later
+/// (a sequence is never split, so up to 3 bytes more may show).
 inline std::string printable(std::string_view text, std::size_t max_chars = 60) {
   static constexpr char hex[] = "0123456789abcdef";
   std::string out;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (i == max_chars) return out + "...";
+  auto escape = [&](unsigned char c) {
+    out += "\\x";
+    out += hex[c >> 4];
+    out += hex[c & 0xF];
+  };
+  for (std::size_t i = 0; i < text.size();) {
+    if (i >= max_chars) return out + "...";
+    const std::size_t n = utf8_sequence(text.substr(i));
     const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c == 0x7f) {
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 0xF];
+    const bool control = n == 1 ? c < 0x20 || c == 0x7f : n == 2 && c == 0xc2 && static_cast<unsigned char>(text[i + 1]) < 0xa0;
+    if (n == 0) {
+      escape(c);  // a byte of no well-formed sequence
+      ++i;
+    } else if (control) {
+      for (std::size_t k = 0; k < n; ++k) escape(static_cast<unsigned char>(text[i + k]));
+      i += n;
     } else {
-      out += static_cast<char>(c);
+      out.append(text.substr(i, n));
+      i += n;
     }
   }
   return out;

@@ -14,6 +14,7 @@
 #include "../core/detail/deadline.hpp"
 #include "bundle.hpp"
 #include "bundle_messages.hpp"
+#include "instance_budget.hpp"
 #include "../model/connections.hpp"
 #include "../model/execution.hpp"
 #include "../model/network.hpp"
@@ -116,22 +117,33 @@ inline std::vector<index_t> sender_choices(const network& net, std::span<const i
 
 namespace detail {
 // The options of a unit: for each sender offered, the ops `make(alternative, sender, out)` appends
-// (every distinct alternative under a strategy that offers several).
+// (every distinct alternative under a strategy that offers several), each kept one counted in
+// `words`; a strategy that refuses to build an option as too large is named with this unit.
 template <strategy S, class Make>
-void add_options(unit& u, std::span<const index_t> choices, Make&& make) {
+void add_options(unit& u, std::span<const index_t> choices, instance_words& words, Make&& make) {
+  auto build = [&](std::size_t a, index_t s, std::vector<op>& ops) {
+    try {
+      make(a, s, ops);
+    } catch (const instance_too_large&) {
+      words.refuse(u.tensor, u.task);
+    }
+  };
   for (index_t s : choices) {
     if constexpr (strategy_with_alternatives<S>) {
       const std::size_t first = u.options.size();
       for (std::size_t a = 0; a < S::alternatives(); ++a) {
         option o{s, {}};
-        make(a, s, o.ops);
+        build(a, s, o.ops);
         bool repeated = false;
         for (std::size_t k = first; k < u.options.size() && !repeated; ++k) repeated = same_ops(u.options[k].ops, o.ops);
-        if (!repeated) u.options.push_back(std::move(o));
+        if (repeated) continue;
+        words.add(o.ops, u.tensor, u.task);
+        u.options.push_back(std::move(o));
       }
     } else {
       option o{s, {}};
-      make(std::size_t{0}, s, o.ops);
+      build(std::size_t{0}, s, o.ops);
+      words.add(o.ops, u.tensor, u.task);
       u.options.push_back(std::move(o));
     }
   }
@@ -181,7 +193,7 @@ constexpr bool moves_bundles() {
 // bundle across the network one unit with an option per sender offered, each op carrying every
 // piece of the bundle.
 template <bundling_strategy S>
-void add_bundles(instance& in, const S& st, const std::vector<bundle>& bundles) {
+void add_bundles(instance& in, const S& st, const std::vector<bundle>& bundles, instance_words& words) {
   const network& net = *in.net;
   for (std::size_t b = 0; b < bundles.size(); ++b) {
     const bundle& x = bundles[b];
@@ -192,11 +204,12 @@ void add_bundles(instance& in, const S& st, const std::vector<bundle>& bundles) 
     if (x.local) {
       u.options.push_back(option{});
       deliver_locally(net, in.resources, what, x.senders, x.receivers, u.options[0].ops);
+      words.add(u.options[0].ops, u.tensor, u.task);
       add_unit(in, std::move(u), false);
       continue;
     }
     const std::vector<index_t> remote = remote_receivers(net, x.senders, x.receivers);
-    add_options<S>(u, sender_choices(net, x.senders, static_cast<index_t>(b)), [&](std::size_t a, index_t s, std::vector<op>& ops) {
+    add_options<S>(u, sender_choices(net, x.senders, static_cast<index_t>(b)), words, [&](std::size_t a, index_t s, std::vector<op>& ops) {
       if constexpr (strategy_with_alternatives<S>) st.remote_bundle_ops_of(a, net, in.resources, what, s, remote, ops);
       else st.remote_bundle_ops(net, in.resources, what, s, remote, ops);
     });
@@ -227,10 +240,11 @@ instance make_instance(std::vector<std::shared_ptr<const plan>> plans, std::shar
   in.point_to_point = S::point_to_point;
   in.split_replicas = split_replicas;
   in.mode = checked_execution(options.mode, "instance_options::mode");
+  detail::instance_words words(S::name);
   if constexpr (detail::moves_bundles<S>()) {
     if (options.bundle_bytes > 0) {
-      if (options.bundles) detail::add_bundles(in, st, *options.bundles);
-      else detail::add_bundles(in, st, make_bundles(in.plans, net, options.bundle_bytes, split_replicas, max_slices));
+      if (options.bundles) detail::add_bundles(in, st, *options.bundles, words);
+      else detail::add_bundles(in, st, make_bundles(in.plans, net, options.bundle_bytes, split_replicas, max_slices), words);
       detail::apply_connections(in);
       return in;
     }
@@ -246,6 +260,7 @@ instance make_instance(std::vector<std::shared_ptr<const plan>> plans, std::shar
       unit fixed{task, static_cast<std::int32_t>(tensor), t.region, t.bytes, {option{}}};
       std::vector<index_t> remote =
           deliver_locally(net, in.resources, task, t.region, t.bytes, senders, p.receivers(t), fixed.options[0].ops);
+      words.add(fixed.options[0].ops, fixed.tensor, task);
       if (!fixed.options[0].ops.empty()) detail::add_unit(in, std::move(fixed));
       if (remote.empty()) continue;
       // Replicas behind one NIC port cannot share its load, so a task is cut once per sender port.
@@ -256,7 +271,7 @@ instance make_instance(std::vector<std::shared_ptr<const plan>> plans, std::shar
         std::vector<index_t> choices =
             sender_choices(net, senders, task * static_cast<index_t>(slices.size()) + static_cast<index_t>(k));
         unit u{task, static_cast<std::int32_t>(tensor), slice, slice.volume() * p.element_bytes, {}};
-        detail::add_options<S>(u, choices, [&](std::size_t a, index_t s, std::vector<op>& ops) {
+        detail::add_options<S>(u, choices, words, [&](std::size_t a, index_t s, std::vector<op>& ops) {
           if constexpr (strategy_with_alternatives<S>) st.remote_ops_of(a, net, in.resources, task, slice, u.bytes, s, remote, ops);
           else st.remote_ops(net, in.resources, task, slice, u.bytes, s, remote, ops);
         });

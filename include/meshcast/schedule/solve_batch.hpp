@@ -6,9 +6,10 @@
 // each and can lose to whole tasks (small tensors, few receivers): so splitting, where `auto`
 // may use it, is never predicted slower than not splitting. An instance that cannot move its
 // bytes in less than the best schedule found (its latency-free lower bound) is not solved: it
-// could not be kept.
+// could not be kept. An instance too large to build (instance_budget.hpp) is left out too.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <optional>
@@ -56,11 +57,21 @@ schedule solve_batch(std::vector<std::shared_ptr<const plan>> plans, std::shared
     if (bucket > 0) io.bundles = std::make_shared<const std::vector<bundle>>(make_bundles(plans, *net, bucket, split, max_slices));
     std::optional<schedule> best;
     double bound_s = 0;  // the least lower bound of the instances solved: certified for all of them
-    std::string why;
+    std::vector<std::string> why;  // each instance left out, and why (distinct reasons only)
+    auto left_out = [&](std::string reason) {
+      if (std::find(why.begin(), why.end(), reason) == why.end()) why.push_back(std::move(reason));
+    };
     auto consider = [&](const auto& strategy, const instance_options& options) {
-      instance in = make_instance(plans, net, strategy, options);
+      std::optional<instance> made;
+      try {
+        made.emplace(make_instance(plans, net, strategy, options));
+      } catch (const instance_too_large& e) {  // another strategy may still fit
+        left_out(e.what());
+        return;
+      }
+      instance& in = *made;
       if (const char* no = sv.supports(in)) {
-        why = no;
+        left_out("solver '" + std::string(Solver::name) + "' does not apply to strategy '" + in.strategy + "': " + no);
         return;
       }
       // An instance whose every schedule moves bytes for longer than the best found cannot win.
@@ -82,7 +93,11 @@ schedule solve_batch(std::vector<std::shared_ptr<const plan>> plans, std::shared
       if (bucket > 0) whole.bundles = std::make_shared<const std::vector<bundle>>(make_bundles(plans, *net, bucket, false, max_slices));
       consider_each(whole);
     }
-    if (!best) throw error("solver '" + std::string(Solver::name) + "' does not apply to any strategy: " + why);
+    if (!best) {
+      std::string reasons;
+      for (const std::string& r : why) reasons += (reasons.empty() ? "" : "; ") + r;
+      throw error("auto: no strategy's instance could be solved: " + reasons);
+    }
     best->strategy = std::string(auto_strategy::name);
     best->lower_bound_s = std::min(best->lower_bound_s, bound_s);
     return *best;

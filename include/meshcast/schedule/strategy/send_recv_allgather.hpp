@@ -5,8 +5,10 @@
 #pragma once
 
 #include <map>
+#include <string>
 
 #include "../../layout/slice.hpp"
+#include "../instance_budget.hpp"
 #include "../strategy.hpp"
 
 namespace meshcast {
@@ -52,6 +54,14 @@ struct send_recv_allgather {
       }
       return it->second;
     };
+    // A host's n receivers forward their slices (n at most), each to the n - 1 others, each naming
+    // three entries a receiver: counted before any op is made (1,024 receivers: 3M words a sender).
+    std::size_t words = 0;
+    for (const auto& [host, receivers] : by_host)
+      words += cut(receivers.size()).size() * (3 * receivers.size() + (sizeof(op) + 7) / 8);
+    if (!detail::within_instance_words(0, words))
+      throw instance_too_large("send_recv_allgather: one sender's forwards would hold more than " +
+                               std::to_string(max_instance_words) + " words (meshcast::max_instance_words)");
     detail::room_for(out, 2 * remote.size());  // a message and an all-gather step per receiver
     for (const auto& [host, receivers] : by_host) {
       const std::vector<slice>& slices = cut(receivers.size());
