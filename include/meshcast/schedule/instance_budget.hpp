@@ -1,6 +1,6 @@
 // How much memory a scheduling instance may take. A strategy's ops can grow faster than the plan:
-// send_recv_allgather's forwards on a host of n receivers list n devices each, n^2 in all, so
-// 1,024 receivers on one host took 3 GB for one tensor before anything refused it. Instances are
+// send_recv_allgather's forwards on a host of n receivers list n devices each, n^2 in all (1,024
+// receivers on one host took 3 GB for one tensor), and nothing refused a larger n. Instances are
 // counted as they are built, and a strategy whose ops grow faster than its receivers counts them
 // before it builds them.
 #pragma once
