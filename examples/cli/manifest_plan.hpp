@@ -97,8 +97,8 @@ int plan_manifest_main(int argc, char** argv) {
     if (!parse_manifest_flag(f, arg, next)) throw unknown_manifest_flag(arg);
   }
   if (help) {
-    std::printf("usage: meshcast-plan --manifest FILE [--devices-per-host N] [--json] [schedule options]\n%s",
-                schedule_flags_help<Solvers, Strategies>().c_str());
+    write_stdout("usage: meshcast-plan --manifest FILE [--devices-per-host N] [--json] [schedule options]\n" +
+                 schedule_flags_help<Solvers, Strategies>());  // throws where stdout cannot take it
     return 0;
   }
   manifest_setup m = setup_manifest(path, devices_per_host, sched.max_staging_bytes);

@@ -116,7 +116,7 @@ inline flags parse_flags(int argc, char** argv) {
     else if (arg == "--seed") f.policy.seed = static_cast<std::uint64_t>(cli::parse_count(arg, next()));
     else if (arg == "--timeout-s") f.timeout_s = real(0.001, max_time_limit_s);
     else if (arg == "--nic-gbps") f.nic_gbps = real(8e-9, 8e6);  // the network model's range
-    else if (arg == "--nic-efficiency") f.nic_efficiency = real(1e-9, 1);
+    else if (arg == "--nic-efficiency") f.nic_efficiency = real(1e-3, 1);  // the network model's range
     else if (arg == "--intra-gbps") f.intra_gbps = real(8e-9, 8e6);
     else if (arg == "--latency-us") f.latency_us = real(0, 3.6e9);
     else if (arg == "--nics-per-host") f.nics_per_host = static_cast<int>(cli::parse_count(arg, next(), 1, 64));

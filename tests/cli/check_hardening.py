@@ -112,6 +112,8 @@ with open("/dev/full", "w") as full:
     expect("stdout on a full disk", plan + BASE, 2, "cannot write to standard output", stdout=full)
     expect("--json on a full disk", plan + BASE + ["--json"], 2, "cannot write to standard output", stdout=full)
     expect("--help on a full disk (was exit 0)", plan + ["--help"], 2, "cannot write to standard output", stdout=full)
+    expect("--manifest's --help on a full disk (was exit 0)", plan + ["--manifest", "absent.json", "--help"], 2,
+           "cannot write to standard output", stdout=full)
 expect("--trace on a full disk", plan + BASE + ["--solver", "greedy", "--trace", "/dev/full"], 2, "cannot write trace file")
 with tempfile.TemporaryDirectory() as tmp:
     trace = os.path.join(tmp, "t.json")
