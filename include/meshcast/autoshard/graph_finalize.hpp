@@ -16,11 +16,9 @@ namespace detail {
 // Names and types reach messages and the tools' tables: no control characters (C0 with NUL, DEL,
 // and C1, U+0080-U+009F, which is C2 80..C2 9F in the UTF-8 that the JSON reader checks).
 inline void check_name(const std::string& name, const std::string& what) {
-  for (std::size_t i = 0; i < name.size(); ++i) {
-    const auto c = static_cast<unsigned char>(name[i]);
-    const bool c1 = c == 0xc2 && i + 1 < name.size() && static_cast<unsigned char>(name[i + 1]) < 0xa0;
-    if (c < 0x20 || c == 0x7f || c1) throw error(what + " '" + meshcast::detail::printable(name) + "' holds a control character");
-  }
+  for (std::size_t i = 0; i < name.size(); ++i)
+    if (meshcast::detail::ascii_control(static_cast<unsigned char>(name[i])) || meshcast::detail::c1_control_at(name, i))
+      throw error(what + " '" + meshcast::detail::printable(name) + "' holds a control character");
 }
 }  // namespace detail
 

@@ -53,6 +53,14 @@ constexpr std::size_t utf8_sequence(std::string_view text) noexcept {
   return n;
 }
 
+/// Whether the byte `c` is a C0 control or DEL.
+constexpr bool ascii_control(unsigned char c) noexcept { return c < 0x20 || c == 0x7f; }
+
+/// Whether the bytes at `i` are a C1 control, U+0080-U+009F: C2 80..C2 9F in UTF-8.
+constexpr bool c1_control_at(std::string_view text, std::size_t i) noexcept {
+  return i + 1 < text.size() && static_cast<unsigned char>(text[i]) == 0xc2 && static_cast<unsigned char>(text[i + 1]) < 0xa0;
+}
+
 /// User text as it may appear in a message: control characters (C0, DEL and C1, which a terminal
 /// may take as escape sequences: U+009B is CSI) and bytes that are not well-formed UTF-8 escaped
 /// byte by byte (\xNN), so that a message never carries raw control bytes from bad input. The
@@ -70,7 +78,7 @@ inline std::string printable(std::string_view text, std::size_t max_chars = 60) 
     if (i >= max_chars) return out + "...";
     const std::size_t n = utf8_sequence(text.substr(i));
     const auto c = static_cast<unsigned char>(text[i]);
-    const bool control = n == 1 ? c < 0x20 || c == 0x7f : n == 2 && c == 0xc2 && static_cast<unsigned char>(text[i + 1]) < 0xa0;
+    const bool control = n == 1 ? ascii_control(c) : n == 2 && c1_control_at(text, i);
     if (n == 0) {
       escape(c);  // a byte of no well-formed sequence
       ++i;
