@@ -11,7 +11,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <cstdint>
 #include <exception>
+#include <optional>
 #include <string>
 
 #include <meshcast/pipeline.hpp>
@@ -168,9 +170,9 @@ int pipeline_main(int argc, char** argv, std::FILE* out = stdout, std::FILE* err
         (arg == "--time-limit-ms" ? options.time_limit_s : search_limit_s) = ms / 1000;
       } else if (arg == "--seed") {
         const std::string v = next();
-        if (v.empty() || v.size() > 18 || v.find_first_not_of("0123456789") != std::string::npos)
-          throw error("--seed '" + meshcast::detail::printable(v) + "' is not a non-negative integer");
-        options.seed = std::stoull(v);
+        const std::optional<std::int64_t> seed = v.empty() || v[0] == '-' ? std::nullopt : meshcast_cli::whole_integer(v);
+        if (!seed) throw error("--seed '" + meshcast::detail::printable(v) + "' is not a non-negative integer");
+        options.seed = static_cast<std::uint64_t>(*seed);
       } else if (arg == "--help" || arg == "-h") {
         pipeline_usage(out, pipeline::policy_names<Policies>());
         if (std::fflush(out) == 0 && !std::ferror(out)) return 0;

@@ -87,6 +87,8 @@ inline std::function<void()> build_runner(MPI_Comm comm, const transfer_spec& t,
         default: throw error("edges[" + std::to_string(t.file_edge) + "]: element_bytes must be 1, 2, 4 or 8 to be executed");
       }
     });
+  } catch (const instance_too_large& e) {  // names the strategy, tensor and task, not the edge
+    throw instance_too_large("edges[" + std::to_string(t.file_edge) + "]: " + e.what());
   } catch (const std::bad_alloc&) {  // the shards or the schedule: "std::bad_alloc" named no edge
     throw error("edges[" + std::to_string(t.file_edge) + "]: its shards and schedule do not fit in this rank's memory");
   }
