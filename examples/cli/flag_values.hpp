@@ -101,6 +101,17 @@ inline void check_axis_latency_us(double l) {
     throw meshcast::error("--axis-latency-us " + meshcast::detail::number(l) + " is outside [0, " + meshcast::detail::number(hi) + "]");
 }
 
+/// A 64-bit unsigned integer in decimal digits: every tool's --seed.
+inline std::uint64_t parse_u64(const std::string& flag, const std::string& text) {
+  if (text.empty() || text.size() > 20 || text.find_first_not_of("0123456789") != std::string::npos)
+    throw meshcast::error(flag + " '" + meshcast::detail::printable(text) + "' is not a non-negative integer below 2^64");
+  std::uint64_t v = 0;
+  for (char c : text)
+    if (__builtin_mul_overflow(v, std::uint64_t{10}, &v) || __builtin_add_overflow(v, std::uint64_t(c - '0'), &v))
+      throw meshcast::error(flag + " '" + meshcast::detail::printable(text) + "' is not a non-negative integer below 2^64");
+  return v;
+}
+
 inline std::string axes_text(const std::vector<int>& axes) {
   std::string s;
   for (int a : axes) {

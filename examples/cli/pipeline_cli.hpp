@@ -11,9 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <cstdint>
 #include <exception>
-#include <optional>
 #include <string>
 
 #include <meshcast/pipeline.hpp>
@@ -169,10 +167,7 @@ int pipeline_main(int argc, char** argv, std::FILE* out = stdout, std::FILE* err
         if (!(ms >= 0) || ms > 1e9) throw error(arg + " '" + meshcast::detail::printable(v) + "' is not a number of milliseconds");
         (arg == "--time-limit-ms" ? options.time_limit_s : search_limit_s) = ms / 1000;
       } else if (arg == "--seed") {
-        const std::string v = next();
-        const std::optional<std::int64_t> seed = v.empty() || v[0] == '-' ? std::nullopt : meshcast_cli::whole_integer(v);
-        if (!seed) throw error("--seed '" + meshcast::detail::printable(v) + "' is not a non-negative integer");
-        options.seed = static_cast<std::uint64_t>(*seed);
+        options.seed = meshcast_cli::parse_u64(arg, next());
       } else if (arg == "--help" || arg == "-h") {
         pipeline_usage(out, pipeline::policy_names<Policies>());
         if (std::fflush(out) == 0 && !std::ferror(out)) return 0;

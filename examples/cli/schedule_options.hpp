@@ -67,16 +67,7 @@ inline double parse_real(const std::string& flag, const std::string& text, doubl
   return *v;
 }
 
-/// A 64-bit unsigned integer (seeds).
-inline std::uint64_t parse_u64(const std::string& flag, const std::string& text) {
-  if (text.empty() || text.size() > 20 || text.find_first_not_of("0123456789") != std::string::npos)
-    throw error(flag + " '" + detail::printable(text) + "' is not a non-negative integer below 2^64");
-  std::uint64_t v = 0;
-  for (char c : text)
-    if (__builtin_mul_overflow(v, std::uint64_t{10}, &v) || __builtin_add_overflow(v, std::uint64_t(c - '0'), &v))
-      throw error(flag + " '" + detail::printable(text) + "' is not a non-negative integer below 2^64");
-  return v;
-}
+using meshcast_cli::parse_u64;
 
 template <class Next>
 bool parse_schedule_flag(schedule_flags& f, const std::string& arg, Next&& next) {

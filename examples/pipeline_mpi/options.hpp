@@ -113,7 +113,7 @@ inline flags parse_flags(int argc, char** argv) {
     else if (arg == "--json") f.json = true;
     else if (arg == "--time-limit-ms") f.policy.time_limit_s = real(0, 1e9) / 1000;
     else if (arg == "--search-limit-ms") f.search_limit_s = real(0, 1e9) / 1000;
-    else if (arg == "--seed") f.policy.seed = static_cast<std::uint64_t>(cli::parse_count(arg, next()));
+    else if (arg == "--seed") f.policy.seed = cli::parse_u64(arg, next());
     else if (arg == "--timeout-s") f.timeout_s = real(0.001, max_time_limit_s);
     else if (arg == "--nic-gbps") f.nic_gbps = real(8e-9, 8e6);  // the network model's range
     else if (arg == "--nic-efficiency") f.nic_efficiency = real(1e-3, 1);  // the network model's range

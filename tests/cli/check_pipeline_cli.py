@@ -379,12 +379,12 @@ path = write(ok, "ok.json")
 for args, needle in ((["--policy", "fastest"], "fastest"), (["--bogus"], "--bogus"), (["--policy"], "--policy"),
                      ([os.path.join(TMP, "missing.json")], "missing.json"), (["--time-limit-ms", "x"], "--time-limit-ms"),
                      (["--search-limit-ms", "-1"], "--search-limit-ms"), (["--seed", "-0"], "--seed"),
-                     (["--seed", "9223372036854775808"], "--seed"), (["--seed", "1e3"], "--seed"), (["--seed", ""], "--seed")):
+                     (["--seed", "18446744073709551616"], "--seed"), (["--seed", "1e3"], "--seed"), (["--seed", ""], "--seed")):
     r = run([path] + args if args[0] != os.path.join(TMP, "missing.json") else args)
     check(r.returncode == 2 and needle in r.stderr, f"{args}: exit {r.returncode}, stderr {r.stderr!r}")
-# The largest seed (2^63 - 1, 19 digits) is taken; whole_integer reads it since 18 digits were the limit.
-r = run([path, "--json", "--policy", "list_scheduling", "--seed", "9223372036854775807"])
-check(r.returncode == 0 and json.loads(r.stdout)["makespan"] > 0, f"seed 2^63-1: exit {r.returncode}, stderr {r.stderr!r}")
+# Every tool takes a seed up to 2^64 - 1 (meshcast-plan's rule; this one took at most 18 digits).
+r = run([path, "--json", "--policy", "list_scheduling", "--seed", "18446744073709551615"])
+check(r.returncode == 0 and json.loads(r.stdout)["makespan"] > 0, f"seed 2^64-1: exit {r.returncode}, stderr {r.stderr!r}")
 r = run([])
 check(r.returncode == 2 and "FILE" in r.stderr, f"no file: exit {r.returncode}")
 with open("/dev/full", "w") as full:
