@@ -57,11 +57,13 @@ void usage(std::FILE* out) {
   );
 }
 
+// A count is decimal digits only (docs/limits.md), as in the other tools: "1e3", "+5", "64.0" are
+// refused (they were read as reals and taken when whole).
 index_t parse_count(const std::string& flag, const std::string& text, index_t low, index_t high) {
-  const double v = parse_number(flag, text);
-  if (v != std::floor(v) || v < static_cast<double>(low) || v > static_cast<double>(high))
+  const std::optional<std::int64_t> v = !text.empty() && text[0] == '-' ? std::nullopt : meshcast_cli::whole_integer(text);
+  if (!v || *v < low || *v > high)
     throw error(flag + " '" + meshcast::detail::printable(text) + "' must be a whole number in " + std::to_string(low) + ".." + std::to_string(high));
-  return static_cast<index_t>(v);
+  return static_cast<index_t>(*v);
 }
 
 options parse_options(int argc, char** argv, bool& help) {

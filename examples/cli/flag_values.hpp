@@ -112,6 +112,15 @@ inline std::uint64_t parse_u64(const std::string& flag, const std::string& text)
   return v;
 }
 
+/// `--mode`'s execution mode; the message names the flag.
+inline meshcast::execution parse_mode(const std::string& flag, const std::string& text) {
+  try {
+    return meshcast::parse_execution(text);
+  } catch (const meshcast::error& e) {
+    throw meshcast::error(flag + ": " + e.what());
+  }
+}
+
 inline std::string axes_text(const std::vector<int>& axes) {
   std::string s;
   for (int a : axes) {

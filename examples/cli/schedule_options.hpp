@@ -86,7 +86,7 @@ bool parse_schedule_flag(schedule_flags& f, const std::string& arg, Next&& next)
   else if (arg == "--time-limit-ms") f.time_limit_ms = parse_real(arg, next(), 0, max_time_limit_s * 1000);
   else if (arg == "--seed") f.seed = parse_u64(arg, next());
   else if (arg == "--trace") f.trace = parse_name(arg, next());
-  else if (arg == "--mode") f.mode = parse_execution(next()), f.mode_given = true;
+  else if (arg == "--mode") f.mode = meshcast_cli::parse_mode(arg, next()), f.mode_given = true;
   else if (arg == "--max-staging-bytes")
     f.max_staging_bytes = static_cast<std::size_t>(parse_count(arg, next(), 0, std::int64_t{1} << 50)), f.max_staging_given = true;
   else if (arg == "--mpi-broadcast") {

@@ -122,9 +122,9 @@ inline flags parse_flags(int argc, char** argv) {
     else if (arg == "--nics-per-host") f.nics_per_host = static_cast<int>(cli::parse_count(arg, next(), 1, 64));
     else if (arg == "--devices-per-host") f.devices_per_host = cli::parse_count(arg, next(), 1, pl::max_edge_mesh_devices);
     else if (arg == "--strategy") {
-      f.strategy = next();
+      f.strategy = cli::parse_name(arg, next());
       visit_strategy(*f.strategy, [](auto) {});  // throws naming the strategies
-    } else if (arg == "--mode") f.mode = parse_execution(next());
+    } else if (arg == "--mode") f.mode = meshcast_cli::parse_mode(arg, next());
     else if (arg == "--split-replicas") f.split_replicas = true;
     else if (arg == "--no-split-replicas") f.split_replicas = false;
     else if (arg == "--help" || arg == "-h") f.help = true;

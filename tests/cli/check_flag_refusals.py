@@ -72,6 +72,14 @@ CASES = [
     ("meshcast-bench-batch", 2, ["--repeat", " 3"], "--repeat ' 3' is not a whole number"),
     ("meshcast-bench-batch", 2, ["--nic-gbps", "0x10"], "--nic-gbps '0x10' is not a number"),
     ("meshcast-bench-broadcast-modes", 2, ["+5"], "N elements in 1..2^29-1"),
+    # Counts read as reals and taken when whole ("1e3" repeats, "+5", "6.4e1" rows; found by review).
+    ("meshcast-autoshard-mlp-mpi", 2, ["--mesh", "2", "--repeat", "1e3"], "--repeat '1e3' must be a whole number in 1..1000"),
+    ("meshcast-autoshard-mlp-mpi", 2, ["--mesh", "2", "--repeat", "+5"], "--repeat '+5' must be a whole number"),
+    ("meshcast-autoshard-mlp-mpi", 2, ["--mesh", "2", "--batch", "6.4e1"], "--batch '6.4e1' must be a whole number"),
+    ("meshcast-autoshard-mlp-mpi", 2, ["--mesh", "2", "--blas-threads", "-0"], "--blas-threads '-0' must be a whole number"),
+    # --mode's refusal names the flag (was "execution mode 'Ordered' ..." alone; found by review).
+    ("meshcast-plan", 0, ["--shape", "8", "--src-mesh", "1", "--src-spec", "R", "--dst-mesh", "4", "--dst-spec", "R",
+                          "--mode", "Ordered"], "--mode: execution mode 'Ordered' is not ordered or concurrent"),
 ]
 
 # Numbers once refused that are numbers: a subnormal (std::stod threw on it, and the message called

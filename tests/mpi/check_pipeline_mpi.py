@@ -203,7 +203,10 @@ if cluster is None:
     for n, extra, expect in [(3, [], "MPI has 3 ranks"), (4, ["--policy", "fastest"], "unknown policy 'fastest'"),
                              (4, ["--compute", "gpu"], "--compute 'gpu'"), (8, ["--ranks-per-stage", "2", "--nic-gbps", "0"], "--nic-gbps"),
                              # 1e-9..1 was taken, then refused as the "network" (found by review)
-                             (4, ["--nic-efficiency", "1e-5"], "--nic-efficiency")]:
+                             (4, ["--nic-efficiency", "1e-5"], "--nic-efficiency"),
+                             # an empty strategy was "unknown strategy ''", the mode unnamed (found by review)
+                             (4, ["--strategy", ""], "--strategy '' names nothing"),
+                             (4, ["--mode", "Ordered"], "--mode: execution mode 'Ordered'")]:
         r = run(n, "chain4.json", extra, timeout=60)
         check(r.returncode == 2 and expect in r.stderr, f"bad input {extra}: exit {r.returncode}, stderr {r.stderr[-300:]}")
     # An entry longer than the program computes (its deadline in clock ticks would overflow): refused

@@ -35,23 +35,32 @@ class time_limit_reached : public error {
 };
 
 namespace detail {
-/// The length of the well-formed UTF-8 sequence at the start of `text` (1-4 bytes: no overlong
-/// form, no surrogate, nothing past U+10FFFF), or 0 where there is none.
-constexpr std::size_t utf8_sequence(std::string_view text) noexcept {
-  if (text.empty()) return 0;
+/// The UTF-8 sequence at the start of `text`: `length` 1-4 where it is whole and well formed (no
+/// overlong form, no surrogate, nothing past U+10FFFF), else 0 with `bad_at` the offset of the
+/// byte that breaks it (0: the lead byte; text's size where the text ends inside it).
+struct utf8_scan {
+  std::size_t length = 0;
+  std::size_t bad_at = 0;
+};
+
+constexpr utf8_scan scan_utf8(std::string_view text) noexcept {
+  if (text.empty()) return {};
   const auto b0 = static_cast<unsigned char>(text[0]);
-  if (b0 < 0x80) return 1;
+  if (b0 < 0x80) return {1, 0};
   const std::size_t n = b0 >= 0xc2 && b0 <= 0xdf ? 2 : b0 >= 0xe0 && b0 <= 0xef ? 3 : b0 >= 0xf0 && b0 <= 0xf4 ? 4 : 0;
-  if (n == 0 || text.size() < n) return 0;
-  // The second byte's range is narrower after E0 (overlong), ED (surrogates), F0 (overlong), F4.
-  const auto b1 = static_cast<unsigned char>(text[1]);
-  const unsigned char lo = b0 == 0xe0 ? 0xa0 : b0 == 0xf0 ? 0x90 : 0x80;
-  const unsigned char hi = b0 == 0xed ? 0x9f : b0 == 0xf4 ? 0x8f : 0xbf;
-  if (b1 < lo || b1 > hi) return 0;
-  for (std::size_t k = 2; k < n; ++k)
-    if ((static_cast<unsigned char>(text[k]) & 0xc0) != 0x80) return 0;
-  return n;
+  for (std::size_t k = 1; k < n; ++k) {
+    if (k >= text.size()) return {0, k};
+    // The second byte's range is narrower after E0 (overlong), ED (surrogates), F0 (overlong), F4.
+    const auto b = static_cast<unsigned char>(text[k]);
+    const unsigned char lo = k > 1 ? 0x80 : b0 == 0xe0 ? 0xa0 : b0 == 0xf0 ? 0x90 : 0x80;
+    const unsigned char hi = k > 1 ? 0xbf : b0 == 0xed ? 0x9f : b0 == 0xf4 ? 0x8f : 0xbf;
+    if (b < lo || b > hi) return {0, k};
+  }
+  return {n, 0};
 }
+
+/// The length of the well-formed UTF-8 sequence at the start of `text`, or 0 where there is none.
+constexpr std::size_t utf8_sequence(std::string_view text) noexcept { return scan_utf8(text).length; }
 
 /// Whether the byte `c` is a C0 control or DEL.
 constexpr bool ascii_control(unsigned char c) noexcept { return c < 0x20 || c == 0x7f; }

@@ -278,8 +278,14 @@ class parser {
       if (c == '"') return out;
       if (static_cast<unsigned char>(c) < 0x20) fail("control character inside a string");
       if (static_cast<unsigned char>(c) >= 0x80) {  // JSON text is UTF-8: a whole, shortest sequence
-        out += c;
-        utf8_tail(static_cast<unsigned char>(c), out);
+        const std::size_t lead = at_ - 1;
+        const meshcast::detail::utf8_scan u = meshcast::detail::scan_utf8(s_.substr(lead));
+        if (u.length == 0) {
+          at_ = lead + u.bad_at;  // the error's column is the byte that breaks the sequence
+          fail("invalid UTF-8 inside a string");
+        }
+        out.append(s_.substr(lead, u.length));
+        at_ = lead + u.length;
         continue;
       }
       if (c != '\\') {
@@ -311,22 +317,6 @@ class parser {
         }
         default: fail(std::string("unknown escape '\\") + meshcast::detail::printable(std::string(1, e)) + "'");
       }
-    }
-  }
-
-  // The continuation bytes after lead byte `lead` (>= 0x80), checked: no stray continuation byte,
-  // no overlong form, no surrogate, nothing above U+10FFFF.
-  void utf8_tail(unsigned char lead, std::string& out) {
-    const int more = lead >= 0xC2 && lead <= 0xDF ? 1 : lead >= 0xE0 && lead <= 0xEF ? 2 : lead >= 0xF0 && lead <= 0xF4 ? 3 : 0;
-    if (more == 0) { --at_; fail("invalid UTF-8 inside a string"); }
-    for (int k = 0; k < more; ++k) {
-      const unsigned b = at_ < s_.size() ? static_cast<unsigned char>(s_[at_]) : 0U;
-      // The second byte's range narrows after E0 (overlong), ED (surrogates), F0 (overlong), F4 (> U+10FFFF).
-      const unsigned lo = k > 0 ? 0x80 : lead == 0xE0 ? 0xA0 : lead == 0xF0 ? 0x90 : 0x80;
-      const unsigned hi = k > 0 ? 0xBF : lead == 0xED ? 0x9F : lead == 0xF4 ? 0x8F : 0xBF;
-      if (b < lo || b > hi) fail("invalid UTF-8 inside a string");
-      out += static_cast<char>(b);
-      ++at_;
     }
   }
 
