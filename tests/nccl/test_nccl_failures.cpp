@@ -167,6 +167,35 @@ TEST_CASE("every wait on the stream has a deadline: a stuck stream or a failed c
       CHECK(what[r].find("ncclCommAbort") != std::string::npos);
     }
   }
+  // No bound (timeout 0) still polls the communicator: a failed one ends the wait at once, where
+  // cudaStreamSynchronize waited for ever (the emulation gives up after 30 s) and asked NCCL nothing.
+  {
+    std::vector<std::string> what(2);
+    std::vector<double> took(2, -1);
+    run_ranks(2, [&](int rank, ncclComm_t comm) {
+      cudaStream_t stream;
+      cudaStreamCreate(&stream);
+      stream->stuck = true;
+      std::vector<std::int32_t> in(4, rank), out(4, -1);
+      const auto start = clock::now();
+      try {
+        nccl_backend<thread_bootstrap> b(comm, stream, thread_bootstrap{board}, nccl_group_transfers, 0);
+        executor<nccl_backend<thread_bootstrap>> exec(b, p, s);
+        comm->async_error = ncclRemoteError;
+        exec.run(std::as_bytes(std::span(in)), std::as_writable_bytes(std::span(out)));
+      } catch (const error& e) {
+        what[static_cast<std::size_t>(rank)] = e.what();
+      }
+      took[static_cast<std::size_t>(rank)] = std::chrono::duration<double>(clock::now() - start).count();
+      stream->stuck = false;
+      cudaStreamDestroy(stream);
+    }, false, true);
+    for (std::size_t r = 0; r < 2; ++r) {
+      CAPTURE(what[r]);
+      CHECK(took[r] < 20);
+      CHECK(what[r].find("asynchronous error: remote process exited") != std::string::npos);
+    }
+  }
   // The one call: the front end's own waits (the ranks' agreement) have the deadline too, and
   // nothing of the stuck stream is freed while it is stuck (cudaFree would wait for that work).
   const int frees_before = meshcast_frees_while_stuck;
@@ -314,4 +343,41 @@ TEST_CASE("the NCCL front end waits for rank 0's solve up to the solver's time l
     CAPTURE(r);
     CHECK(problems[static_cast<std::size_t>(r)] == "");
   }
+}
+
+// A rank that failed reports its own error even when its stream still holds the failed work: the
+// agreement's calls would queue behind it and time out with a message that names nothing (found by
+// review). And a thread not on its communicator's device is refused before anything is made there.
+TEST_CASE("NCCL: a failed rank's message survives a stuck stream; a thread on the wrong device is refused") {
+  std::vector<std::string> what(2);
+  std::vector<double> took(2, -1);
+  run_ranks(2, [&](int rank, ncclComm_t comm) {
+    cudaStream_t stream;
+    cudaStreamCreate(&stream);
+    detail::nccl_channel ch(comm, stream, nccl_group_transfers, 5);
+    stream->stuck = true;
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      ch.agree_or_throw(rank == 1 ? "rank 1's own failure" : "");
+    } catch (const std::exception& e) {
+      what[static_cast<std::size_t>(rank)] = e.what();
+    }
+    took[static_cast<std::size_t>(rank)] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    stream->stuck = false;
+    cudaStreamDestroy(stream);
+  });
+  CAPTURE(what[1]);
+  CHECK(what[1].find("rank 1's own failure; the CUDA stream still holds that work") == 0);
+  CHECK(took[1] < 2.5);  // at once, not after the 5 s the other rank waits
+  CHECK(!what[0].empty());  // the other rank fails too (its own timeout), never hangs
+
+  run_ranks(1, [&](int, ncclComm_t comm) {
+    cudaSetDevice(1);  // the communicator was made on device 0
+    auto board = std::make_shared<thread_bootstrap::board>();
+    const char* says = "the NCCL communicator is on CUDA device 0 but this thread's current device is 1: call cudaSetDevice(0)";
+    CHECK_THROWS_WITH_AS(nccl_backend<thread_bootstrap>(comm, nullptr, thread_bootstrap{board}), doctest::Contains(says), error);
+    CHECK_THROWS_WITH_AS(detail::nccl_channel(comm, nullptr), doctest::Contains(says), error);
+    cudaSetDevice(0);
+    CHECK_NOTHROW(detail::nccl_channel(comm, nullptr));
+  });
 }

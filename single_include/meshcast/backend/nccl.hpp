@@ -144,6 +144,20 @@ concept nccl_bootstrap = requires(B& b, ncclUniqueId& id, std::span<const index_
   b.share(id, members, root, tag);
 };
 
+namespace detail {
+/// Throws unless the calling thread's current CUDA device is `comm`'s: the stream, events, buffers
+/// and group communicators the transport makes are made on the current device, and nccl.h wants a
+/// rank's device set before its communicator is made. A new thread starts on device 0.
+inline void nccl_on_its_device(ncclComm_t comm) {
+  int theirs = 0, ours = 0;
+  nccl_check(ncclCommCuDevice(comm, &theirs), "ncclCommCuDevice");
+  cuda_check(cudaGetDevice(&ours), "cudaGetDevice");
+  if (theirs != ours)
+    throw error("the NCCL communicator is on CUDA device " + std::to_string(theirs) + " but this thread's current device is " +
+                std::to_string(ours) + ": call cudaSetDevice(" + std::to_string(theirs) + ") on this thread first");
+}
+}  // namespace detail
+
 /// Most transfers whose operations one ncclGroupStart/End holds by default. NeMo-RL reports a
 /// group of about 15,000 point-to-point operations hanging; this stays well below.
 inline constexpr std::size_t nccl_group_transfers = 1024;
@@ -257,6 +271,7 @@ class nccl_backend {
         group_transfers_(group_transfers < 1 ? 1 : group_transfers),
         nonblocking_(nonblocking) {
     detail::nccl_usable(comm_);  // one left in progress refuses the calls below: say why
+    detail::nccl_on_its_device(comm_);
     int r = 0, n = 0;
     detail::nccl_check(ncclCommUserRank(comm_, &r), "ncclCommUserRank");
     detail::nccl_check(ncclCommCount(comm_, &n), "ncclCommCount");

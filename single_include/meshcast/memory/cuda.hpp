@@ -66,20 +66,19 @@ class given_up_streams {
 /// the transport reports a failure) in between; gives up once `timeout_s` seconds (0: no bound)
 /// pass without progress: `progressed()` says whether a part of the work finished since its last
 /// call (the NCCL backend's rounds; [] { return false; } bounds the whole wait). Work on a stream
-/// cannot be withdrawn: the error says to abort the communicator.
+/// cannot be withdrawn: the error says to abort the communicator. Without a bound it still polls:
+/// cudaStreamSynchronize never returns for a kernel whose peer failed, nor asks NCCL for its error.
 template <class Healthy, class Progressed>
 void wait_stream(cudaStream_t stream, double timeout_s, Healthy&& healthy, Progressed&& progressed) {
-  if (checked_seconds(timeout_s, "the CUDA stream's timeout") == 0) {  // a negative one was once no bound too
-    cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-    return;
-  }
-  deadline until(timeout_s, "the CUDA stream's timeout");
+  const bool bounded = checked_seconds(timeout_s, "the CUDA stream's timeout") > 0;  // a negative one was once no bound too
+  deadline until(bounded ? timeout_s : 1, "the CUDA stream's timeout");
   try {
     for (backoff pause;; pause()) {
       const cudaError_t rc = cudaStreamQuery(stream);
       if (rc == cudaSuccess) break;
       if (rc != cudaErrorNotReady) cuda_check(rc, "cudaStreamQuery");
       healthy();
+      if (!bounded) continue;
       if (progressed()) until = deadline(timeout_s, "the CUDA stream's timeout");
       else if (until.expired())
         throw timeout_error("the work on the CUDA stream made no progress for " + number(timeout_s) +

@@ -43,6 +43,16 @@ typedef meshcast_emulated_stream* cudaStream_t;
 inline const char* cudaGetErrorString(cudaError_t e) {
   return e == cudaSuccess ? "no error" : e == cudaErrorNotReady ? "device not ready" : "out of memory";
 }
+// The calling thread's current device, as cudaSetDevice leaves it (a new thread starts on 0).
+inline thread_local int meshcast_current_device = 0;
+inline cudaError_t cudaGetDevice(int* d) {
+  *d = meshcast_current_device;
+  return cudaSuccess;
+}
+inline cudaError_t cudaSetDevice(int d) {
+  meshcast_current_device = d;
+  return cudaSuccess;
+}
 inline cudaError_t cudaMalloc(void** p, std::size_t n) {
   *p = std::malloc(n ? n : 1);
   return *p ? cudaSuccess : cudaErrorMemoryAllocation;

@@ -236,6 +236,7 @@ struct meshcast_emulated_comm {
   bool blocking = true;
   std::vector<meshcast_nccl_emulation::op*> pending;  // nonblocking calls': posted, not yet reported done
   bool unsettled = false;  // answered ncclInProgress; NCCL refuses other calls until polled to ncclSuccess
+  int device = meshcast_current_device;  // the creating thread's, as NCCL takes it
 };
 typedef meshcast_emulated_comm* ncclComm_t;
 
@@ -333,6 +334,11 @@ inline ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* error) 
   });
   if (!p.empty()) *error = ncclInProgress;
   else comm->unsettled = false;
+  return ncclSuccess;
+}
+inline ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
+  if (comm->unsettled) return ++meshcast_nccl_emulation::unsettled_calls, ncclInvalidArgument;
+  *device = comm->device;
   return ncclSuccess;
 }
 inline ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {

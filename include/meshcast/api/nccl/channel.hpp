@@ -60,6 +60,8 @@ struct nccl_comm_bootstrap {
     // would wait without a deadline.
     detail::wait_stream(stream, timeout_s, [&] { detail::nccl_check_async(world); }, [] { return false; });
     detail::cuda_check(cudaMemcpyAsync(&id, buf.data(), sizeof id, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
+    // A copy into pageable memory may return before it is done: the id is read only after it.
+    detail::wait_stream(stream, timeout_s, [&] { detail::nccl_check_async(world); }, [] { return false; });
   }
 };
 static_assert(nccl_bootstrap<nccl_comm_bootstrap>);
@@ -80,6 +82,7 @@ class nccl_channel {
       : comm_(comm), memory_{stream, timeout_s}, group_transfers_(group_transfers), nonblocking_(nonblocking),
         agree_s_(timeout_s > 0 ? std::min(timeout_s + solve_s, max_time_limit_s) : 0) {
     nccl_usable(comm_);  // one left in progress by an earlier call refuses the calls below: say why
+    nccl_on_its_device(comm_);
     nccl_check(ncclCommUserRank(comm_, &rank_), "ncclCommUserRank");
     nccl_check(ncclCommCount(comm_, &size_), "ncclCommCount");
     scratch_ = memory_.allocate(static_cast<std::size_t>(size_) * sizeof(std::uint64_t));  // kept: one per reshard call
@@ -123,7 +126,13 @@ class nccl_channel {
   }
   /// Throws on every rank when any rank has a non-empty `problem` (the first failing rank's message).
   void agree_or_throw(const std::string& problem) {
-    if (!problem.empty()) nccl_usable(comm_, problem);
+    if (!problem.empty()) {
+      nccl_usable(comm_, problem);
+      // The agreement's own calls would queue behind a failed run's work still on the stream, and
+      // their timeout would then replace this rank's message: a busy stream ends it here.
+      if (cudaStreamQuery(memory_.stream) != cudaSuccess)
+        throw error(problem + "; the CUDA stream still holds that work, so the other ranks are not told and time out");
+    }
     const auto flags = all_gather(problem.empty() ? 0 : 1, agree_s_);
     const auto first = std::find(flags.begin(), flags.end(), 1u) - flags.begin();
     if (first == static_cast<std::ptrdiff_t>(flags.size())) return;
