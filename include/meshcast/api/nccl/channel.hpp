@@ -126,14 +126,16 @@ class nccl_channel {
   }
   /// Throws on every rank when any rank has a non-empty `problem` (the first failing rank's message).
   void agree_or_throw(const std::string& problem) {
-    if (!problem.empty()) {
-      nccl_usable(comm_, problem);
-      // The agreement's own calls would queue behind a failed run's work still on the stream, and
-      // their timeout would then replace this rank's message: a busy stream ends it here.
-      if (cudaStreamQuery(memory_.stream) != cudaSuccess)
-        throw error(problem + "; the CUDA stream still holds that work, so the other ranks are not told and time out");
+    if (!problem.empty()) nccl_usable(comm_, problem);
+    std::vector<std::uint64_t> flags;
+    try {
+      flags = all_gather(problem.empty() ? 0 : 1, agree_s_);
+    } catch (const timeout_error& e) {
+      // Queued behind a failed run's work still on the stream (or the caller's): the wait's timeout
+      // alone would name nothing of what failed here.
+      if (problem.empty()) throw;
+      throw timeout_error(problem + "; then, telling the other ranks: " + e.what(), e.missing());
     }
-    const auto flags = all_gather(problem.empty() ? 0 : 1, agree_s_);
     const auto first = std::find(flags.begin(), flags.end(), 1u) - flags.begin();
     if (first == static_cast<std::ptrdiff_t>(flags.size())) return;
     std::string text = rank_ == first ? problem : std::string();
