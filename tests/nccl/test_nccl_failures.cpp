@@ -370,6 +370,23 @@ TEST_CASE("NCCL: a failed rank's message survives a stuck stream; a thread on th
   CHECK(what[1].find("rank 1's own failure; then, telling the other ranks: the work on the CUDA stream made no progress") == 0);
   CHECK(took[1] < 20);  // its 0.5 s timeout, never a hang
   CHECK(!what[0].empty());  // the other rank fails too (its own timeout), never hangs
+  // A stream busy with work that finishes (the caller's kernels): every rank learns the message (a
+  // version that threw at once on a busy stream left the other ranks to time out; found by review).
+  run_ranks(2, [&](int rank, ncclComm_t comm) {
+    cudaStream_t stream;
+    cudaStreamCreate(&stream);
+    detail::nccl_channel ch(comm, stream, nccl_group_transfers, 3);
+    stream->busy_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+    try {
+      ch.agree_or_throw(rank == 1 ? "rank 1's own failure" : "");
+      what[static_cast<std::size_t>(rank)] = "no error";
+    } catch (const std::exception& e) {
+      what[static_cast<std::size_t>(rank)] = e.what();
+    }
+    cudaStreamDestroy(stream);
+  });
+  CHECK(what[0] == "rank 1 reports: rank 1's own failure");
+  CHECK(what[1] == "rank 1's own failure");
 
   run_ranks(1, [&](int, ncclComm_t comm) {
     cudaSetDevice(1);  // the communicator was made on device 0
