@@ -87,10 +87,10 @@ struct nccl_comm_bootstrap {
     detail::nccl_settle(ended, world, "ncclGroupEnd", timeout_s);
     // Bounded, and failed at once by the world's asynchronous error: the copy to host memory below
     // would wait without a deadline.
-    detail::wait_stream(stream, timeout_s, [&] { detail::nccl_check_async(world); }, [] { return false; });
+    const auto drain = [&] { detail::wait_stream(stream, timeout_s, [&] { detail::nccl_check_async(world); }, [] { return false; }); };
+    drain();
     detail::cuda_check(cudaMemcpyAsync(&id, buf.data(), sizeof id, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
-    // A copy into pageable memory may return before it is done: the id is read only after it.
-    detail::wait_stream(stream, timeout_s, [&] { detail::nccl_check_async(world); }, [] { return false; });
+    drain();  // a copy into pageable memory may return before it is done: the id is read only after it
   }
 };
 static_assert(nccl_bootstrap<nccl_comm_bootstrap>);

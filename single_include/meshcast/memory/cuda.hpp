@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <mutex>
+#include <optional>
 #include <vector>
 #include <string>
 #include <utility>
@@ -70,17 +71,17 @@ class given_up_streams {
 /// cudaStreamSynchronize never returns for a kernel whose peer failed, nor asks NCCL for its error.
 template <class Healthy, class Progressed>
 void wait_stream(cudaStream_t stream, double timeout_s, Healthy&& healthy, Progressed&& progressed) {
-  const bool bounded = checked_seconds(timeout_s, "the CUDA stream's timeout") > 0;  // a negative one was once no bound too
-  deadline until(bounded ? timeout_s : 1, "the CUDA stream's timeout");
+  std::optional<deadline> until;  // none: no bound (a negative timeout was once no bound too)
+  if (checked_seconds(timeout_s, "the CUDA stream's timeout") > 0) until.emplace(timeout_s, "the CUDA stream's timeout");
   try {
     for (backoff pause;; pause()) {
       const cudaError_t rc = cudaStreamQuery(stream);
       if (rc == cudaSuccess) break;
       if (rc != cudaErrorNotReady) cuda_check(rc, "cudaStreamQuery");
       healthy();
-      if (!bounded) continue;
-      if (progressed()) until = deadline(timeout_s, "the CUDA stream's timeout");
-      else if (until.expired())
+      if (!until) continue;
+      if (progressed()) until.emplace(timeout_s, "the CUDA stream's timeout");
+      else if (until->expired())
         throw timeout_error("the work on the CUDA stream made no progress for " + number(timeout_s) +
                                 " s (an NCCL call whose peer never posts its match, or a failed link); abort the "
                                 "communicator (ncclCommAbort); buffers of the stream stay allocated while it is busy, "
