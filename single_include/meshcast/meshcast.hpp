@@ -4116,7 +4116,6 @@ struct alpa_dfs {
 // (max_load - load + 1); the largest set wins, ties going to the smallest spread of host loads.
 
 #include <algorithm>
-#include <random>  // std::discrete_distribution
 #include <vector>
 
 // ---- begin meshcast/core/detail/mersenne_twister.hpp ----
@@ -4173,6 +4172,44 @@ class mt19937_64 {
 
 }  // namespace meshcast::detail
 // ---- end meshcast/core/detail/mersenne_twister.hpp ----
+// ---- begin meshcast/core/detail/weighted_draw.hpp ----
+// Drawing an index with probability proportional to its weight, as libstdc++'s
+// std::discrete_distribution draws it: the same arithmetic (weights divided by their sum, running
+// sums, the last one set to 1, the first sum not below one canonical draw) and the same use of the
+// generator (none for fewer than two weights, else one 64-bit output), so alpa_greedy's schedules
+// are what they were with <random> (tests/test_random.cpp compares the two), and are the same on
+// every standard library. <random> alone costs the umbrella header a fifth of a second to parse.
+
+#include <cmath>
+#include <cstddef>
+#include <span>
+
+
+namespace meshcast::detail {
+
+/// A uniform double in [0, 1) from one output of `rng`: its 64 bits over 2^64, rounded to nearest.
+inline double canonical_double(mt19937_64& rng) noexcept {
+  const double p = static_cast<double>(rng()) / 18446744073709551616.0;  // 2^64
+  return p < 1 ? p : std::nextafter(1.0, 0.0);
+}
+
+/// An index into `weights` (finite, non-negative, of positive sum), drawn with probability
+/// proportional to its weight; 0 without a draw for fewer than two weights.
+inline std::size_t weighted_index(std::span<const double> weights, mt19937_64& rng) noexcept {
+  if (weights.size() < 2) return 0;
+  double sum = 0;
+  for (double w : weights) sum += w;
+  const double p = canonical_double(rng);
+  double running = 0;
+  for (std::size_t i = 0; i + 1 < weights.size(); ++i) {
+    running += weights[i] / sum;
+    if (!(running < p)) return i;
+  }
+  return weights.size() - 1;  // whose running sum is 1 by definition
+}
+
+}  // namespace meshcast::detail
+// ---- end meshcast/core/detail/weighted_draw.hpp ----
 
 namespace meshcast {
 
@@ -4230,7 +4267,7 @@ struct alpa_greedy {
           for (std::size_t k : free) max_load = std::max(max_load, trial_load[net.host_of(un.options[k].sender)]);
           std::vector<double> weight;
           for (std::size_t k : free) weight.push_back(max_load - trial_load[net.host_of(un.options[k].sender)] + 1);
-          std::size_t k = free[std::discrete_distribution<std::size_t>(weight.begin(), weight.end())(rng)];
+          std::size_t k = free[detail::weighted_index(weight, rng)];
           index_t h = net.host_of(un.options[k].sender);
           sending[h] = 1;
           for (index_t x : into) receiving[x] = 1;

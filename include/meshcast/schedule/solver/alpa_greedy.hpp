@@ -5,11 +5,11 @@
 #pragma once
 
 #include <algorithm>
-#include <random>  // std::discrete_distribution
 #include <vector>
 
 #include "../../core/detail/deadline.hpp"
 #include "../../core/detail/mersenne_twister.hpp"
+#include "../../core/detail/weighted_draw.hpp"
 #include "../solver.hpp"
 
 namespace meshcast {
@@ -68,7 +68,7 @@ struct alpa_greedy {
           for (std::size_t k : free) max_load = std::max(max_load, trial_load[net.host_of(un.options[k].sender)]);
           std::vector<double> weight;
           for (std::size_t k : free) weight.push_back(max_load - trial_load[net.host_of(un.options[k].sender)] + 1);
-          std::size_t k = free[std::discrete_distribution<std::size_t>(weight.begin(), weight.end())(rng)];
+          std::size_t k = free[detail::weighted_index(weight, rng)];
           index_t h = net.host_of(un.options[k].sender);
           sending[h] = 1;
           for (index_t x : into) receiving[x] = 1;
