@@ -71,8 +71,13 @@ struct nccl_comm_bootstrap {
     int me = 0;
     detail::nccl_check(ncclCommUserRank(world, &me), "ncclCommUserRank");
     auto buf = m.allocate(sizeof id);  // outlives a wait that gave up while the stream is busy (cuda.hpp)
-    if (me == root)
+    // A copy with pageable host memory may wait for the stream without a deadline: each one finds
+    // it drained by a bounded wait, which the world's asynchronous error fails at once.
+    const auto drain = [&] { detail::wait_stream(stream, timeout_s, [&] { detail::nccl_check_async(world); }, [] { return false; }); };
+    if (me == root) {
+      drain();
       detail::cuda_check(cudaMemcpyAsync(buf.data(), &id, sizeof id, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
+    }
     detail::nccl_check(ncclGroupStart(), "ncclGroupStart");
     ncclResult_t rc = ncclSuccess;
     if (me == root) {
@@ -85,9 +90,6 @@ struct nccl_comm_bootstrap {
     const ncclResult_t ended = ncclGroupEnd();  // closed even after a failed call
     if (rc != ncclInProgress) detail::nccl_check(rc, me == root ? "ncclSend" : "ncclRecv");
     detail::nccl_settle(ended, world, "ncclGroupEnd", timeout_s);
-    // Bounded, and failed at once by the world's asynchronous error: the copy to host memory below
-    // would wait without a deadline.
-    const auto drain = [&] { detail::wait_stream(stream, timeout_s, [&] { detail::nccl_check_async(world); }, [] { return false; }); };
     drain();
     detail::cuda_check(cudaMemcpyAsync(&id, buf.data(), sizeof id, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
     drain();  // a copy into pageable memory may return before it is done: the id is read only after it
@@ -128,7 +130,7 @@ class nccl_channel {
     host[static_cast<std::size_t>(rank_)] = value;
     nccl_usable(comm_);
     mark_start();
-    to_device(buf.data(), host.data(), host.size() * sizeof(std::uint64_t));
+    to_device(buf.data(), host.data(), host.size() * sizeof(std::uint64_t), timeout_s);
     nccl_check(ncclGroupStart(), "ncclGroupStart");
     ncclResult_t rc = ncclSuccess;
     if (rank_ == 0) {
@@ -149,7 +151,7 @@ class nccl_channel {
     auto buf = memory_.allocate(bytes);  // outlives a wait that gave up while the stream is busy (cuda.hpp)
     nccl_usable(comm_);
     mark_start();
-    if (rank_ == root) to_device(buf.data(), data, bytes);
+    if (rank_ == root) to_device(buf.data(), data, bytes, memory_.timeout_s);
     settle(ncclBroadcast(buf.data(), buf.data(), bytes, ncclUint8, root, comm_, memory_.stream), "ncclBroadcast");
     to_host(data, buf.data(), bytes);
   }
@@ -219,11 +221,12 @@ class nccl_channel {
   void settle(ncclResult_t rc, const char* what) { settle(rc, what, memory_.timeout_s); }
   void settle(ncclResult_t rc, const char* what, double timeout_s) { nccl_settle(rc, comm_, what, timeout_s); }
   void mark_start() { cuda_check(cudaEventRecord(started_.get(), memory_.stream), "cudaEventRecord"); }
-  void to_device(std::byte* to, const void* from, std::size_t n) {
+  // A copy with pageable host memory may wait for the stream with no deadline (from it: returns
+  // only once done): each is made on a stream already waited for, with one.
+  void to_device(std::byte* to, const void* from, std::size_t n, double timeout_s) {
+    wait(timeout_s);
     cuda_check(cudaMemcpyAsync(to, from, n, cudaMemcpyHostToDevice, memory_.stream), "cudaMemcpyAsync");
   }
-  // A copy into pageable host memory returns only once done, with no deadline: it is made on a
-  // stream already waited for (with one).
   void to_host(void* to, const std::byte* from, std::size_t n) { to_host(to, from, n, memory_.timeout_s); }
   void to_host(void* to, const std::byte* from, std::size_t n, double timeout_s) {
     wait(timeout_s);

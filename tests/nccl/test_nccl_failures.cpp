@@ -176,7 +176,7 @@ TEST_CASE("every wait on the stream has a deadline: a stuck stream or a failed c
   }
   // The one call: the front end's own waits (the ranks' agreement) have the deadline too, and
   // nothing of the stuck stream is freed while it is stuck (cudaFree would wait for that work).
-  const int frees_before = meshcast_frees_while_stuck;
+  const int frees_before = meshcast_frees_while_stuck, copies_before = meshcast_host_copies_while_busy;
   std::vector<int> timed_out(2, 0);
   run_ranks(2, [&](int rank, ncclComm_t comm) {
     cudaStream_t stream;
@@ -197,6 +197,7 @@ TEST_CASE("every wait on the stream has a deadline: a stuck stream or a failed c
   CHECK(timed_out[0] == 1);
   CHECK(timed_out[1] == 1);
   CHECK(meshcast_frees_while_stuck == frees_before);
+  CHECK(meshcast_host_copies_while_busy == copies_before);  // none waits on the stuck work
   // A timeout that is not a number of seconds is named.
   run_ranks(1, [&](int, ncclComm_t comm) {
     CHECK_THROWS_WITH_AS(nccl_backend<thread_bootstrap>(comm, nullptr, thread_bootstrap{board}, nccl_group_transfers, -1),
@@ -327,6 +328,8 @@ TEST_CASE("the NCCL front end waits for rank 0's solve up to the solver's time l
 // times out behind it (that timeout named nothing else; found by review); a thread not on its
 // communicator's device is refused.
 TEST_CASE("NCCL: a failed rank's message survives a stuck stream; a thread on the wrong device is refused") {
+  // No copy with host memory is issued on a busy stream (on a GPU it may wait with no deadline).
+  const int copies_before = meshcast_host_copies_while_busy;
   std::vector<std::string> what(2);
   std::vector<double> took(2, -1);
   run_ranks(2, [&](int rank, ncclComm_t comm) {
@@ -365,6 +368,7 @@ TEST_CASE("NCCL: a failed rank's message survives a stuck stream; a thread on th
   });
   CHECK(what[0] == "rank 1 reports: rank 1's own failure");
   CHECK(what[1] == "rank 1's own failure");
+  CHECK(meshcast_host_copies_while_busy == copies_before);
 
   run_ranks(1, [&](int, ncclComm_t comm) {
     cudaSetDevice(1);  // the communicator was made on device 0

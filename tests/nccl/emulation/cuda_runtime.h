@@ -62,7 +62,12 @@ inline cudaError_t cudaFree(void* p) {
   std::free(p);
   return cudaSuccess;
 }
-inline cudaError_t cudaMemcpyAsync(void* to, const void* from, std::size_t n, cudaMemcpyKind, cudaStream_t) {
+// How many copies with host memory were issued while their stream was busy: on a GPU a copy with
+// pageable memory may wait for that work, with no deadline (tests read it).
+inline std::atomic<int> meshcast_host_copies_while_busy{0};
+inline cudaError_t cudaMemcpyAsync(void* to, const void* from, std::size_t n, cudaMemcpyKind kind, cudaStream_t s) {
+  if (kind != cudaMemcpyDeviceToDevice && s && (s->stuck || std::chrono::steady_clock::now() < s->busy_until))
+    ++meshcast_host_copies_while_busy;
   std::memmove(to, from, n);
   return cudaSuccess;
 }
