@@ -4,7 +4,7 @@
 // ---- begin meshcast/exec/backend/nccl.hpp ----
 // The NCCL backend: transport only. One rank per GPU, shards in device memory (memory/cuda.hpp),
 // ncclSend / ncclRecv / ncclBroadcast issued on one CUDA stream and grouped by the executor's
-// rounds in ncclGroupStart/End. Broadcast groups and chains get communicators of their own,
+// rounds in ncclGroupStart/End (a round's consecutive operations on one communicator per group). Broadcast groups and chains get communicators of their own,
 // bootstrapped by a `Bootstrap` policy (MPI in production: the group's root draws a unique id and
 // sends it to the other members) and cached for the executor's lifetime; a chain is an
 // ncclBroadcast from the group's first member (NCCL pipelines it along its ring).
@@ -333,14 +333,20 @@ class nccl_backend {
     in_round_ = false;
     events_.used = 0;
   }
-  // A round's operations are held here and issued in one ncclGroupStart/End by end_round. A round
-  // the executor leaves open (something threw between the two) so reaches NCCL not at all: this
-  // thread is left in no NCCL group, which would defer the caller's later NCCL calls, and no peer
-  // sees half a group. The next begin_round drops it. Rounds do not nest.
+  // A round's operations are held here and issued by end_round. A round the executor leaves open
+  // (something threw between the two) so reaches NCCL not at all: this thread is left in no NCCL
+  // group, which would defer the caller's later NCCL calls, and no peer sees half a group. The
+  // next begin_round drops it. Rounds do not nest.
   void begin_round() noexcept {
     round_.clear();
     in_round_ = true;
   }
+  // NCCL runs a group as one kernel per communicator, one after the other on the stream, in its
+  // own order of the communicators (ascending commHash), not the calls'. A round mixing the
+  // world's sends and a broadcast group's could then wait on a peer in a cycle where one rank
+  // split the round (a staging cap, a forwarding step) and the other did not. So each run of
+  // consecutive operations on one communicator is a group of its own: the stream then follows
+  // every rank's list order, which all ranks share, and no wait can close a cycle.
   void end_round() {
     in_round_ = false;
     if (round_.empty()) return;
@@ -353,30 +359,16 @@ class nccl_backend {
       events_.all.push_back(e);
     }
     detail::cuda_check(cudaEventRecord(events_.all[events_.used++], memory_.stream), "cudaEventRecord");
-    // Room for the round's communicators now: nothing may throw between ncclGroupEnd answering
-    // ncclInProgress and their poll.
-    round_comms_.clear();
-    round_comms_.reserve(round_.size());
-    detail::nccl_check(ncclGroupStart(), "ncclGroupStart");
-    ncclResult_t failed = ncclSuccess;
-    op_kind failed_kind = op_kind::send;
-    for (const pending_op& o : round_)
-      if ((failed = call(o)) != ncclSuccess && failed != ncclInProgress) {
-        failed_kind = o.kind;
-        break;
+    try {
+      for (std::size_t from = 0, to = 0; from < round_.size(); from = to) {
+        while (to < round_.size() && round_[to].comm == round_[from].comm) ++to;
+        issue_group(from, to);
       }
-    // Always closed: after a failed call NCCL discards the group and returns the error here too.
-    const ncclResult_t ended = ncclGroupEnd();
-    if (failed != ncclSuccess && failed != ncclInProgress) {
+    } catch (...) {
       round_.clear();
-      detail::nccl_check(failed, name(failed_kind));
+      throw;
     }
-    // A nonblocking group goes on in the background: each of its communicators is polled to its end.
-    if (ended == ncclInProgress)
-      for (const pending_op& o : round_)
-        if (std::find(round_comms_.begin(), round_comms_.end(), o.comm) == round_comms_.end()) round_comms_.push_back(o.comm);
     round_.clear();
-    detail::nccl_settle(ended, round_comms_, "ncclGroupEnd", memory_.timeout_s);
   }
   void flush() {
     const std::size_t rounds = std::exchange(events_.used, 0);
@@ -422,6 +414,22 @@ class nccl_backend {
     }
     return ncclBroadcast(o.data, o.data, o.n, ncclUint8, o.peer, o.comm, memory_.stream);
   }
+  // round_[from, to), operations on one communicator, in one ncclGroupStart/End.
+  void issue_group(std::size_t from, std::size_t to) {
+    detail::nccl_check(ncclGroupStart(), "ncclGroupStart");
+    ncclResult_t failed = ncclSuccess;
+    op_kind failed_kind = op_kind::send;
+    for (std::size_t k = from; k < to; ++k)
+      if ((failed = call(round_[k])) != ncclSuccess && failed != ncclInProgress) {
+        failed_kind = round_[k].kind;
+        break;
+      }
+    // Always closed: after a failed call NCCL discards the group and returns the error here too.
+    const ncclResult_t ended = ncclGroupEnd();
+    if (failed != ncclSuccess && failed != ncclInProgress) detail::nccl_check(failed, name(failed_kind));
+    // A nonblocking group goes on in the background: its communicator is polled to its end.
+    detail::nccl_settle(ended, round_[from].comm, "ncclGroupEnd", memory_.timeout_s);
+  }
   // Outside a round (a backend whose rounds are no-ops) each call goes to NCCL at once.
   void issue(const pending_op& o) {
     if (in_round_) round_.push_back(o);
@@ -436,7 +444,6 @@ class nccl_backend {
   index_t size_ = 0;
   bool nonblocking_ = false;
   std::vector<pending_op> round_;  // keeps its capacity: a repeated run allocates nothing here
-  std::vector<ncclComm_t> round_comms_;
   bool in_round_ = false;
   // The events recorded before the rounds of a run (`used` of them), reused by the next run; a
   // copy makes its own.
