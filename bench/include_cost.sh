@@ -5,7 +5,10 @@
 #   b) a program that reshards over MPI: the one call of <meshcast/mpi.hpp> where the include dir has
 #      it, else the hand-written plan/solve/share/executor sequence of that version's README;
 #   c) where the include dir has the compiled mode (core/compiled.hpp), the same program built as
-#      against meshcast::compiled (-DMESHCAST_COMPILED: the headers declare, libmeshcast defines).
+#      against meshcast::compiled (-DMESHCAST_COMPILED: the headers declare, libmeshcast defines);
+#   d) where <nccl.h> is found (CUDA_INCLUDE, default /usr/local/cuda/include), the same one call
+#      over NCCL, header-only and, where the include dir has it (api/nccl/batch_core.hpp), as
+#      against meshcast::compiled_nccl (-DMESHCAST_COMPILED_NCCL).
 # Usage: bench/include_cost.sh [INCLUDE_DIR] [REPEATS]   (default: include/ of this checkout, 3)
 # Best of REPEATS runs each. Compare two versions side by side, e.g. before = a git worktree of an
 # older commit: bench/include_cost.sh /tmp/before/include; bench/include_cost.sh include
@@ -81,4 +84,24 @@ echo "  reshard program [$what], compile:     $(measure -c -o "$work/r.o" "$work
 if [ -f "$inc/meshcast/core/compiled.hpp" ]; then
   echo "  reshard program, compiled mode, syntax only: $(measure -DMESHCAST_COMPILED -fsyntax-only "$work/reshard.cpp")"
   echo "  reshard program, compiled mode, compile:     $(measure -DMESHCAST_COMPILED -c -o "$work/c.o" "$work/reshard.cpp")"
+fi
+cuda_inc="${CUDA_INCLUDE:-/usr/local/cuda/include}"
+if [ -f "$cuda_inc/nccl.h" ] && [ -f "$cuda_inc/cuda_runtime.h" ]; then
+  cat > "$work/nccl.cpp" <<'CPP'
+#include <cuda_runtime.h>
+#include <nccl.h>
+#include <meshcast/nccl.hpp>
+void reshard(ncclComm_t comm, cudaStream_t stream, const float* in, float* out) {
+  constexpr meshcast::layout<meshcast::mesh<2>, meshcast::spec<meshcast::S<0>, meshcast::R>, meshcast::shape<8, 6>> src;
+  constexpr meshcast::layout<meshcast::mesh<2>, meshcast::spec<meshcast::R, meshcast::S<0>>, meshcast::shape<8, 6>> dst;
+  meshcast::reshard(comm, stream, src, dst, std::span<const float>(in, 24), std::span<float>(out, 24));
+}
+int main() {}
+CPP
+  echo "  NCCL one call, syntax only:          $(measure -isystem "$cuda_inc" -fsyntax-only "$work/nccl.cpp")"
+  echo "  NCCL one call, compile:              $(measure -isystem "$cuda_inc" -c -o "$work/n.o" "$work/nccl.cpp")"
+  if [ -f "$inc/meshcast/api/nccl/batch_core.hpp" ]; then
+    echo "  NCCL one call, compiled mode, syntax only: $(measure -isystem "$cuda_inc" -DMESHCAST_COMPILED_NCCL -fsyntax-only "$work/nccl.cpp")"
+    echo "  NCCL one call, compiled mode, compile:     $(measure -isystem "$cuda_inc" -DMESHCAST_COMPILED_NCCL -c -o "$work/nc.o" "$work/nccl.cpp")"
+  fi
 fi

@@ -38,6 +38,11 @@ OPTIONAL = {
     "meshcast/reshard_options.hpp": "meshcast/api/reshard_options.hpp",
     "meshcast/batch_checks.hpp": "meshcast/api/batch_checks.hpp",
     "meshcast/batch_facade.hpp": "meshcast/api/batch_facade.hpp",
+    # The front ends' handle on their state (MPI's and NCCL's batch cores) and the NCCL group
+    # bound (NCCL's front end and backend): files of their own, like the two above.
+    "meshcast/api/core_handle.hpp": "meshcast/api/core_handle.hpp",
+    "meshcast/api/core_handle_impl.hpp": "meshcast/api/core_handle_impl.hpp",
+    "meshcast/exec/backend/nccl_group_transfers.hpp": "meshcast/exec/backend/nccl_group_transfers.hpp",
     # The benchmark job (no MPI, no Google Benchmark): included by benchmark.hpp and benchmark_nccl.hpp.
     "meshcast/benchmark_job.hpp": "meshcast/api/benchmark_job.hpp",
     "meshcast/benchmark_nccl.hpp": "meshcast/api/benchmark_nccl.hpp",

@@ -11,6 +11,7 @@
 
 namespace meshcast::detail {
 
+template class core_handle<mpi_batch_state>;
 template void solve_erased<greedy, auto_strategy>(const erased_policies&, std::span<const plan>, const network&,
                                                   const reshard_options&, schedule&);
 template std::string_view policy_name<greedy, auto_strategy>(bool);

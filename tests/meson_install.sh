@@ -2,7 +2,8 @@
 # The Meson install, checked as a user would use it: `meson install` of a built Meson build into a
 # fresh prefix, then tests/consumer's programs built with pkg-config alone against that prefix,
 # header-only (`meshcast`) and, where the build found MPI, compiled (`meshcast-compiled`, run at
-# 4 ranks). CI runs it after the Meson tests.
+# 4 ranks); where it found CUDA and NCCL, the NCCL one call against `meshcast-compiled-nccl` (run
+# where there are GPUs). CI runs it after the Meson tests.
 # Usage: tests/meson_install.sh MESON_BUILD_DIR
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -33,5 +34,26 @@ if [ -f "$pc/meshcast-compiled.pc" ]; then
   echo "meshcast-compiled: built against the installed libmeshcast and ran at 4 ranks"
 elif [ -f "$build/libmeshcast.a" ]; then
   echo "the Meson build has libmeshcast.a but its install has no meshcast-compiled.pc" >&2
+  exit 1
+fi
+
+if [ -f "$pc/meshcast-compiled-nccl.pc" ]; then
+  # The NCCL one call in compiled mode, linked against the installed libmeshcast-nccl; it runs
+  # where a GPU is there for each of its 2 ranks and says it skipped (77) elsewhere.
+  # shellcheck disable=SC2046
+  "$cxx" -std=c++20 -O2 "$root/tests/nccl/gpu_one_call_compiled.cpp" $(flags meshcast-compiled-nccl) \
+    $(pkg-config --cflags --libs mpich) -o "$work/nccl_one_call"
+  rc=0
+  out="$(mpiexec -n 2 "$work/nccl_one_call")" || rc=$?
+  if [ "$rc" -eq 77 ]; then
+    echo "meshcast-compiled-nccl: built against the installed libmeshcast-nccl ($out)"
+  elif [ "$rc" -eq 0 ] && echo "$out" | grep -q "every element right"; then
+    echo "meshcast-compiled-nccl: built against the installed libmeshcast-nccl and ran on 2 GPUs"
+  else
+    echo "$out" >&2
+    exit 1
+  fi
+elif [ -f "$build/libmeshcast-nccl.a" ]; then
+  echo "the Meson build has libmeshcast-nccl.a but its install has no meshcast-compiled-nccl.pc" >&2
   exit 1
 fi

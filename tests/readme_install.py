@@ -78,8 +78,10 @@ if expect_compiled and not compiled:
 # tests/consumer (what package.consumer_* build against the test build's install), configured
 # against this package: its header-only program, and its compiled-mode one where MPI is found.
 consumer = work / "consumer"
-targets = ["consumer"] + (["consumer_mpi_compiled"] if compiled else [])
+compiled_nccl = list(prefix.glob("lib*/libmeshcast-nccl.a"))
+targets = ["consumer"] + (["consumer_mpi_compiled"] if compiled else []) + (["consumer_nccl_compiled"] if compiled_nccl else [])
 run(["cmake", "-S", str(root / "tests/consumer"), "-B", str(consumer), f"-Dmeshcast_DIR={config}"], env=env)
 run(["cmake", "--build", str(consumer), "--target", *targets], env=env)
 run([str(consumer / "consumer")])
-print(f"README's install sequence works; compiled mode {'installed and linked' if compiled else 'not built (no MPI)'}")
+print(f"README's install sequence works; compiled mode {'installed and linked' if compiled else 'not built (no MPI)'}; "
+      f"NCCL's compiled mode {'installed and linked' if compiled_nccl else 'not built (no CUDA and NCCL)'}")

@@ -8518,7 +8518,8 @@ void executor<Backend>::run_concurrent_in_list_order() {
 // A batch's solver and strategy with their types erased. The front ends' code (planning,
 // agreement, sharing the schedule, executing) does not depend on them, so it is written and, in
 // compiled mode, compiled once; only the call into the solver is a template. The default pair
-// (greedy under auto) is compiled into libmeshcast, so the one call needs no solver's code.
+// (greedy under auto) is compiled into libmeshcast and libmeshcast-nccl, so the one call needs no
+// solver's code.
 
 #include <span>
 #include <string_view>
@@ -8526,14 +8527,23 @@ void executor<Backend>::run_concurrent_in_list_order() {
 
 // ---- begin meshcast/core/compiled.hpp ----
 // How meshcast's type-independent code is linked. Header-only (the default): it is defined in
-// the headers, inline. Compiled (MESHCAST_COMPILED, which the meshcast::compiled target sets):
-// the front ends' headers only declare it and libmeshcast defines it once, so a program that
-// includes <meshcast/mpi.hpp> parses and compiles only what depends on its own types.
+// the headers, inline. Compiled: a front end's header only declares it and a library defines it
+// once, so a program that reshards parses and compiles only what depends on its own types.
+// MESHCAST_COMPILED (set by the meshcast::compiled target) does so for <meshcast/mpi.hpp>
+// (libmeshcast); MESHCAST_COMPILED_NCCL (set by meshcast::compiled_nccl) for <meshcast/nccl.hpp>
+// (libmeshcast-nccl). Two switches, because the two libraries need different runtimes (MPI; CUDA
+// and NCCL): a program linking one is never asked for the other's.
 
 #if defined(MESHCAST_COMPILED)
 #define MESHCAST_INLINE
 #else
 #define MESHCAST_INLINE inline
+#endif
+
+#if defined(MESHCAST_COMPILED_NCCL)
+#define MESHCAST_NCCL_INLINE
+#else
+#define MESHCAST_NCCL_INLINE inline
 #endif
 // ---- end meshcast/core/compiled.hpp ----
 // ---- begin meshcast/api/reshard_options.hpp ----
@@ -8642,7 +8652,7 @@ constexpr void check_default_policies() {
                   "default constructor.");
 }
 
-#if defined(MESHCAST_COMPILED)
+#if defined(MESHCAST_COMPILED) || defined(MESHCAST_COMPILED_NCCL)  // libmeshcast and libmeshcast-nccl hold it
 extern template void solve_erased<greedy, auto_strategy>(const erased_policies&, std::span<const plan>, const network&,
                                                          const reshard_options&, schedule&);
 extern template std::string_view policy_name<greedy, auto_strategy>(bool);

@@ -46,6 +46,7 @@
 #include <string>
 #include <vector>
 
+#include <meshcast/api/core_handle.hpp>
 #include <meshcast/reshard_options.hpp>
 
 namespace meshcast {
@@ -73,36 +74,20 @@ MESHCAST_INLINE std::vector<index_t> discover_hosts(MPI_Comm comm, double timeou
 
 namespace detail {
 
+struct mpi_batch_state;  // batch_core_impl.hpp: kept out of view so that includers parse none of it
+#if defined(MESHCAST_COMPILED)
+extern template class core_handle<mpi_batch_state>;  // instantiated in libmeshcast (src/mpi.cpp)
+#endif
+
 /// A batch resharder's state over a communicator, whatever its policies: the front end written
 /// once for every transport (../front_end.hpp) over MPI's channel (channel.hpp), behind a pointer
-/// so that includers see none of it. Built collectively, it plans, has rank 0 solve (through
-/// `policies`), shares the schedule and keeps the executor and its buffers. Every misuse is a
-/// meshcast::error on every rank.
-class batch_core {
+/// (../core_handle.hpp). Built collectively, it plans, has rank 0 solve (through `policies`),
+/// shares the schedule and keeps the executor and its buffers. Every misuse is a meshcast::error
+/// on every rank.
+class batch_core : public core_handle<mpi_batch_state> {
  public:
   MESHCAST_INLINE batch_core(MPI_Comm comm, std::vector<tensor_layouts> tensors, const reshard_options& options,
                              const erased_policies& policies);
-  MESHCAST_INLINE ~batch_core();
-  MESHCAST_INLINE batch_core(batch_core&& other) noexcept;
-  MESHCAST_INLINE batch_core& operator=(batch_core&& other) noexcept;
-  batch_core(const batch_core&) = delete;
-  batch_core& operator=(const batch_core&) = delete;
-
-  MESHCAST_INLINE std::size_t size() const noexcept;
-  MESHCAST_INLINE std::size_t source_elements(std::size_t k) const noexcept;
-  MESHCAST_INLINE std::size_t destination_elements(std::size_t k) const noexcept;
-  MESHCAST_INLINE const std::vector<plan>& plans() const noexcept;
-  MESHCAST_INLINE const meshcast::schedule& schedule() const noexcept;
-  MESHCAST_INLINE const meshcast::network& network() const noexcept;
-  MESHCAST_INLINE std::size_t staging_bytes() const noexcept;
-
-  /// Reshards once; `problem` is one this rank found on its own (every rank then fails with it).
-  MESHCAST_INLINE void run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out,
-                           std::string problem);
-
- private:
-  struct state;  // batch_core_impl.hpp: kept out of view so that includers parse none of it
-  state* state_ = nullptr;
 };
 
 }  // namespace detail
@@ -188,6 +173,7 @@ void reshard(MPI_Comm comm, const batch& b, reshard_options options = {}) {
 #include <utility>
 #include <vector>
 
+#include <meshcast/api/core_handle_impl.hpp>
 // ---- begin meshcast/api/mpi/channel.hpp ----
 // MPI's collective_channel (../channel.hpp): the front end's collectives over a communicator,
 // each bounded by `timeout_s` (a rank that stops is a timeout_error on the others, never a
@@ -372,10 +358,10 @@ class own_communicator {
 
 // The state is the front end written once for every transport, here over MPI, on a communicator
 // of its own (declared first: built before the front end, freed after it).
-struct batch_core::state {
+struct mpi_batch_state {
   own_communicator comm;
   std::optional<front_end<mpi_channel>> fe;
-  state(MPI_Comm c, std::vector<tensor_layouts> tensors, const reshard_options& options, const erased_policies& policies)
+  mpi_batch_state(MPI_Comm c, std::vector<tensor_layouts> tensors, const reshard_options& options, const erased_policies& policies)
       : comm(c, channel_timeout_s(options.timeout_s)) {
     try {
       fe.emplace(mpi_channel{comm.get(), channel_timeout_s(options.timeout_s), channel_solve_s(options.time_limit_s)},
@@ -390,39 +376,14 @@ struct batch_core::state {
       throw;
     }
   }
-  ~state() {
+  ~mpi_batch_state() {
     if (fe && fe->failed()) comm.keep();
   }
 };
 
 MESHCAST_INLINE batch_core::batch_core(MPI_Comm comm, std::vector<tensor_layouts> tensors, const reshard_options& options,
                                        const erased_policies& policies)
-    : state_(new state(comm, std::move(tensors), options, policies)) {}
-
-MESHCAST_INLINE batch_core::~batch_core() { delete state_; }
-MESHCAST_INLINE batch_core::batch_core(batch_core&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
-MESHCAST_INLINE batch_core& batch_core::operator=(batch_core&& other) noexcept {
-  if (this != &other) {
-    delete state_;
-    state_ = std::exchange(other.state_, nullptr);
-  }
-  return *this;
-}
-
-MESHCAST_INLINE std::size_t batch_core::size() const noexcept { return state_->fe->size(); }
-MESHCAST_INLINE std::size_t batch_core::source_elements(std::size_t k) const noexcept { return state_->fe->source_elements(k); }
-MESHCAST_INLINE std::size_t batch_core::destination_elements(std::size_t k) const noexcept {
-  return state_->fe->destination_elements(k);
-}
-MESHCAST_INLINE const std::vector<plan>& batch_core::plans() const noexcept { return state_->fe->plans(); }
-MESHCAST_INLINE const meshcast::schedule& batch_core::schedule() const noexcept { return state_->fe->schedule(); }
-MESHCAST_INLINE const meshcast::network& batch_core::network() const noexcept { return state_->fe->network(); }
-MESHCAST_INLINE std::size_t batch_core::staging_bytes() const noexcept { return state_->fe->staging_bytes(); }
-
-MESHCAST_INLINE void batch_core::run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out,
-                                     std::string problem) {
-  state_->fe->run(in, out, std::move(problem));
-}
+    : core_handle(new mpi_batch_state(comm, std::move(tensors), options, policies)) {}
 
 }  // namespace meshcast::detail
 // ---- end meshcast/api/mpi/batch_core_impl.hpp ----

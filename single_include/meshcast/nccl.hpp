@@ -2,10 +2,15 @@
 // Do not edit: change the headers under include/ and run the script again.
 #pragma once
 // ---- begin meshcast/nccl.hpp ----
-// <meshcast/nccl.hpp>: a public entry point. It gives the umbrella header and the front end of
-// <meshcast/api/nccl.hpp>, where the code lives (layered tree: docs/layering.md).
+// <meshcast/nccl.hpp>: a public entry point. It gives the front end of <meshcast/api/nccl.hpp>,
+// where the code lives (layered tree: docs/layering.md), and, header-only, the umbrella header
+// too. In compiled mode (MESHCAST_COMPILED_NCCL) it brings only the front end's declarations, as
+// <meshcast/mpi.hpp> does: programs that plan, solve or name other policies include
+// <meshcast/meshcast.hpp> too.
 
+#if !defined(MESHCAST_COMPILED_NCCL)
 #include <meshcast/meshcast.hpp>
+#endif
 // ---- begin meshcast/api/nccl.hpp ----
 // meshcast over NCCL: one call reshards a tensor across the ranks of an NCCL communicator (rank r
 // is device r, shards in GPU memory, work on one CUDA stream), and an `nccl_resharder` keeps plan,
@@ -33,8 +38,132 @@
 #include <utility>
 #include <vector>
 
-#include <meshcast/backend/nccl.hpp>
 #include <meshcast/batch_facade.hpp>
+// ---- begin meshcast/api/nccl/batch_core.hpp ----
+// The type-independent part of the NCCL front end: `nccl_batch_core`, which plans, solves, shares
+// and runs a batch over an NCCL communicator. Declarations only: batch_core_impl.hpp defines it,
+// inline in header-only mode and once in libmeshcast-nccl when MESHCAST_COMPILED_NCCL is set
+// (core/compiled.hpp), so that a program resharding over NCCL parses neither planner, solver
+// nor executor. Needs <nccl.h> and <cuda_runtime.h>, for the communicator and stream types.
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <cstddef>
+#include <vector>
+
+#include <meshcast/exec/backend/nccl_group_transfers.hpp>
+#include <meshcast/api/core_handle.hpp>
+#include <meshcast/reshard_options.hpp>
+
+namespace meshcast::detail {
+
+struct nccl_batch_state;  // batch_core_impl.hpp: kept out of view so that includers parse none of it
+#if defined(MESHCAST_COMPILED_NCCL)
+extern template class core_handle<nccl_batch_state>;  // instantiated in libmeshcast-nccl (src/nccl.cpp)
+#endif
+
+/// A batch resharder's state over an NCCL communicator, whatever its policies: the front end
+/// written once for every transport (../front_end.hpp) over NCCL's channel (channel.hpp), behind
+/// a pointer (../core_handle.hpp). Built collectively, it plans, has rank 0 solve (through
+/// `policies`), shares the schedule over the communicator and keeps the executor and its
+/// buffers; its runs go on `stream` in groups of at most `group_transfers` transfers. Every
+/// misuse is a meshcast::error on every rank.
+class nccl_batch_core : public core_handle<nccl_batch_state> {
+ public:
+  MESHCAST_NCCL_INLINE nccl_batch_core(ncclComm_t comm, cudaStream_t stream, std::vector<tensor_layouts> tensors,
+                                       const reshard_options& options, const erased_policies& policies,
+                                       std::size_t group_transfers);
+};
+
+}  // namespace meshcast::detail
+// ---- end meshcast/api/nccl/batch_core.hpp ----
+
+namespace meshcast {
+
+/// The NCCL form of `batch_resharder` (<meshcast/mpi.hpp>): a batch of tensors (a model's
+/// weights: `read_manifest(...).tensors`) planned and solved as one schedule, built collectively
+/// over `comm`; then each call moves this rank's shards (device memory) on `stream`, which is
+/// waited for (at most `options.timeout_s` without progress) before a call returns. Its operations
+/// go in groups of at most `group_transfers` transfers (NCCL has been reported to hang past about
+/// 15,000 operations in one group). Hosts:
+/// `options.host_of`, else `options.devices_per_host`, else ranks with one host name share a host.
+template <class Solver = greedy, class Strategy = auto_strategy>
+class nccl_batch_resharder : public detail::batch_facade<detail::nccl_batch_core> {
+  // the front end written once (api/front_end.hpp), over NCCL's channel, behind nccl_batch_core
+  using facade = detail::batch_facade<detail::nccl_batch_core>;
+
+ public:
+  /// With default-constructed policies.
+  nccl_batch_resharder(ncclComm_t comm, cudaStream_t stream, std::vector<tensor_layouts> tensors, reshard_options options = {})
+      : facade(std::in_place, comm, stream, std::move(tensors), options, detail::erase_policies<Solver, Strategy>(),
+               nccl_group_transfers) {
+    detail::check_default_policies<Solver, Strategy>();
+  }
+  nccl_batch_resharder(ncclComm_t comm, cudaStream_t stream, std::vector<tensor_layouts> tensors, reshard_options options,
+                       const Solver& solver, const Strategy& strategy = {}, std::size_t group_transfers = nccl_group_transfers)
+      : facade(std::in_place, comm, stream, std::move(tensors), options, detail::erase_policies<Solver, Strategy>(&solver, &strategy),
+               group_transfers) {}
+};
+
+/// The NCCL form of `resharder` (<meshcast/mpi.hpp>): one tensor (a batch of one, typed shards in
+/// device memory; batch.hpp's typed_resharder, shared with MPI).
+template <class Solver = greedy, class Strategy = auto_strategy>
+class nccl_resharder : public detail::typed_resharder<nccl_batch_resharder<Solver, Strategy>> {
+  using typed = detail::typed_resharder<nccl_batch_resharder<Solver, Strategy>>;
+
+ public:
+  /// With default-constructed policies.
+  template <layout_like Src, layout_like Dst>
+  nccl_resharder(ncclComm_t comm, cudaStream_t stream, const Src& src, const Dst& dst, std::size_t element_bytes,
+                 reshard_options options = {})
+      : typed(element_bytes, comm, stream, std::vector<tensor_layouts>{{src.value(), dst.value(), element_bytes}}, options) {
+    detail::check_static_shapes<Src, Dst>();
+  }
+  template <layout_like Src, layout_like Dst>
+  nccl_resharder(ncclComm_t comm, cudaStream_t stream, const Src& src, const Dst& dst, std::size_t element_bytes,
+                 reshard_options options, const Solver& solver, const Strategy& strategy = {})
+      : typed(element_bytes, comm, stream, std::vector<tensor_layouts>{{src.value(), dst.value(), element_bytes}}, options,
+              solver, strategy) {
+    detail::check_static_shapes<Src, Dst>();
+  }
+};
+
+/// Reshards this rank's device shard `in` of `src` into `out` of `dst` over `comm` on `stream`:
+/// one collective call (see nccl_resharder for repeated reshards).
+template <class Solver = greedy, class Strategy = auto_strategy, layout_like Src, layout_like Dst,
+          std::ranges::contiguous_range In, std::ranges::contiguous_range Out>
+void reshard(ncclComm_t comm, cudaStream_t stream, const Src& src, const Dst& dst, In&& in, Out&& out,
+             reshard_options options = {}) {
+  using T = std::remove_cvref_t<std::ranges::range_value_t<In>>;
+  nccl_resharder<Solver, Strategy> r(comm, stream, src, dst, sizeof(T), options);
+  r(std::forward<In>(in), std::forward<Out>(out));
+}
+
+/// Reshards every tensor of `b` (device shards) in one schedule over `comm` on `stream`: one
+/// collective call, as over MPI.
+template <class Solver = greedy, class Strategy = auto_strategy>
+void reshard(ncclComm_t comm, cudaStream_t stream, const batch& b, reshard_options options = {}) {
+  nccl_batch_resharder<Solver, Strategy> r(comm, stream, b.layouts(), options);
+  r(b.in(), b.out());
+}
+
+}  // namespace meshcast
+
+#if !defined(MESHCAST_COMPILED_NCCL)
+// ---- begin meshcast/api/nccl/batch_core_impl.hpp ----
+// The definitions behind batch_core.hpp. Header-only mode includes this from <meshcast/nccl.hpp>;
+// libmeshcast-nccl compiles it once when MESHCAST_COMPILED_NCCL is set (src/nccl.cpp).
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <cstddef>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include <meshcast/api/core_handle_impl.hpp>
 // ---- begin meshcast/api/nccl/channel.hpp ----
 // NCCL's collective_channel (../channel.hpp): the front end's collectives over an NCCL
 // communicator, built from ncclSend/ncclRecv/ncclBroadcast on the caller's stream, so that the
@@ -56,6 +185,7 @@
 #include <type_traits>
 #include <vector>
 
+#include <meshcast/backend/nccl.hpp>
 
 namespace meshcast {
 
@@ -257,66 +387,28 @@ static_assert(collective_channel<nccl_channel>);
 }  // namespace detail
 }  // namespace meshcast
 // ---- end meshcast/api/nccl/channel.hpp ----
-#include <meshcast/reshard_options.hpp>
 
-namespace meshcast {
+namespace meshcast::detail {
 
-
-/// The NCCL form of `batch_resharder` (<meshcast/mpi.hpp>): a batch of tensors (a model's
-/// weights: `read_manifest(...).tensors`) planned and solved as one schedule, built collectively
-/// over `comm`; then each call moves this rank's shards (device memory) on `stream`, which is
-/// waited for (at most `options.timeout_s` without progress) before a call returns. Its operations
-/// go in groups of at most `group_transfers` transfers (NCCL has been reported to hang past about
-/// 15,000 operations in one group). Hosts:
-/// `options.host_of`, else `options.devices_per_host`, else ranks with one host name share a host.
-template <solver Solver = greedy, strategy Strategy = auto_strategy>
-class nccl_batch_resharder : public detail::batch_facade<detail::front_end<detail::nccl_channel>> {
-  // the front end written once (api/front_end.hpp), over NCCL's channel
-  using facade = detail::batch_facade<detail::front_end<detail::nccl_channel>>;
-
- public:
-  nccl_batch_resharder(ncclComm_t comm, cudaStream_t stream, std::vector<tensor_layouts> tensors, reshard_options options = {},
-                       Solver solver = {}, Strategy strategy = {}, std::size_t group_transfers = nccl_group_transfers)
-      : facade(std::in_place, detail::nccl_channel(comm, stream, group_transfers, detail::channel_timeout_s(options.timeout_s),
-                                                 options.nccl_nonblocking, detail::channel_solve_s(options.time_limit_s)),
-               std::move(tensors), std::move(options), detail::erase_policies<Solver, Strategy>(&solver, &strategy)) {}
-};
-
-/// The NCCL form of `resharder` (<meshcast/mpi.hpp>): one tensor (a batch of one, typed shards in
-/// device memory; batch.hpp's typed_resharder, shared with MPI).
-template <solver Solver = greedy, strategy Strategy = auto_strategy>
-class nccl_resharder : public detail::typed_resharder<nccl_batch_resharder<Solver, Strategy>> {
-  using typed = detail::typed_resharder<nccl_batch_resharder<Solver, Strategy>>;
-
- public:
-  template <layout_like Src, layout_like Dst>
-  nccl_resharder(ncclComm_t comm, cudaStream_t stream, const Src& src, const Dst& dst, std::size_t element_bytes,
-                 reshard_options options = {}, Solver solver = {}, Strategy strategy = {})
-      : typed(element_bytes, comm, stream, std::vector<tensor_layouts>{{src.value(), dst.value(), element_bytes}},
-              std::move(options), solver, strategy) {
-    detail::check_static_shapes<Src, Dst>();
+// The state is the front end written once for every transport, here over NCCL's channel on the
+// caller's communicator and stream (an optional, as core_handle asks of every State).
+struct nccl_batch_state {
+  std::optional<front_end<nccl_channel>> fe;
+  nccl_batch_state(ncclComm_t comm, cudaStream_t stream, std::vector<tensor_layouts> tensors, const reshard_options& options,
+                   const erased_policies& policies, std::size_t group_transfers) {
+    fe.emplace(nccl_channel(comm, stream, group_transfers, channel_timeout_s(options.timeout_s), options.nccl_nonblocking,
+                            channel_solve_s(options.time_limit_s)),
+               std::move(tensors), options, policies);
   }
 };
 
-/// Reshards this rank's device shard `in` of `src` into `out` of `dst` over `comm` on `stream`:
-/// one collective call (see nccl_resharder for repeated reshards).
-template <solver Solver = greedy, strategy Strategy = auto_strategy, layout_like Src, layout_like Dst,
-          std::ranges::contiguous_range In, std::ranges::contiguous_range Out>
-void reshard(ncclComm_t comm, cudaStream_t stream, const Src& src, const Dst& dst, In&& in, Out&& out,
-             reshard_options options = {}) {
-  using T = std::remove_cvref_t<std::ranges::range_value_t<In>>;
-  nccl_resharder<Solver, Strategy> r(comm, stream, src, dst, sizeof(T), options);
-  r(std::forward<In>(in), std::forward<Out>(out));
-}
+MESHCAST_NCCL_INLINE nccl_batch_core::nccl_batch_core(ncclComm_t comm, cudaStream_t stream, std::vector<tensor_layouts> tensors,
+                                                      const reshard_options& options, const erased_policies& policies,
+                                                      std::size_t group_transfers)
+    : core_handle(new nccl_batch_state(comm, stream, std::move(tensors), options, policies, group_transfers)) {}
 
-/// Reshards every tensor of `b` (device shards) in one schedule over `comm` on `stream`: one
-/// collective call, as over MPI.
-template <solver Solver = greedy, strategy Strategy = auto_strategy>
-void reshard(ncclComm_t comm, cudaStream_t stream, const batch& b, reshard_options options = {}) {
-  nccl_batch_resharder<Solver, Strategy> r(comm, stream, b.layouts(), options);
-  r(b.in(), b.out());
-}
-
-}  // namespace meshcast
+}  // namespace meshcast::detail
+// ---- end meshcast/api/nccl/batch_core_impl.hpp ----
+#endif
 // ---- end meshcast/api/nccl.hpp ----
 // ---- end meshcast/nccl.hpp ----

@@ -61,7 +61,7 @@ struct nccl_job_state {
 /// of one tensor, built collectively now): `run_timed` brackets each run with CUDA events
 /// recorded on the stream and returns the time between them; `wrong` copies the destination back
 /// and checks every element.
-template <solver Solver = greedy, strategy Strategy = auto_strategy, layout_like Src, layout_like Dst>
+template <class Solver = greedy, class Strategy = auto_strategy, layout_like Src, layout_like Dst>
 timed_job nccl_reshard_job(ncclComm_t comm, cudaStream_t stream, const Src& src, const Dst& dst, std::size_t element_bytes,
                            reshard_options options = {}) {
   auto r = std::make_shared<nccl_batch_resharder<Solver, Strategy>>(

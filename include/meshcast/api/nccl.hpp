@@ -25,24 +25,16 @@
 #include <utility>
 #include <vector>
 
-#include "../exec/backend/nccl.hpp"
+#include "../core/compiled.hpp"
 #include "../layout/layout.hpp"
-#include "../model/network.hpp"
-#include "../model/schedule.hpp"
-#include "../plan/plan.hpp"
 #include "../plan/tensor_layouts.hpp"
-#include "../schedule/solver/greedy.hpp"
-#include "../schedule/strategy/auto.hpp"
 #include "batch.hpp"
 #include "batch_facade.hpp"
-#include "front_end.hpp"
-#include "nccl/channel.hpp"
+#include "nccl/batch_core.hpp"
 #include "policies.hpp"
-#include "policies_impl.hpp"
 #include "reshard_options.hpp"
 
 namespace meshcast {
-
 
 /// The NCCL form of `batch_resharder` (<meshcast/mpi.hpp>): a batch of tensors (a model's
 /// weights: `read_manifest(...).tensors`) planned and solved as one schedule, built collectively
@@ -51,38 +43,50 @@ namespace meshcast {
 /// go in groups of at most `group_transfers` transfers (NCCL has been reported to hang past about
 /// 15,000 operations in one group). Hosts:
 /// `options.host_of`, else `options.devices_per_host`, else ranks with one host name share a host.
-template <solver Solver = greedy, strategy Strategy = auto_strategy>
-class nccl_batch_resharder : public detail::batch_facade<detail::front_end<detail::nccl_channel>> {
-  // the front end written once (api/front_end.hpp), over NCCL's channel
-  using facade = detail::batch_facade<detail::front_end<detail::nccl_channel>>;
+template <class Solver = greedy, class Strategy = auto_strategy>
+class nccl_batch_resharder : public detail::batch_facade<detail::nccl_batch_core> {
+  // the front end written once (api/front_end.hpp), over NCCL's channel, behind nccl_batch_core
+  using facade = detail::batch_facade<detail::nccl_batch_core>;
 
  public:
-  nccl_batch_resharder(ncclComm_t comm, cudaStream_t stream, std::vector<tensor_layouts> tensors, reshard_options options = {},
-                       Solver solver = {}, Strategy strategy = {}, std::size_t group_transfers = nccl_group_transfers)
-      : facade(std::in_place, detail::nccl_channel(comm, stream, group_transfers, detail::channel_timeout_s(options.timeout_s),
-                                                 options.nccl_nonblocking, detail::channel_solve_s(options.time_limit_s)),
-               std::move(tensors), std::move(options), detail::erase_policies<Solver, Strategy>(&solver, &strategy)) {}
+  /// With default-constructed policies.
+  nccl_batch_resharder(ncclComm_t comm, cudaStream_t stream, std::vector<tensor_layouts> tensors, reshard_options options = {})
+      : facade(std::in_place, comm, stream, std::move(tensors), options, detail::erase_policies<Solver, Strategy>(),
+               nccl_group_transfers) {
+    detail::check_default_policies<Solver, Strategy>();
+  }
+  nccl_batch_resharder(ncclComm_t comm, cudaStream_t stream, std::vector<tensor_layouts> tensors, reshard_options options,
+                       const Solver& solver, const Strategy& strategy = {}, std::size_t group_transfers = nccl_group_transfers)
+      : facade(std::in_place, comm, stream, std::move(tensors), options, detail::erase_policies<Solver, Strategy>(&solver, &strategy),
+               group_transfers) {}
 };
 
 /// The NCCL form of `resharder` (<meshcast/mpi.hpp>): one tensor (a batch of one, typed shards in
 /// device memory; batch.hpp's typed_resharder, shared with MPI).
-template <solver Solver = greedy, strategy Strategy = auto_strategy>
+template <class Solver = greedy, class Strategy = auto_strategy>
 class nccl_resharder : public detail::typed_resharder<nccl_batch_resharder<Solver, Strategy>> {
   using typed = detail::typed_resharder<nccl_batch_resharder<Solver, Strategy>>;
 
  public:
+  /// With default-constructed policies.
   template <layout_like Src, layout_like Dst>
   nccl_resharder(ncclComm_t comm, cudaStream_t stream, const Src& src, const Dst& dst, std::size_t element_bytes,
-                 reshard_options options = {}, Solver solver = {}, Strategy strategy = {})
-      : typed(element_bytes, comm, stream, std::vector<tensor_layouts>{{src.value(), dst.value(), element_bytes}},
-              std::move(options), solver, strategy) {
+                 reshard_options options = {})
+      : typed(element_bytes, comm, stream, std::vector<tensor_layouts>{{src.value(), dst.value(), element_bytes}}, options) {
+    detail::check_static_shapes<Src, Dst>();
+  }
+  template <layout_like Src, layout_like Dst>
+  nccl_resharder(ncclComm_t comm, cudaStream_t stream, const Src& src, const Dst& dst, std::size_t element_bytes,
+                 reshard_options options, const Solver& solver, const Strategy& strategy = {})
+      : typed(element_bytes, comm, stream, std::vector<tensor_layouts>{{src.value(), dst.value(), element_bytes}}, options,
+              solver, strategy) {
     detail::check_static_shapes<Src, Dst>();
   }
 };
 
 /// Reshards this rank's device shard `in` of `src` into `out` of `dst` over `comm` on `stream`:
 /// one collective call (see nccl_resharder for repeated reshards).
-template <solver Solver = greedy, strategy Strategy = auto_strategy, layout_like Src, layout_like Dst,
+template <class Solver = greedy, class Strategy = auto_strategy, layout_like Src, layout_like Dst,
           std::ranges::contiguous_range In, std::ranges::contiguous_range Out>
 void reshard(ncclComm_t comm, cudaStream_t stream, const Src& src, const Dst& dst, In&& in, Out&& out,
              reshard_options options = {}) {
@@ -93,10 +97,15 @@ void reshard(ncclComm_t comm, cudaStream_t stream, const Src& src, const Dst& ds
 
 /// Reshards every tensor of `b` (device shards) in one schedule over `comm` on `stream`: one
 /// collective call, as over MPI.
-template <solver Solver = greedy, strategy Strategy = auto_strategy>
+template <class Solver = greedy, class Strategy = auto_strategy>
 void reshard(ncclComm_t comm, cudaStream_t stream, const batch& b, reshard_options options = {}) {
   nccl_batch_resharder<Solver, Strategy> r(comm, stream, b.layouts(), options);
   r(b.in(), b.out());
 }
 
 }  // namespace meshcast
+
+#if !defined(MESHCAST_COMPILED_NCCL)
+#include "nccl/batch_core_impl.hpp"
+#include "policies_impl.hpp"
+#endif

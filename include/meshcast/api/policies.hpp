@@ -1,7 +1,8 @@
 // A batch's solver and strategy with their types erased. The front ends' code (planning,
 // agreement, sharing the schedule, executing) does not depend on them, so it is written and, in
 // compiled mode, compiled once; only the call into the solver is a template. The default pair
-// (greedy under auto) is compiled into libmeshcast, so the one call needs no solver's code.
+// (greedy under auto) is compiled into libmeshcast and libmeshcast-nccl, so the one call needs no
+// solver's code.
 #pragma once
 
 #include <span>
@@ -52,7 +53,7 @@ constexpr void check_default_policies() {
                   "default constructor.");
 }
 
-#if defined(MESHCAST_COMPILED)
+#if defined(MESHCAST_COMPILED) || defined(MESHCAST_COMPILED_NCCL)  // libmeshcast and libmeshcast-nccl hold it
 extern template void solve_erased<greedy, auto_strategy>(const erased_policies&, std::span<const plan>, const network&,
                                                          const reshard_options&, schedule&);
 extern template std::string_view policy_name<greedy, auto_strategy>(bool);

@@ -25,6 +25,7 @@
 
 #include <meshcast/meshcast.hpp>
 #include <meshcast/memory/cuda.hpp>
+#include <meshcast/exec/backend/nccl_group_transfers.hpp>
 // ---- begin meshcast/exec/backend/nccl_result.hpp ----
 // What an NCCL call returned, made into meshcast's errors, and nonblocking communicators made. A nonblocking communicator
 // (ncclConfig_t::blocking = 0) answers ncclInProgress and goes on in the background: NCCL then
@@ -157,10 +158,6 @@ inline void nccl_on_its_device(ncclComm_t comm) {
                 std::to_string(ours) + ": call cudaSetDevice(" + std::to_string(theirs) + ") on this thread first");
 }
 }  // namespace detail
-
-/// Most transfers whose operations one ncclGroupStart/End holds by default. NeMo-RL reports a
-/// group of about 15,000 point-to-point operations hanging; this stays well below.
-inline constexpr std::size_t nccl_group_transfers = 1024;
 
 template <nccl_bootstrap Bootstrap>
 class nccl_backend {

@@ -14,6 +14,7 @@
 #include "../../core/compiled.hpp"
 #include "../../core/config.hpp"
 #include "../../layout/tensor_layouts.hpp"
+#include "../core_handle.hpp"
 #include "../policies.hpp"
 #include "../reshard_options.hpp"
 
@@ -42,36 +43,20 @@ MESHCAST_INLINE std::vector<index_t> discover_hosts(MPI_Comm comm, double timeou
 
 namespace detail {
 
+struct mpi_batch_state;  // batch_core_impl.hpp: kept out of view so that includers parse none of it
+#if defined(MESHCAST_COMPILED)
+extern template class core_handle<mpi_batch_state>;  // instantiated in libmeshcast (src/mpi.cpp)
+#endif
+
 /// A batch resharder's state over a communicator, whatever its policies: the front end written
 /// once for every transport (../front_end.hpp) over MPI's channel (channel.hpp), behind a pointer
-/// so that includers see none of it. Built collectively, it plans, has rank 0 solve (through
-/// `policies`), shares the schedule and keeps the executor and its buffers. Every misuse is a
-/// meshcast::error on every rank.
-class batch_core {
+/// (../core_handle.hpp). Built collectively, it plans, has rank 0 solve (through `policies`),
+/// shares the schedule and keeps the executor and its buffers. Every misuse is a meshcast::error
+/// on every rank.
+class batch_core : public core_handle<mpi_batch_state> {
  public:
   MESHCAST_INLINE batch_core(MPI_Comm comm, std::vector<tensor_layouts> tensors, const reshard_options& options,
                              const erased_policies& policies);
-  MESHCAST_INLINE ~batch_core();
-  MESHCAST_INLINE batch_core(batch_core&& other) noexcept;
-  MESHCAST_INLINE batch_core& operator=(batch_core&& other) noexcept;
-  batch_core(const batch_core&) = delete;
-  batch_core& operator=(const batch_core&) = delete;
-
-  MESHCAST_INLINE std::size_t size() const noexcept;
-  MESHCAST_INLINE std::size_t source_elements(std::size_t k) const noexcept;
-  MESHCAST_INLINE std::size_t destination_elements(std::size_t k) const noexcept;
-  MESHCAST_INLINE const std::vector<plan>& plans() const noexcept;
-  MESHCAST_INLINE const meshcast::schedule& schedule() const noexcept;
-  MESHCAST_INLINE const meshcast::network& network() const noexcept;
-  MESHCAST_INLINE std::size_t staging_bytes() const noexcept;
-
-  /// Reshards once; `problem` is one this rank found on its own (every rank then fails with it).
-  MESHCAST_INLINE void run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out,
-                           std::string problem);
-
- private:
-  struct state;  // batch_core_impl.hpp: kept out of view so that includers parse none of it
-  state* state_ = nullptr;
 };
 
 }  // namespace detail

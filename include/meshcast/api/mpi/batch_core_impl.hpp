@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "../core_handle_impl.hpp"
 #include "../front_end.hpp"
 #include "batch_core.hpp"
 #include "channel.hpp"
@@ -40,10 +41,10 @@ class own_communicator {
 
 // The state is the front end written once for every transport, here over MPI, on a communicator
 // of its own (declared first: built before the front end, freed after it).
-struct batch_core::state {
+struct mpi_batch_state {
   own_communicator comm;
   std::optional<front_end<mpi_channel>> fe;
-  state(MPI_Comm c, std::vector<tensor_layouts> tensors, const reshard_options& options, const erased_policies& policies)
+  mpi_batch_state(MPI_Comm c, std::vector<tensor_layouts> tensors, const reshard_options& options, const erased_policies& policies)
       : comm(c, channel_timeout_s(options.timeout_s)) {
     try {
       fe.emplace(mpi_channel{comm.get(), channel_timeout_s(options.timeout_s), channel_solve_s(options.time_limit_s)},
@@ -58,38 +59,13 @@ struct batch_core::state {
       throw;
     }
   }
-  ~state() {
+  ~mpi_batch_state() {
     if (fe && fe->failed()) comm.keep();
   }
 };
 
 MESHCAST_INLINE batch_core::batch_core(MPI_Comm comm, std::vector<tensor_layouts> tensors, const reshard_options& options,
                                        const erased_policies& policies)
-    : state_(new state(comm, std::move(tensors), options, policies)) {}
-
-MESHCAST_INLINE batch_core::~batch_core() { delete state_; }
-MESHCAST_INLINE batch_core::batch_core(batch_core&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
-MESHCAST_INLINE batch_core& batch_core::operator=(batch_core&& other) noexcept {
-  if (this != &other) {
-    delete state_;
-    state_ = std::exchange(other.state_, nullptr);
-  }
-  return *this;
-}
-
-MESHCAST_INLINE std::size_t batch_core::size() const noexcept { return state_->fe->size(); }
-MESHCAST_INLINE std::size_t batch_core::source_elements(std::size_t k) const noexcept { return state_->fe->source_elements(k); }
-MESHCAST_INLINE std::size_t batch_core::destination_elements(std::size_t k) const noexcept {
-  return state_->fe->destination_elements(k);
-}
-MESHCAST_INLINE const std::vector<plan>& batch_core::plans() const noexcept { return state_->fe->plans(); }
-MESHCAST_INLINE const meshcast::schedule& batch_core::schedule() const noexcept { return state_->fe->schedule(); }
-MESHCAST_INLINE const meshcast::network& batch_core::network() const noexcept { return state_->fe->network(); }
-MESHCAST_INLINE std::size_t batch_core::staging_bytes() const noexcept { return state_->fe->staging_bytes(); }
-
-MESHCAST_INLINE void batch_core::run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out,
-                                     std::string problem) {
-  state_->fe->run(in, out, std::move(problem));
-}
+    : core_handle(new mpi_batch_state(comm, std::move(tensors), options, policies)) {}
 
 }  // namespace meshcast::detail

@@ -24,6 +24,7 @@
 #include "../backend_traits.hpp"
 #include "../../core/error.hpp"
 #include "../memory/cuda.hpp"
+#include "nccl_group_transfers.hpp"
 #include "nccl_result.hpp"
 
 namespace meshcast {
@@ -48,10 +49,6 @@ inline void nccl_on_its_device(ncclComm_t comm) {
                 std::to_string(ours) + ": call cudaSetDevice(" + std::to_string(theirs) + ") on this thread first");
 }
 }  // namespace detail
-
-/// Most transfers whose operations one ncclGroupStart/End holds by default. NeMo-RL reports a
-/// group of about 15,000 point-to-point operations hanging; this stays well below.
-inline constexpr std::size_t nccl_group_transfers = 1024;
 
 template <nccl_bootstrap Bootstrap>
 class nccl_backend {
