@@ -12,6 +12,8 @@
 #include <meshcast/mpi.hpp>
 #include <meshcast/nccl.hpp>
 
+#include "one_gpu_per_rank.hpp"
+
 #include "cli/fill.hpp"
 
 using namespace meshcast;
@@ -37,18 +39,13 @@ static bool reshard(const plan& p, ncclComm_t world, cudaStream_t stream, int ra
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
-  int rank = 0, size = 0, gpus = 0;
+  int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (cudaGetDeviceCount(&gpus) != cudaSuccess) gpus = 0;
-  int least = gpus;
-  MPI_Allreduce(&gpus, &least, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  if (least < size) {  // NCCL needs one GPU per rank
-    if (rank == 0) std::printf("skipped: %d ranks but %d GPUs\n", size, least);
+  if (!one_gpu_per_rank(rank, size)) {
     MPI_Finalize();
     return 77;
   }
-  cudaSetDevice(rank % gpus);
   cudaStream_t stream;
   cudaStreamCreate(&stream);
   int failures = 0;
