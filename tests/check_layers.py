@@ -10,8 +10,10 @@
 3. No header is longer than 400 lines (single_include/, generated, is not checked).
 4. With --compile CXX [FLAGS...]: every layered header and entry point compiles on its own
    (forwarding headers are one include of a layered header; g++ -fsyntax-only on a file
-   that includes only it), two at a time; and <meshcast/mpi.hpp> and the umbrella pull in none of
-   the standard headers they do not need (LEAN_ENTRY_POINTS, read from the compiler's -H listing).
+   that includes only it), two at a time; <meshcast/mpi.hpp> and the umbrella pull in none of
+   the standard headers they do not need (LEAN_ENTRY_POINTS, read from the compiler's -H listing);
+   and in compiled mode <meshcast/mpi.hpp> and <meshcast/nccl.hpp> pull in no header whose code
+   their library holds (COMPILED_ENTRY_POINTS, NOT_IN_COMPILED).
 
 Usage: check_layers.py INCLUDE_DIR [--compile CXX FLAG...]
 Exit 0 when every check holds; else 1, one line per fault.
@@ -34,6 +36,12 @@ MAX_LINES = 400
 # Standard headers an entry point must not pull in (docs/performance.md#include-cost): the one
 # call's program, and every includer of the umbrella, pays for every header it parses.
 LEAN_ENTRY_POINTS = {"mpi.hpp": ("random", "thread", "ranges"), "meshcast.hpp": ("random", "thread", "ranges")}
+# In compiled mode an entry point of a front end declares what its library defines: it may pull
+# in no planner, solver, model engine or executor (docs/layering.md), or the compiled mode saves
+# its includers nothing. Entry point -> (the switch, the headers it must not pull in).
+COMPILED_ENTRY_POINTS = {"mpi.hpp": "MESHCAST_COMPILED", "nccl.hpp": "MESHCAST_COMPILED_NCCL"}
+NOT_IN_COMPILED = re.compile(r"meshcast/(schedule/|exec/(?!backend/nccl_group_transfers\.hpp)|plan/plan\.hpp|"
+                             r"model/(network|schedule|ordered_engine|simulate)\.hpp|api/front_end\.hpp|.*_impl\.hpp)")
 # g++: "fatal error: mpi.h: No such file or directory"; clang: "fatal error: 'mpi.h' file not found"
 MISSING = re.compile(r"fatal error: (?:'([^']+)' file not found|([^:]+): No such file or directory)")
 
@@ -105,6 +113,28 @@ def compile_alone(root, headers, command):
             extra = [h for h in LEAN_ENTRY_POINTS[rel] if h in pulled]
             if extra:
                 return f"{rel}: pulls in <{'>, <'.join(extra)}>, which nothing it holds needs"
+        if rel in COMPILED_ENTRY_POINTS:
+            return compiled_mode_lean(rel)
+        return None
+
+    def compiled_mode_lean(rel):
+        with tempfile.NamedTemporaryFile("w", suffix=".cpp", delete=False) as f:
+            f.write(f"#include <meshcast/{rel}>\n")
+            name = f.name
+        try:
+            r = subprocess.run(command + ["-H", "-fsyntax-only", f"-D{COMPILED_ENTRY_POINTS[rel]}", "-I", str(root.parent),
+                                          name], capture_output=True, text=True)
+        finally:
+            os.unlink(name)
+        if r.returncode != 0:
+            first = next((l for l in r.stderr.splitlines() if "error" in l), r.stderr.strip()[:300])
+            return f"{rel}: does not compile on its own under {COMPILED_ENTRY_POINTS[rel]}: {first}"
+        pulled = sorted({os.path.normpath(l.split(" ", 1)[1].strip()) for l in r.stderr.splitlines()
+                         if l.startswith(".") and " " in l and NOT_IN_COMPILED.search(os.path.normpath(l.split(" ", 1)[1]))})
+        if pulled:
+            shown = ", ".join(p.split("meshcast/", 1)[-1] for p in pulled[:4])
+            return (f"{rel}: under {COMPILED_ENTRY_POINTS[rel]} pulls in {shown}"
+                    f"{' and more' if len(pulled) > 4 else ''}, which its library defines: declare, do not include")
         return None
     skipped = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:

@@ -27,7 +27,7 @@
 
 #include "../core/compiled.hpp"
 #include "../layout/layout.hpp"
-#include "../plan/tensor_layouts.hpp"
+#include "../layout/tensor_layouts.hpp"
 #include "batch.hpp"
 #include "batch_facade.hpp"
 #include "nccl/batch_core.hpp"
