@@ -37,12 +37,16 @@ elif [ -f "$build/libmeshcast.a" ]; then
   exit 1
 fi
 
-if [ -f "$pc/meshcast-compiled-nccl.pc" ]; then
+mpi_pc=""
+[ -f "$pc/meshcast-compiled.pc" ] && mpi_pc="$(pkg-config --print-requires meshcast-compiled | awk "NR == 1 {print \$1}")"
+if [ -f "$pc/meshcast-compiled-nccl.pc" ] && [ -z "$mpi_pc" ]; then
+  echo "meshcast-compiled-nccl: installed; its consumer (which starts NCCL over MPI) not built: no MPI here"
+elif [ -f "$pc/meshcast-compiled-nccl.pc" ]; then
   # The NCCL one call in compiled mode, linked against the installed libmeshcast-nccl; it runs
   # where a GPU is there for each of its 2 ranks and says it skipped (77) elsewhere.
   # shellcheck disable=SC2046
   "$cxx" -std=c++20 -O2 "$root/tests/nccl/gpu_one_call_compiled.cpp" $(flags meshcast-compiled-nccl) \
-    $(pkg-config --cflags --libs mpich) -o "$work/nccl_one_call"
+    $(pkg-config --cflags --libs "$mpi_pc") -o "$work/nccl_one_call"
   rc=0
   out="$(mpiexec -n 2 "$work/nccl_one_call")" || rc=$?
   if [ "$rc" -eq 77 ]; then

@@ -79,7 +79,7 @@ if expect_compiled and not compiled:
 # against this package: its header-only program, and its compiled-mode one where MPI is found.
 consumer = work / "consumer"
 compiled_nccl = list(prefix.glob("lib*/libmeshcast-nccl.a"))
-targets = ["consumer"] + (["consumer_mpi_compiled"] if compiled else []) + (["consumer_nccl_compiled"] if compiled_nccl else [])
+targets = ["consumer"] + (["consumer_mpi_compiled"] if compiled else []) + (["consumer_nccl_compiled"] if compiled and compiled_nccl else [])
 run(["cmake", "-S", str(root / "tests/consumer"), "-B", str(consumer), f"-Dmeshcast_DIR={config}"], env=env)
 run(["cmake", "--build", str(consumer), "--target", *targets], env=env)
 run([str(consumer / "consumer")])

@@ -4,7 +4,7 @@
 // ---- begin meshcast/api/batch_facade.hpp ----
 // The public face that MPI's batch_resharder and NCCL's nccl_batch_resharder share: what a built
 // batch reports and the call that reshards it, forwarded to the transport's core (MPI's
-// batch_core, NCCL's front_end<nccl_channel>). Written once so the two cannot drift.
+// batch_core, NCCL's nccl_batch_core). Written once so the two cannot drift.
 
 #include <cstddef>
 #include <span>

@@ -1,7 +1,8 @@
 // GPU test (label gpu): the one call over NCCL in compiled mode (meshcast::compiled_nccl: the host
-// compiler, the real <nccl.h>, libmeshcast-nccl), one MPI rank per GPU, every element checked.
-// Includes <meshcast/nccl.hpp> alone, as a compiled-mode program does. Exits 77 (skipped) without
-// a GPU for every rank.
+// compiler, the real <nccl.h>, libmeshcast-nccl), one MPI rank per GPU, every element checked;
+// before it, the one call over MPI, in compiled mode too where the build links meshcast::compiled
+// beside it (one program, both libraries), else header-only. Includes the two front ends alone, as
+// a compiled-mode program does. Exits 77 (skipped) without a GPU for every rank.
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <nccl.h>
@@ -10,6 +11,7 @@
 #include <span>
 #include <vector>
 
+#include <meshcast/mpi.hpp>
 #include <meshcast/nccl.hpp>
 
 #include "one_gpu_per_rank.hpp"
@@ -29,6 +31,28 @@ int main(int argc, char** argv) {
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
+  {  // over MPI, host memory
+    const index_t rows = 19, cols = 7;
+    const dynamic_layout a(dynamic_mesh{size}, dynamic_spec("S0,R"), dynamic_shape{rows, cols});
+    const dynamic_layout c(dynamic_mesh{size}, dynamic_spec("R,S0"), dynamic_shape{rows, cols});
+    const std::vector<float> in = tile_values(a.tile(rank), cols), want = tile_values(c.tile(rank), cols);
+    std::vector<float> out(want.size(), -1.0f);
+    int bad = 0, any = 0;
+    try {
+      reshard(MPI_COMM_WORLD, a, c, std::span<const float>(in), std::span<float>(out),
+              reshard_options{.devices = device_map::same()});
+      bad = out == want ? 0 : 1;
+    } catch (const std::exception& e) {
+      std::printf("rank %d over MPI: %s\n", rank, e.what());
+      bad = 1;
+    }
+    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (any) {
+      if (rank == 0) std::printf("%d ranks over MPI: wrong elements\n", size);
+      MPI_Finalize();
+      return 1;
+    }
+  }
   if (!one_gpu_per_rank(rank, size)) {
     MPI_Finalize();
     return 77;
