@@ -12,6 +12,10 @@
 // a meshcast::error on every rank. Every wait for the work on the stream gives up after
 // `options.timeout_s` without progress (a timeout_error): that work cannot be withdrawn, so abort
 // the communicator before freeing the shards. Needs <nccl.h> and <cuda_runtime.h>.
+//
+// What this header defines depends only on the caller's types; the rest is nccl/batch_core.hpp's,
+// defined by nccl/batch_core_impl.hpp, included here header-only and compiled into
+// libmeshcast-nccl under MESHCAST_COMPILED_NCCL (the meshcast::compiled_nccl target).
 #pragma once
 
 #include <cuda_runtime.h>
