@@ -89,27 +89,33 @@ def check_tree(root):
 
 
 def compile_alone(root, headers, command):
-    def one(rel):
+    def syntax_only(rel, flags):
+        """Compiles a file that includes only <meshcast/rel>: (exit status, first error, the headers
+        it included, from the -H listing)."""
         with tempfile.NamedTemporaryFile("w", suffix=".cpp", delete=False) as f:
             f.write(f"#include <meshcast/{rel}>\n")
             name = f.name
-        listing = ["-H"] if rel in LEAN_ENTRY_POINTS else []
         try:
-            r = subprocess.run(command + listing + ["-fsyntax-only", "-I", str(root.parent), name],
+            r = subprocess.run(command + flags + ["-H", "-fsyntax-only", "-I", str(root.parent), name],
                                capture_output=True, text=True)
         finally:
             os.unlink(name)
-        if r.returncode != 0:
-            first = next((l for l in r.stderr.splitlines() if "error" in l), r.stderr.strip()[:300])
+        first = next((l for l in r.stderr.splitlines() if "error" in l), r.stderr.strip()[:300])
+        included = {os.path.normpath(l.split(" ", 1)[1].strip()) for l in r.stderr.splitlines()
+                    if l.startswith(".") and " " in l}
+        return r.returncode, first, included
+
+    def one(rel):
+        status, first, included = syntax_only(rel, [])
+        if status != 0:
             missing = MISSING.search(first)
             absent = (missing.group(1) or missing.group(2)) if missing else None
             if absent and not absent.startswith("meshcast/"):
                 skipped.append(f"{rel} (needs <{absent}>)")
                 return None
             return f"{rel}: does not compile on its own: {first}"
-        if listing:
-            pulled = {pathlib.PurePath(l.split(" ", 1)[1].strip()).name for l in r.stderr.splitlines()
-                      if l.startswith(".") and " " in l}
+        if rel in LEAN_ENTRY_POINTS:
+            pulled = {pathlib.PurePath(p).name for p in included}
             extra = [h for h in LEAN_ENTRY_POINTS[rel] if h in pulled]
             if extra:
                 return f"{rel}: pulls in <{'>, <'.join(extra)}>, which nothing it holds needs"
@@ -118,24 +124,17 @@ def compile_alone(root, headers, command):
         return None
 
     def compiled_mode_lean(rel):
-        with tempfile.NamedTemporaryFile("w", suffix=".cpp", delete=False) as f:
-            f.write(f"#include <meshcast/{rel}>\n")
-            name = f.name
-        try:
-            r = subprocess.run(command + ["-H", "-fsyntax-only", f"-D{COMPILED_ENTRY_POINTS[rel]}", "-I", str(root.parent),
-                                          name], capture_output=True, text=True)
-        finally:
-            os.unlink(name)
-        if r.returncode != 0:
-            first = next((l for l in r.stderr.splitlines() if "error" in l), r.stderr.strip()[:300])
-            return f"{rel}: does not compile on its own under {COMPILED_ENTRY_POINTS[rel]}: {first}"
-        pulled = sorted({os.path.normpath(l.split(" ", 1)[1].strip()) for l in r.stderr.splitlines()
-                         if l.startswith(".") and " " in l and NOT_IN_COMPILED.search(os.path.normpath(l.split(" ", 1)[1]))})
+        switch = COMPILED_ENTRY_POINTS[rel]
+        status, first, included = syntax_only(rel, [f"-D{switch}"])
+        if status != 0:
+            return f"{rel}: does not compile on its own under {switch}: {first}"
+        pulled = sorted(p for p in included if NOT_IN_COMPILED.search(p))
         if pulled:
             shown = ", ".join(p.split("meshcast/", 1)[-1] for p in pulled[:4])
-            return (f"{rel}: under {COMPILED_ENTRY_POINTS[rel]} pulls in {shown}"
+            return (f"{rel}: under {switch} pulls in {shown}"
                     f"{' and more' if len(pulled) > 4 else ''}, which its library defines: declare, do not include")
         return None
+
     skipped = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         faults = [f for f in pool.map(one, headers) if f]
