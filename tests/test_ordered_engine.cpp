@@ -71,6 +71,41 @@ schedule checked_solve(const pinned_case& c, const instance& in, const Solver& s
 
 }  // namespace
 
+TEST_CASE("resource_space: every resource is exactly one of an egress, an ingress or a lane, and names its port or lane") {
+  for (int ports = 0; ports <= 5; ++ports)
+    for (meshcast::index_t devices = 0; devices <= 4; ++devices) {
+      const meshcast::resource_space rs{ports, devices};
+      CHECK(rs.port_directions() == 2 * ports);
+      std::vector<int> seen(static_cast<std::size_t>(rs.size()), 0);
+      for (int p = 0; p < ports; ++p) {
+        CHECK(rs.is_egress(rs.egress(p)));
+        CHECK(rs.is_ingress(rs.ingress(p)));
+        CHECK(rs.port_of(rs.egress(p)) == p);
+        CHECK(rs.port_of(rs.ingress(p)) == p);
+        ++seen[static_cast<std::size_t>(rs.egress(p))], ++seen[static_cast<std::size_t>(rs.ingress(p))];
+      }
+      for (meshcast::index_t d = 0; d < devices; ++d) {
+        CHECK(rs.lane_index(rs.send_lane(d)) == 2 * d);
+        CHECK(rs.lane_index(rs.receive_lane(d)) == 2 * d + 1);
+        ++seen[static_cast<std::size_t>(rs.send_lane(d))], ++seen[static_cast<std::size_t>(rs.receive_lane(d))];
+      }
+      for (int r = 0; r < rs.size(); ++r) {
+        CHECK(seen[static_cast<std::size_t>(r)] == 1);  // the numbering is a bijection
+        CHECK(int(rs.is_egress(r)) + int(rs.is_ingress(r)) + int(rs.is_lane(r)) == 1);
+        CHECK(rs.is_port(r) == (rs.is_egress(r) || rs.is_ingress(r)));
+      }
+    }
+}
+
+TEST_CASE("transfer_model::occupy keeps resources and holders in step") {
+  meshcast::transfer_model m;
+  m.occupy(3, 7);
+  m.occupy(0, 2);
+  CHECK(m.resources == std::vector<int>{3, 0});
+  CHECK(m.holders == std::vector<meshcast::index_t>{7, 2});
+  CHECK_FALSE(m.holds_briefly());
+}
+
 TEST_CASE("resource_clock: an op starts when all its resources are free and holds them") {
   resource_clock clock(4);
   transfer_model a, b, c;

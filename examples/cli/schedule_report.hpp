@@ -101,9 +101,9 @@ inline void write_trace(const std::string& path, const schedule& s, const networ
     for (int r : m.resources) {
       if (!rs.is_port(r)) continue;
       nic = true;
-      int port = r < rs.ports ? r : r - rs.ports;
+      int port = rs.port_of(r);
       index_t h = net.port_host(port);
-      event(s.transfers[i], m, h, 2LL * (port - net.first_port(h)) + (r < rs.ports ? 0 : 1));
+      event(s.transfers[i], m, h, 2LL * (port - net.first_port(h)) + (rs.is_egress(r) ? 0 : 1));
     }
     if (!nic) event(s.transfers[i], m, net.host_of(s.transfers[i].sender), 1000);
   }

@@ -1831,8 +1831,16 @@ struct resource_space {
   constexpr int send_lane(index_t device) const noexcept { return 2 * ports + 2 * static_cast<int>(device); }
   constexpr int receive_lane(index_t device) const noexcept { return 2 * ports + 2 * static_cast<int>(device) + 1; }
   constexpr int size() const noexcept { return 2 * ports + 2 * static_cast<int>(devices); }
+  /// NIC directions come first: resources [0, port_directions()) are ports' egress then ingress.
+  constexpr int port_directions() const noexcept { return 2 * ports; }
   constexpr bool is_port(int resource) const noexcept { return resource < 2 * ports; }
+  constexpr bool is_egress(int resource) const noexcept { return resource < ports; }
+  constexpr bool is_ingress(int resource) const noexcept { return resource >= ports && resource < 2 * ports; }
   constexpr bool is_lane(int resource) const noexcept { return resource >= 2 * ports; }
+  /// The port whose egress or ingress direction `resource` is (is_port(resource)).
+  constexpr int port_of(int resource) const noexcept { return resource < ports ? resource : resource - ports; }
+  /// The index of lane `resource` among all lanes (is_lane(resource)): 2 * device + (0 send, 1 receive).
+  constexpr int lane_index(int resource) const noexcept { return resource - 2 * ports; }
 };
 
 /// What the network model says about a transfer.
@@ -1853,6 +1861,13 @@ struct transfer_model {
   int connection = -1;
   bool eager = false;
   friend bool operator==(const transfer_model&, const transfer_model&) = default;
+
+  /// Adds a resource it occupies and the device that drives it, keeping `resources` and
+  /// `holders` in step (their owners hold resources whole until a strategy sets hold_from/until).
+  void occupy(int resource, index_t holder) {
+    resources.push_back(resource);
+    holders.push_back(holder);
+  }
 
   /// When it starts and stops holding its k-th resource (seconds after its start), and how long.
   double held_from(std::size_t k) const noexcept { return hold_from.empty() ? 0.0 : hold_from[k]; }
@@ -2283,15 +2298,11 @@ inline op make_transfer(const network& net, const resource_space& rs, index_t ta
   o.latency_s = s == r ? 0.0 : net.latency_s();
   // A local copy holds its device whole (the executor copies before it moves on); a message
   // holds the sender's send lane and the receiver's receive lane.
-  o.resources.push_back(rs.send_lane(s));
-  o.holders.push_back(s);
-  o.resources.push_back(rs.receive_lane(r));
-  o.holders.push_back(r);
+  o.occupy(rs.send_lane(s), s);
+  o.occupy(rs.receive_lane(r), r);
   if (net.host_of(s) != net.host_of(r)) {
-    o.resources.push_back(rs.egress(net.port_of(s)));
-    o.holders.push_back(s);
-    o.resources.push_back(rs.ingress(net.port_of(r)));
-    o.holders.push_back(r);
+    o.occupy(rs.egress(net.port_of(s)), s);
+    o.occupy(rs.ingress(net.port_of(r)), r);
     o.egress_hosts = {net.host_of(s)};
     o.ingress_hosts = {net.host_of(r)};
   }
@@ -2483,32 +2494,27 @@ struct broadcast {
     o.region = region;
     o.bytes = bytes;
     o.sender = sender;
-    o.resources.push_back(rs.send_lane(sender));
-    o.resources.push_back(rs.egress(net.port_of(sender)));
-    o.holders = {sender, sender};
+    o.occupy(rs.send_lane(sender), sender);
+    o.occupy(rs.egress(net.port_of(sender)), sender);
     o.egress_hosts.push_back(net.host_of(sender));
     double slowest = net.egress_bps(net.port_of(sender));
     bool intra = false;
     std::size_t hop = 0;
     for (const auto& [host, receivers] : by_host) {
       const index_t entry = receivers.front(), exit = receivers.back();
-      o.resources.push_back(rs.ingress(net.port_of(entry)));
-      o.holders.push_back(entry);
+      o.occupy(rs.ingress(net.port_of(entry)), entry);
       o.ingress_hosts.push_back(host);
       slowest = std::min(slowest, net.ingress_bps(net.port_of(entry)));
       if (++hop < by_host.size()) {
-        o.resources.push_back(rs.egress(net.port_of(exit)));
-        o.holders.push_back(exit);
+        o.occupy(rs.egress(net.port_of(exit)), exit);
         o.egress_hosts.push_back(host);
         slowest = std::min(slowest, net.egress_bps(net.port_of(exit)));
       }
       for (index_t r : receivers) {  // each receives; all but the chain's last pass it on
         o.receivers.push_back(r);
-        o.resources.push_back(rs.receive_lane(r));
-        o.holders.push_back(r);
+        o.occupy(rs.receive_lane(r), r);
         if (hop < by_host.size() || r != receivers.back()) {
-          o.resources.push_back(rs.send_lane(r));
-          o.holders.push_back(r);
+          o.occupy(rs.send_lane(r), r);
         }
       }
       intra |= receivers.size() > 1;
@@ -2735,12 +2741,10 @@ struct send_recv_allgather {
         gather.bytes = x.bytes;
         gather.parts = x.rest;
         gather.sender = receivers[i];
-        gather.resources.push_back(rs.send_lane(receivers[i]));
-        gather.holders.push_back(receivers[i]);
+        gather.occupy(rs.send_lane(receivers[i]), receivers[i]);
         for (index_t r : receivers) {
           if (r == receivers[i]) continue;
-          gather.resources.push_back(rs.receive_lane(r));
-          gather.holders.push_back(r);
+          gather.occupy(rs.receive_lane(r), r);
           gather.receivers.push_back(r);
         }
         // Each forward is its own messages (the executor posts them apart, and in ordered mode a
@@ -3650,7 +3654,7 @@ inline egress_split egress_bound(const instance& in, bool all_replicas = false, 
     for (const option& o : un.options) {
       for (const op& x : o.ops)
         for (int r : x.resources)
-          if (r < rs.ports) load.add(r, static_cast<double>(x.bytes));
+          if (rs.is_egress(r)) load.add(rs.port_of(r), static_cast<double>(x.bytes));
       at_sender.push_back(o.sender >= 0 ? load.sum(net.port_of(o.sender)) : 0.0);
       load.end_option();
     }
@@ -3766,16 +3770,16 @@ inline lower_bound_parts lower_bound(const instance& in, bool latencies = true) 
       for (const op& x : o.ops)
         for (std::size_t j = 0; j < x.resources.size(); ++j) {
           const int r = x.resources[j];
-          if (r >= rs.ports && r < 2 * rs.ports)
-            load.add(r, static_cast<double>(x.bytes) / net.ingress_bps(r - rs.ports) + (ordered ? net.latency_s() : 0.0));
-          else if (r >= 2 * rs.ports && ordered)
+          if (rs.is_ingress(r))
+            load.add(r, static_cast<double>(x.bytes) / net.ingress_bps(rs.port_of(r)) + (ordered ? net.latency_s() : 0.0));
+          else if (rs.is_lane(r) && ordered)
             load.add(r, x.held_for(j));
         }
       load.end_option();
     }
     for (int r : load.touched()) {
-      if (r < 2 * rs.ports) ingress[static_cast<std::size_t>(r - rs.ports)] += load.least(r);
-      else stream[static_cast<std::size_t>(r - 2 * rs.ports)] += load.least(r);
+      if (rs.is_port(r)) ingress[static_cast<std::size_t>(rs.port_of(r))] += load.least(r);
+      else stream[static_cast<std::size_t>(rs.lane_index(r))] += load.least(r);
     }
   }
   const double one_latency = latencies ? net.latency_s() : 0.0;
@@ -4045,7 +4049,7 @@ struct alpa_dfs {
             if (in.resources.is_port(x.resources[j])) busy[x.resources[j]] += x.held_for(j);
       }
       double e = makespan;
-      for (int r = 0; r < 2 * in.resources.ports; ++r) e = std::max(e, busy[r]);
+      for (int r = 0; r < in.resources.port_directions(); ++r) e = std::max(e, busy[r]);
       return e;
     }
 
@@ -4965,10 +4969,10 @@ struct greedy {
       int out = -1, into = -1;
       for (const op_timing& x : timing.ops(u, forced[u] >= 0 ? static_cast<std::size_t>(forced[u]) : 0))
         for (int r : x.resources) {
-          if (r < rs.ports) {
+          if (rs.is_egress(r)) {
             if (out >= 0 && out != r) return {};
             out = r;
-          } else if (r < 2 * rs.ports) {
+          } else if (rs.is_ingress(r)) {
             if (into >= 0 && into != r) return {};
             into = r;
           }
@@ -4981,10 +4985,10 @@ struct greedy {
       ends.push_back({out, into});
       nic_units.push_back(u);
     }
-    std::vector<int> degree(static_cast<std::size_t>(2 * rs.ports), 0);
+    std::vector<int> degree(static_cast<std::size_t>(rs.port_directions()), 0);
     for (auto [a, b] : ends) ++degree[a], ++degree[b];
     const int colours = ends.empty() ? 0 : *std::max_element(degree.begin(), degree.end());
-    std::vector<int> colour = detail::edge_colour(ends, 2 * rs.ports, colours, &stop);
+    std::vector<int> colour = detail::edge_colour(ends, rs.port_directions(), colours, &stop);
     if (colour.empty()) return {};
     std::vector<std::size_t> order = local_units;
     std::vector<std::size_t> by(nic_units.size());
@@ -5025,7 +5029,7 @@ struct greedy {
   static std::vector<std::size_t> round_order(const instance& in, const instance_timing& timing,
                                               const std::vector<double>& weight, const detail::deadline& stop) {
     const resource_space& rs = in.resources;
-    std::vector<std::vector<char>> used(static_cast<std::size_t>(2 * rs.ports));
+    std::vector<std::vector<char>> used(static_cast<std::size_t>(rs.port_directions()));
     auto taken = [&](int port, std::size_t r) { return r < used[port].size() && used[port][r]; };
     std::vector<std::size_t> by_weight(in.units.size());
     std::iota(by_weight.begin(), by_weight.end(), 0);
@@ -5266,7 +5270,7 @@ struct branch_and_bound {
       for (int r = 0; r < n_res; ++r) {
         double base = std::max(clock.free_at(r), last_start);
         if (demand[r] > 0) b = std::max(b, base + demand[r]);
-        if (r < in.resources.ports && flexible_port[r]) sum_base += base + demand[r], ++count;
+        if (in.resources.is_egress(r) && flexible_port[in.resources.port_of(r)]) sum_base += base + demand[r], ++count;
       }
       if (count > 0 && flexible > 0) b = std::max(b, (sum_base + flexible) / count);
       return b;
@@ -5482,20 +5486,19 @@ struct open_shop {
     }
 
     // Colour the chunk graph: vertices are egress ports (left) and ingress ports (right).
-    const int ports = rs.ports;
-    std::vector<int> degree(static_cast<std::size_t>(2 * ports), 0);
+    std::vector<int> degree(static_cast<std::size_t>(rs.port_directions()), 0);
     std::vector<std::pair<int, int>> ends(chunks.size());
     for (std::size_t e = 0; e < chunks.size(); ++e) {
       int a = -1, b = -1;
       for (int r : chunks[e].resources) {
-        if (r < ports) a = r;
-        else if (r < 2 * ports) b = r;
+        if (rs.is_egress(r)) a = r;
+        else if (rs.is_ingress(r)) b = r;
       }
       ends[e] = {a, b};
       ++degree[a], ++degree[b];
     }
     const int colours = chunks.empty() ? 0 : *std::max_element(degree.begin(), degree.end());
-    std::vector<int> colour = detail::edge_colour(ends, 2 * ports, colours, &stop);
+    std::vector<int> colour = detail::edge_colour(ends, rs.port_directions(), colours, &stop);
     if (colour.empty()) colour.assign(chunks.size(), 0);  // out of time: one round, in creation order
     std::vector<std::vector<std::size_t>> by_round(static_cast<std::size_t>(std::max(colours, 1)));
     for (std::size_t e = 0; e < chunks.size(); ++e) by_round[colour[e]].push_back(e);
@@ -5610,7 +5613,7 @@ inline double simulate_concurrent(const std::vector<transfer>& transfers, std::v
                                   const network& net, const resource_space& rs) {
   const std::size_t n = transfers.size();
   constexpr double inf = std::numeric_limits<double>::infinity();
-  auto capacity = [&](int r) { return r < rs.ports ? net.egress_bps(r) : net.ingress_bps(r - rs.ports); };
+  auto capacity = [&](int r) { return rs.is_egress(r) ? net.egress_bps(rs.port_of(r)) : net.ingress_bps(rs.port_of(r)); };
   std::vector<std::vector<std::size_t>> dependents(n);
   std::vector<std::size_t> waiting(n, 0);
   for (std::size_t i = 0; i < n; ++i)
@@ -5649,15 +5652,15 @@ inline double simulate_concurrent(const std::vector<transfer>& transfers, std::v
   };
   for (std::size_t i = 0; i < n; ++i)
     if (waiting[i] == 0) become_ready(i);
-  std::vector<double> left(static_cast<std::size_t>(2 * rs.ports));
-  std::vector<int> users(static_cast<std::size_t>(2 * rs.ports));
+  std::vector<double> left(static_cast<std::size_t>(rs.port_directions()));
+  std::vector<int> users(static_cast<std::size_t>(rs.port_directions()));
   std::vector<char> frozen;
   while (done < n) {
     // Max-min fair rates: repeatedly saturate the NIC direction with the smallest fair share.
     for (flow& f : flows) f.rate = 0;
     frozen.assign(flows.size(), 0);
     std::size_t unfrozen = flows.size();
-    for (int r = 0; r < 2 * rs.ports; ++r) left[r] = capacity(r);
+    for (int r = 0; r < rs.port_directions(); ++r) left[r] = capacity(r);
     while (unfrozen > 0) {
       std::fill(users.begin(), users.end(), 0);
       for (std::size_t i = 0; i < flows.size(); ++i)
@@ -5665,7 +5668,7 @@ inline double simulate_concurrent(const std::vector<transfer>& transfers, std::v
           for (int r : flows[i].ports) ++users[r];
       int bottleneck = -1;
       double share = inf;
-      for (int r = 0; r < 2 * rs.ports; ++r)
+      for (int r = 0; r < rs.port_directions(); ++r)
         if (users[r] > 0 && left[r] / users[r] < share) share = left[r] / users[r], bottleneck = r;
       // Rounding may leave a saturated port a hair below zero: a flow still gets a positive rate.
       share = std::max(share, 1e-12 * capacity(bottleneck));

@@ -161,8 +161,16 @@ struct resource_space {
   constexpr int send_lane(index_t device) const noexcept { return 2 * ports + 2 * static_cast<int>(device); }
   constexpr int receive_lane(index_t device) const noexcept { return 2 * ports + 2 * static_cast<int>(device) + 1; }
   constexpr int size() const noexcept { return 2 * ports + 2 * static_cast<int>(devices); }
+  /// NIC directions come first: resources [0, port_directions()) are ports' egress then ingress.
+  constexpr int port_directions() const noexcept { return 2 * ports; }
   constexpr bool is_port(int resource) const noexcept { return resource < 2 * ports; }
+  constexpr bool is_egress(int resource) const noexcept { return resource < ports; }
+  constexpr bool is_ingress(int resource) const noexcept { return resource >= ports && resource < 2 * ports; }
   constexpr bool is_lane(int resource) const noexcept { return resource >= 2 * ports; }
+  /// The port whose egress or ingress direction `resource` is (is_port(resource)).
+  constexpr int port_of(int resource) const noexcept { return resource < ports ? resource : resource - ports; }
+  /// The index of lane `resource` among all lanes (is_lane(resource)): 2 * device + (0 send, 1 receive).
+  constexpr int lane_index(int resource) const noexcept { return resource - 2 * ports; }
 };
 
 /// What the network model says about a transfer.
@@ -183,6 +191,13 @@ struct transfer_model {
   int connection = -1;
   bool eager = false;
   friend bool operator==(const transfer_model&, const transfer_model&) = default;
+
+  /// Adds a resource it occupies and the device that drives it, keeping `resources` and
+  /// `holders` in step (their owners hold resources whole until a strategy sets hold_from/until).
+  void occupy(int resource, index_t holder) {
+    resources.push_back(resource);
+    holders.push_back(holder);
+  }
 
   /// When it starts and stops holding its k-th resource (seconds after its start), and how long.
   double held_from(std::size_t k) const noexcept { return hold_from.empty() ? 0.0 : hold_from[k]; }

@@ -36,7 +36,7 @@ inline double simulate_concurrent(const std::vector<transfer>& transfers, std::v
                                   const network& net, const resource_space& rs) {
   const std::size_t n = transfers.size();
   constexpr double inf = std::numeric_limits<double>::infinity();
-  auto capacity = [&](int r) { return r < rs.ports ? net.egress_bps(r) : net.ingress_bps(r - rs.ports); };
+  auto capacity = [&](int r) { return rs.is_egress(r) ? net.egress_bps(rs.port_of(r)) : net.ingress_bps(rs.port_of(r)); };
   std::vector<std::vector<std::size_t>> dependents(n);
   std::vector<std::size_t> waiting(n, 0);
   for (std::size_t i = 0; i < n; ++i)
@@ -75,15 +75,15 @@ inline double simulate_concurrent(const std::vector<transfer>& transfers, std::v
   };
   for (std::size_t i = 0; i < n; ++i)
     if (waiting[i] == 0) become_ready(i);
-  std::vector<double> left(static_cast<std::size_t>(2 * rs.ports));
-  std::vector<int> users(static_cast<std::size_t>(2 * rs.ports));
+  std::vector<double> left(static_cast<std::size_t>(rs.port_directions()));
+  std::vector<int> users(static_cast<std::size_t>(rs.port_directions()));
   std::vector<char> frozen;
   while (done < n) {
     // Max-min fair rates: repeatedly saturate the NIC direction with the smallest fair share.
     for (flow& f : flows) f.rate = 0;
     frozen.assign(flows.size(), 0);
     std::size_t unfrozen = flows.size();
-    for (int r = 0; r < 2 * rs.ports; ++r) left[r] = capacity(r);
+    for (int r = 0; r < rs.port_directions(); ++r) left[r] = capacity(r);
     while (unfrozen > 0) {
       std::fill(users.begin(), users.end(), 0);
       for (std::size_t i = 0; i < flows.size(); ++i)
@@ -91,7 +91,7 @@ inline double simulate_concurrent(const std::vector<transfer>& transfers, std::v
           for (int r : flows[i].ports) ++users[r];
       int bottleneck = -1;
       double share = inf;
-      for (int r = 0; r < 2 * rs.ports; ++r)
+      for (int r = 0; r < rs.port_directions(); ++r)
         if (users[r] > 0 && left[r] / users[r] < share) share = left[r] / users[r], bottleneck = r;
       // Rounding may leave a saturated port a hair below zero: a flow still gets a positive rate.
       share = std::max(share, 1e-12 * capacity(bottleneck));

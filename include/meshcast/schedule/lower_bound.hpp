@@ -103,7 +103,7 @@ inline egress_split egress_bound(const instance& in, bool all_replicas = false, 
     for (const option& o : un.options) {
       for (const op& x : o.ops)
         for (int r : x.resources)
-          if (r < rs.ports) load.add(r, static_cast<double>(x.bytes));
+          if (rs.is_egress(r)) load.add(rs.port_of(r), static_cast<double>(x.bytes));
       at_sender.push_back(o.sender >= 0 ? load.sum(net.port_of(o.sender)) : 0.0);
       load.end_option();
     }
@@ -219,16 +219,16 @@ inline lower_bound_parts lower_bound(const instance& in, bool latencies = true) 
       for (const op& x : o.ops)
         for (std::size_t j = 0; j < x.resources.size(); ++j) {
           const int r = x.resources[j];
-          if (r >= rs.ports && r < 2 * rs.ports)
-            load.add(r, static_cast<double>(x.bytes) / net.ingress_bps(r - rs.ports) + (ordered ? net.latency_s() : 0.0));
-          else if (r >= 2 * rs.ports && ordered)
+          if (rs.is_ingress(r))
+            load.add(r, static_cast<double>(x.bytes) / net.ingress_bps(rs.port_of(r)) + (ordered ? net.latency_s() : 0.0));
+          else if (rs.is_lane(r) && ordered)
             load.add(r, x.held_for(j));
         }
       load.end_option();
     }
     for (int r : load.touched()) {
-      if (r < 2 * rs.ports) ingress[static_cast<std::size_t>(r - rs.ports)] += load.least(r);
-      else stream[static_cast<std::size_t>(r - 2 * rs.ports)] += load.least(r);
+      if (rs.is_port(r)) ingress[static_cast<std::size_t>(rs.port_of(r))] += load.least(r);
+      else stream[static_cast<std::size_t>(rs.lane_index(r))] += load.least(r);
     }
   }
   const double one_latency = latencies ? net.latency_s() : 0.0;

@@ -114,15 +114,11 @@ inline op make_transfer(const network& net, const resource_space& rs, index_t ta
   o.latency_s = s == r ? 0.0 : net.latency_s();
   // A local copy holds its device whole (the executor copies before it moves on); a message
   // holds the sender's send lane and the receiver's receive lane.
-  o.resources.push_back(rs.send_lane(s));
-  o.holders.push_back(s);
-  o.resources.push_back(rs.receive_lane(r));
-  o.holders.push_back(r);
+  o.occupy(rs.send_lane(s), s);
+  o.occupy(rs.receive_lane(r), r);
   if (net.host_of(s) != net.host_of(r)) {
-    o.resources.push_back(rs.egress(net.port_of(s)));
-    o.holders.push_back(s);
-    o.resources.push_back(rs.ingress(net.port_of(r)));
-    o.holders.push_back(r);
+    o.occupy(rs.egress(net.port_of(s)), s);
+    o.occupy(rs.ingress(net.port_of(r)), r);
     o.egress_hosts = {net.host_of(s)};
     o.ingress_hosts = {net.host_of(r)};
   }

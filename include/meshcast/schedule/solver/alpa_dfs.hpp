@@ -74,7 +74,7 @@ struct alpa_dfs {
             if (in.resources.is_port(x.resources[j])) busy[x.resources[j]] += x.held_for(j);
       }
       double e = makespan;
-      for (int r = 0; r < 2 * in.resources.ports; ++r) e = std::max(e, busy[r]);
+      for (int r = 0; r < in.resources.port_directions(); ++r) e = std::max(e, busy[r]);
       return e;
     }
 

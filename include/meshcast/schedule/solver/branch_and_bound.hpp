@@ -171,7 +171,7 @@ struct branch_and_bound {
       for (int r = 0; r < n_res; ++r) {
         double base = std::max(clock.free_at(r), last_start);
         if (demand[r] > 0) b = std::max(b, base + demand[r]);
-        if (r < in.resources.ports && flexible_port[r]) sum_base += base + demand[r], ++count;
+        if (in.resources.is_egress(r) && flexible_port[in.resources.port_of(r)]) sum_base += base + demand[r], ++count;
       }
       if (count > 0 && flexible > 0) b = std::max(b, (sum_base + flexible) / count);
       return b;

@@ -243,10 +243,10 @@ struct greedy {
       int out = -1, into = -1;
       for (const op_timing& x : timing.ops(u, forced[u] >= 0 ? static_cast<std::size_t>(forced[u]) : 0))
         for (int r : x.resources) {
-          if (r < rs.ports) {
+          if (rs.is_egress(r)) {
             if (out >= 0 && out != r) return {};
             out = r;
-          } else if (r < 2 * rs.ports) {
+          } else if (rs.is_ingress(r)) {
             if (into >= 0 && into != r) return {};
             into = r;
           }
@@ -259,10 +259,10 @@ struct greedy {
       ends.push_back({out, into});
       nic_units.push_back(u);
     }
-    std::vector<int> degree(static_cast<std::size_t>(2 * rs.ports), 0);
+    std::vector<int> degree(static_cast<std::size_t>(rs.port_directions()), 0);
     for (auto [a, b] : ends) ++degree[a], ++degree[b];
     const int colours = ends.empty() ? 0 : *std::max_element(degree.begin(), degree.end());
-    std::vector<int> colour = detail::edge_colour(ends, 2 * rs.ports, colours, &stop);
+    std::vector<int> colour = detail::edge_colour(ends, rs.port_directions(), colours, &stop);
     if (colour.empty()) return {};
     std::vector<std::size_t> order = local_units;
     std::vector<std::size_t> by(nic_units.size());
@@ -303,7 +303,7 @@ struct greedy {
   static std::vector<std::size_t> round_order(const instance& in, const instance_timing& timing,
                                               const std::vector<double>& weight, const detail::deadline& stop) {
     const resource_space& rs = in.resources;
-    std::vector<std::vector<char>> used(static_cast<std::size_t>(2 * rs.ports));
+    std::vector<std::vector<char>> used(static_cast<std::size_t>(rs.port_directions()));
     auto taken = [&](int port, std::size_t r) { return r < used[port].size() && used[port][r]; };
     std::vector<std::size_t> by_weight(in.units.size());
     std::iota(by_weight.begin(), by_weight.end(), 0);

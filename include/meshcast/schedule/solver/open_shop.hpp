@@ -120,20 +120,19 @@ struct open_shop {
     }
 
     // Colour the chunk graph: vertices are egress ports (left) and ingress ports (right).
-    const int ports = rs.ports;
-    std::vector<int> degree(static_cast<std::size_t>(2 * ports), 0);
+    std::vector<int> degree(static_cast<std::size_t>(rs.port_directions()), 0);
     std::vector<std::pair<int, int>> ends(chunks.size());
     for (std::size_t e = 0; e < chunks.size(); ++e) {
       int a = -1, b = -1;
       for (int r : chunks[e].resources) {
-        if (r < ports) a = r;
-        else if (r < 2 * ports) b = r;
+        if (rs.is_egress(r)) a = r;
+        else if (rs.is_ingress(r)) b = r;
       }
       ends[e] = {a, b};
       ++degree[a], ++degree[b];
     }
     const int colours = chunks.empty() ? 0 : *std::max_element(degree.begin(), degree.end());
-    std::vector<int> colour = detail::edge_colour(ends, 2 * ports, colours, &stop);
+    std::vector<int> colour = detail::edge_colour(ends, rs.port_directions(), colours, &stop);
     if (colour.empty()) colour.assign(chunks.size(), 0);  // out of time: one round, in creation order
     std::vector<std::vector<std::size_t>> by_round(static_cast<std::size_t>(std::max(colours, 1)));
     for (std::size_t e = 0; e < chunks.size(); ++e) by_round[colour[e]].push_back(e);

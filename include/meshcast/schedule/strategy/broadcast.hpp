@@ -35,32 +35,27 @@ struct broadcast {
     o.region = region;
     o.bytes = bytes;
     o.sender = sender;
-    o.resources.push_back(rs.send_lane(sender));
-    o.resources.push_back(rs.egress(net.port_of(sender)));
-    o.holders = {sender, sender};
+    o.occupy(rs.send_lane(sender), sender);
+    o.occupy(rs.egress(net.port_of(sender)), sender);
     o.egress_hosts.push_back(net.host_of(sender));
     double slowest = net.egress_bps(net.port_of(sender));
     bool intra = false;
     std::size_t hop = 0;
     for (const auto& [host, receivers] : by_host) {
       const index_t entry = receivers.front(), exit = receivers.back();
-      o.resources.push_back(rs.ingress(net.port_of(entry)));
-      o.holders.push_back(entry);
+      o.occupy(rs.ingress(net.port_of(entry)), entry);
       o.ingress_hosts.push_back(host);
       slowest = std::min(slowest, net.ingress_bps(net.port_of(entry)));
       if (++hop < by_host.size()) {
-        o.resources.push_back(rs.egress(net.port_of(exit)));
-        o.holders.push_back(exit);
+        o.occupy(rs.egress(net.port_of(exit)), exit);
         o.egress_hosts.push_back(host);
         slowest = std::min(slowest, net.egress_bps(net.port_of(exit)));
       }
       for (index_t r : receivers) {  // each receives; all but the chain's last pass it on
         o.receivers.push_back(r);
-        o.resources.push_back(rs.receive_lane(r));
-        o.holders.push_back(r);
+        o.occupy(rs.receive_lane(r), r);
         if (hop < by_host.size() || r != receivers.back()) {
-          o.resources.push_back(rs.send_lane(r));
-          o.holders.push_back(r);
+          o.occupy(rs.send_lane(r), r);
         }
       }
       intra |= receivers.size() > 1;

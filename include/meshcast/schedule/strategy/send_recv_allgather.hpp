@@ -80,12 +80,10 @@ struct send_recv_allgather {
         gather.bytes = x.bytes;
         gather.parts = x.rest;
         gather.sender = receivers[i];
-        gather.resources.push_back(rs.send_lane(receivers[i]));
-        gather.holders.push_back(receivers[i]);
+        gather.occupy(rs.send_lane(receivers[i]), receivers[i]);
         for (index_t r : receivers) {
           if (r == receivers[i]) continue;
-          gather.resources.push_back(rs.receive_lane(r));
-          gather.holders.push_back(r);
+          gather.occupy(rs.receive_lane(r), r);
           gather.receivers.push_back(r);
         }
         // Each forward is its own messages (the executor posts them apart, and in ordered mode a
