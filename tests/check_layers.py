@@ -8,6 +8,9 @@
 2. include/meshcast itself (and its old subfolders) holds only the public entry points and
    forwarding headers, each of which includes one header.
 3. No header is longer than 400 lines (single_include/, generated, is not checked).
+   One helper each: only core/detail/checked.hpp calls a compiler's overflow builtin (the one
+   checked arithmetic), and only model/op.hpp knows how resources are numbered (no `2 * ...ports`
+   elsewhere: ask resource_space's is_egress, is_ingress, port_of, port_directions).
 4. With --compile CXX [FLAGS...]: every layered header and entry point compiles on its own
    (forwarding headers are one include of a layered header; g++ -fsyntax-only on a file
    that includes only it), two at a time; <meshcast/mpi.hpp> and the umbrella pull in none of
@@ -33,6 +36,11 @@ ENTRY_POINTS = {"meshcast.hpp", "mpi.hpp", "nccl.hpp", "pipeline.hpp", "autoshar
                 "benchmark.hpp"}
 LOCAL = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 MAX_LINES = 400
+# Helpers that exist once (docs/layering.md#habits): pattern -> (the one header allowed, the advice).
+ONCE = [(re.compile(r"__builtin_(mul|add|sub)_overflow"), "an overflow builtin", "core/detail/checked.hpp",
+         "use checked_mul/checked_add or product_fits/sum_fits/difference_fits (core/detail/checked.hpp)"),
+        (re.compile(r"2\s*\*\s*(\w+\.)*ports\b"), "resource numbering (2 * ports)", "model/op.hpp",
+         "ask resource_space (is_egress, is_ingress, port_of, port_directions) instead of its numbering")]
 # Standard headers an entry point must not pull in (docs/performance.md#include-cost): the one
 # call's program, and every includer of the umbrella, pays for every header it parses.
 LEAN_ENTRY_POINTS = {"mpi.hpp": ("random", "thread", "ranges"), "meshcast.hpp": ("random", "thread", "ranges")}
@@ -59,6 +67,10 @@ def check_tree(root):
         lines = path.read_text().splitlines()
         if len(lines) > MAX_LINES:
             faults.append(f"{rel}: {len(lines)} lines; a header holds one concept in at most {MAX_LINES}: split it")
+        for pattern, name, owner, advice in ONCE:
+            for number, line in enumerate(lines, 1):
+                if rel != owner and pattern.search(line.split("//", 1)[0]):
+                    faults.append(f"{rel}:{number}: {name} outside {owner}: {advice}")
         mine = layer_of(rel)
         includes = []
         for number, line in enumerate(lines, 1):

@@ -3,6 +3,8 @@
 // would, and unpack(pack(x)) == x; under auto, replica splitting never loses to none.
 #include <doctest/doctest.h>
 
+#include <cstdint>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -236,4 +238,33 @@ TEST_CASE("laws: under auto, replica splitting is never predicted slower than no
       CHECK_NOTHROW(check_schedule_fits(std::vector<plan>{p}, split));
     }
   }
+}
+
+TEST_CASE("laws: product_fits, sum_fits and difference_fits agree with 128-bit arithmetic") {
+  // Operands around every power of two and the type's ends, where a hand-written test goes wrong.
+  std::vector<std::int64_t> edge{0, 1, -1, 2, -2, 10, std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::min()};
+  for (int k = 1; k < 63; ++k)
+    for (std::int64_t d : {-1, 0, 1}) {
+      const std::int64_t p = (std::int64_t{1} << k) + d;
+      edge.push_back(p);
+      edge.push_back(-p);
+    }
+  __extension__ typedef __int128 wide;  // exact for any product of two 64-bit integers
+  const wide lo = std::numeric_limits<std::int64_t>::min(), hi = std::numeric_limits<std::int64_t>::max();
+  for (std::int64_t a : edge)
+    for (std::int64_t b : edge) {
+      std::int64_t r = 0;
+      const wide prod = wide{a} * b, sum = wide{a} + b, diff = wide{a} - b;
+      CHECK(meshcast::detail::product_fits(a, b, r) == (prod >= lo && prod <= hi));
+      if (prod >= lo && prod <= hi) CHECK(r == static_cast<std::int64_t>(prod));
+      CHECK(meshcast::detail::sum_fits(a, b, r) == (sum >= lo && sum <= hi));
+      if (sum >= lo && sum <= hi) CHECK(r == static_cast<std::int64_t>(sum));
+      CHECK(meshcast::detail::difference_fits(a, b, r) == (diff >= lo && diff <= hi));
+      if (diff >= lo && diff <= hi) CHECK(r == static_cast<std::int64_t>(diff));
+    }
+  std::size_t u = 0;  // unsigned: wrapping is what they refuse
+  CHECK_FALSE(meshcast::detail::product_fits(std::size_t{1} << 32, std::size_t{1} << 32, u));
+  CHECK(meshcast::detail::product_fits(std::size_t{1} << 31, std::size_t{1} << 32, u));
+  CHECK(u == std::size_t{1} << 63);
+  CHECK_FALSE(meshcast::detail::difference_fits(std::size_t{0}, std::size_t{1}, u));
 }

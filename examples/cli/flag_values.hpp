@@ -63,7 +63,7 @@ inline std::optional<std::int64_t> whole_integer(const std::string& text) {
   if (text.size() == first || text.find_first_not_of("0123456789", first) != std::string::npos) return std::nullopt;
   std::int64_t v = 0;
   for (std::size_t i = first; i < text.size(); ++i)  // built negative: -2^63 fits, 2^63 does not
-    if (__builtin_mul_overflow(v, std::int64_t{10}, &v) || __builtin_sub_overflow(v, std::int64_t(text[i] - '0'), &v))
+    if (!meshcast::detail::product_fits(v, std::int64_t{10}, v) || !meshcast::detail::difference_fits(v, std::int64_t(text[i] - '0'), v))
       return std::nullopt;
   if (first == 1) return v;
   if (v == std::numeric_limits<std::int64_t>::min()) return std::nullopt;
@@ -107,7 +107,7 @@ inline std::uint64_t parse_u64(const std::string& flag, const std::string& text)
     throw meshcast::error(flag + " '" + meshcast::detail::printable(text) + "' is not a non-negative integer below 2^64");
   std::uint64_t v = 0;
   for (char c : text)
-    if (__builtin_mul_overflow(v, std::uint64_t{10}, &v) || __builtin_add_overflow(v, std::uint64_t(c - '0'), &v))
+    if (!meshcast::detail::product_fits(v, std::uint64_t{10}, v) || !meshcast::detail::sum_fits(v, std::uint64_t(c - '0'), v))
       throw meshcast::error(flag + " '" + meshcast::detail::printable(text) + "' is not a non-negative integer below 2^64");
   return v;
 }

@@ -30,7 +30,7 @@ inline index_t parse_count(const std::string& flag, const std::string& text, ind
     throw error(shown + " is not a non-negative integer");
   index_t v = 0;
   for (char c : text)
-    if (__builtin_mul_overflow(v, index_t{10}, &v) || __builtin_add_overflow(v, index_t{c - '0'}, &v) || v > hi)
+    if (!meshcast::detail::product_fits(v, index_t{10}, v) || !meshcast::detail::sum_fits(v, index_t{c - '0'}, v) || v > hi)
       throw error(shown + " is larger than " + std::to_string(hi));
   if (v < lo) throw error(shown + " is smaller than " + std::to_string(lo));
   return v;

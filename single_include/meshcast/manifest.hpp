@@ -241,7 +241,7 @@ class manifest_reader {
     out.dst_devices = dst.devices;
     count(m, src);
     count(m, dst);
-    if (index_t bytes = 0; __builtin_mul_overflow(out.src.shape.product(), static_cast<index_t>(b), &bytes))
+    if (index_t bytes = 0; !detail::product_fits(out.src.shape.product(), static_cast<index_t>(b), bytes))
       throw error(where + ": shape: the tensor has more bytes than fit in 64 bits");
     return out;
   }

@@ -175,17 +175,36 @@ namespace meshcast::detail {
   throw error(std::string(what) + " does not fit in 64 bits");
 }
 
+/// Whether a * b fits in T, and then `out` = a * b: the one overflow test of a product, for
+/// callers whose error names more than one value (a shape, a tile, a mesh).
+template <std::integral T>
+constexpr bool product_fits(T a, T b, T& out) noexcept {
+  return !__builtin_mul_overflow(a, b, &out);
+}
+
+/// Whether a + b fits in T, and then `out` = a + b (the sum's counterpart of product_fits).
+template <std::integral T>
+constexpr bool sum_fits(T a, T b, T& out) noexcept {
+  return !__builtin_add_overflow(a, b, &out);
+}
+
+/// Whether a - b fits in T, and then `out` = a - b.
+template <std::integral T>
+constexpr bool difference_fits(T a, T b, T& out) noexcept {
+  return !__builtin_sub_overflow(a, b, &out);
+}
+
 /// a * b for non-negative a and b; throws naming `what` on overflow.
 constexpr index_t checked_mul(index_t a, index_t b, std::string_view what) {
   index_t r = 0;
-  if (__builtin_mul_overflow(a, b, &r)) overflow(what);
+  if (!product_fits(a, b, r)) overflow(what);
   return r;
 }
 
 /// a + b; throws naming `what` on overflow.
 constexpr index_t checked_add(index_t a, index_t b, std::string_view what) {
   index_t r = 0;
-  if (__builtin_add_overflow(a, b, &r)) overflow(what);
+  if (!sum_fits(a, b, r)) overflow(what);
   return r;
 }
 
@@ -194,7 +213,7 @@ constexpr index_t checked_add(index_t a, index_t b, std::string_view what) {
 /// 2^63 limit once summed to -2^63 bytes and a makespan of 0 s).
 constexpr bool sum_within(index_t a, index_t b, std::size_t limit) noexcept {
   index_t r = 0;
-  return !__builtin_add_overflow(a, b, &r) && static_cast<std::size_t>(r) <= limit;
+  return sum_fits(a, b, r) && static_cast<std::size_t>(r) <= limit;
 }
 
 /// `v` converted to `To` when it fits, else an error naming `what` and the value.
@@ -210,14 +229,14 @@ constexpr To checked_cast(From v, std::string_view what) {
 /// both operands when one is negative or the product does not fit in index_t.
 inline index_t checked_size_mul(index_t a, index_t b, const std::string& what) {
   index_t r = 0;
-  if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r))
+  if (a < 0 || b < 0 || !product_fits(a, b, r))
     throw error(what + ": size " + std::to_string(a) + " x " + std::to_string(b) + " overflows 64-bit integers");
   return r;
 }
 /// a + b for sizes that must be non-negative; throws naming `what` and both operands otherwise.
 inline index_t checked_size_add(index_t a, index_t b, const std::string& what) {
   index_t r = 0;
-  if (a < 0 || b < 0 || __builtin_add_overflow(a, b, &r))
+  if (a < 0 || b < 0 || !sum_fits(a, b, r))
     throw error(what + ": size " + std::to_string(a) + " + " + std::to_string(b) + " overflows 64-bit integers");
   return r;
 }
@@ -261,7 +280,7 @@ template <index_t... Es>
 constexpr bool static_product_fits() {
   index_t p = 1;
   for (index_t e : {index_t{1}, Es...})
-    if (e != dyn && __builtin_mul_overflow(p, e, &p)) return false;
+    if (e != dyn && !detail::product_fits(p, e, p)) return false;
   return true;
 }
 
@@ -373,7 +392,7 @@ class dynamic_extents {
     }
     index_t p = 1;
     for (int i = 0; i < rank_; ++i)
-      if (__builtin_mul_overflow(p, values_[i], &p))
+      if (!detail::product_fits(p, values_[i], p))
         throw error("extents " + detail::describe_extents({values_.data(), n}) + " have a product that does not fit in 64 bits");
   }
   int rank_ = 0;
@@ -397,7 +416,7 @@ struct extents_value {
   constexpr index_t product() const {
     index_t p = 1;
     for (int i = 0; i < rank; ++i)
-      if (__builtin_mul_overflow(p, values[i], &p)) detail::overflow("the product of extents " + to_string());
+      if (!detail::product_fits(p, values[i], p)) detail::overflow("the product of extents " + to_string());
     return p;
   }
   std::string to_string() const { return detail::describe_extents({values.data(), static_cast<std::size_t>(rank)}); }
@@ -428,14 +447,14 @@ inline dynamic_extents parse_extents(const std::string& text, const char* what) 
       throw error(shown + " has more than meshcast::max_rank (" + std::to_string(max_rank) + ") sizes");
     index_t v = 0;
     for (char c : token)
-      if (__builtin_mul_overflow(v, index_t{10}, &v) || __builtin_add_overflow(v, index_t{c - '0'}, &v))
+      if (!detail::product_fits(v, index_t{10}, v) || !detail::sum_fits(v, index_t{c - '0'}, v))
         throw error(shown + ": size " + detail::printable(token) + " does not fit in 64 bits");
     values.push_back(v);
     pos = next + 1;
   }
   index_t product = 1;
   for (index_t v : values)
-    if (__builtin_mul_overflow(product, v, &product)) throw error(shown + ": the product of its sizes does not fit in 64 bits");
+    if (!detail::product_fits(product, v, product)) throw error(shown + ": the product of its sizes does not fit in 64 bits");
   return dynamic_extents(values);
 }
 
@@ -459,7 +478,7 @@ constexpr void check_mesh(const extents_value& m) {
     if (m[i] < 1)
       throw error("mesh '" + m.to_string() + "' has size " + std::to_string(m[i]) + " on axis " + std::to_string(i) +
                   "; every mesh axis must hold at least one device");
-    if (__builtin_mul_overflow(n, m[i], &n) || n > max_devices)
+    if (!detail::product_fits(n, m[i], n) || n > max_devices)
       throw error("mesh '" + m.to_string() + "' has more than meshcast::max_devices (" + std::to_string(max_devices) +
                   ") devices");
   }
@@ -936,7 +955,7 @@ constexpr void validate(const layout_value& l) {
     if (l.shape[d] < 0) throw error("shape " + l.shape.to_string() + " has a negative size");
   index_t volume = 1;
   for (int d = 0; d < l.shape.rank; ++d)
-    if (__builtin_mul_overflow(volume, l.shape[d], &volume))
+    if (!detail::product_fits(volume, l.shape[d], volume))
       throw error("shape " + l.shape.to_string() + " has more elements than fit in 64 bits");
   detail::check_spec_bounds(l.spec);
   if (l.spec.rank != l.shape.rank)
@@ -1263,7 +1282,7 @@ constexpr plan make_plan(const layout_value& src, const layout_value& dst, const
     throw error("element size must be 1.." + std::to_string(max_element_bytes) + " bytes, got " +
                 std::to_string(options.element_bytes));
   index_t tensor_bytes = 0;
-  if (__builtin_mul_overflow(src.shape.product(), options.element_bytes, &tensor_bytes))
+  if (!detail::product_fits(src.shape.product(), options.element_bytes, tensor_bytes))
     throw error("a tensor of shape " + src.shape.to_string() + " with " + std::to_string(options.element_bytes) +
                 "-byte elements has more bytes than fit in 64 bits");
 
@@ -6471,7 +6490,7 @@ inline std::size_t checked_tile_bytes(const box& tile, std::size_t element_bytes
   for (int d = 0; d < tile.rank; ++d)
     if (tile[d].size() == 0) return 0;  // empty, whatever the other dims (before they can overflow)
   for (int d = 0; d < tile.rank; ++d)
-    if (tile[d].size() < 0 || __builtin_mul_overflow(bytes, static_cast<std::size_t>(tile[d].size()), &bytes))
+    if (tile[d].size() < 0 || !detail::product_fits(bytes, static_cast<std::size_t>(tile[d].size()), bytes))
       throw error(std::string(what) + ": the tile or region " + tile.to_string() + " of " + std::to_string(element_bytes) +
                   "-byte elements has no size that fits in memory");
   return bytes;
@@ -7198,7 +7217,7 @@ inline void check_delivery(std::span<const plan> plans, const schedule& s) {
       throw error("the schedule delivers a region of " + what(got[at]) + ", which that device does not need; was it made for another plan?");
     index_t sum = 0;
     for (; at < got.size() && got[at].key() == w.key(); ++at)
-      if (sum >= 0 && __builtin_add_overflow(sum, got[at].elements, &sum)) sum = -1;
+      if (sum >= 0 && !detail::sum_fits(sum, got[at].elements, sum)) sum = -1;
     if (sum != w.elements)
       throw error("the schedule delivers " + (sum < 0 ? std::string("more than 2^63") : std::to_string(sum)) + " of the " +
                   std::to_string(w.elements) + " elements of " + what(w) + "; was it made for another plan?");
@@ -7267,7 +7286,7 @@ inline void check_schedule_fits(std::span<const plan> plans, const schedule& s) 
       if (q.bytes != q.region.volume() * pq.element_bytes) bad(i, "bundles a piece whose byte count does not match its region");
       if (q.task < 0 || q.task >= static_cast<index_t>(pq.tasks.size()) || !pq.tasks[static_cast<std::size_t>(q.task)].region.contains(q.region))
         bad(i, "bundles a region outside its task");
-      if (__builtin_add_overflow(sum, q.bytes, &sum)) bad(i, "bundles more bytes than 64 bits count");
+      if (!detail::sum_fits(sum, q.bytes, sum)) bad(i, "bundles more bytes than 64 bits count");
     }
     if (sum != t.bytes) bad(i, "has a byte count that is not the sum of its pieces");
   }
@@ -7912,7 +7931,7 @@ template <class Backend>
 void executor<Backend>::plan_staging(std::size_t cap) {
   std::size_t total = 0;
   for (const step& x : steps_)
-    if (__builtin_add_overflow(total, x.staged, &total)) throw error("the message buffers of one rank overflow 64 bits");
+    if (!detail::sum_fits(total, x.staged, total)) throw error("the message buffers of one rank overflow 64 bits");
   if (cap == 0 || total <= cap) {
     std::size_t at = 0;
     for (step& x : steps_)

@@ -46,7 +46,7 @@ template <index_t... Es>
 constexpr bool static_product_fits() {
   index_t p = 1;
   for (index_t e : {index_t{1}, Es...})
-    if (e != dyn && __builtin_mul_overflow(p, e, &p)) return false;
+    if (e != dyn && !detail::product_fits(p, e, p)) return false;
   return true;
 }
 
@@ -158,7 +158,7 @@ class dynamic_extents {
     }
     index_t p = 1;
     for (int i = 0; i < rank_; ++i)
-      if (__builtin_mul_overflow(p, values_[i], &p))
+      if (!detail::product_fits(p, values_[i], p))
         throw error("extents " + detail::describe_extents({values_.data(), n}) + " have a product that does not fit in 64 bits");
   }
   int rank_ = 0;
@@ -182,7 +182,7 @@ struct extents_value {
   constexpr index_t product() const {
     index_t p = 1;
     for (int i = 0; i < rank; ++i)
-      if (__builtin_mul_overflow(p, values[i], &p)) detail::overflow("the product of extents " + to_string());
+      if (!detail::product_fits(p, values[i], p)) detail::overflow("the product of extents " + to_string());
     return p;
   }
   std::string to_string() const { return detail::describe_extents({values.data(), static_cast<std::size_t>(rank)}); }
@@ -213,14 +213,14 @@ inline dynamic_extents parse_extents(const std::string& text, const char* what) 
       throw error(shown + " has more than meshcast::max_rank (" + std::to_string(max_rank) + ") sizes");
     index_t v = 0;
     for (char c : token)
-      if (__builtin_mul_overflow(v, index_t{10}, &v) || __builtin_add_overflow(v, index_t{c - '0'}, &v))
+      if (!detail::product_fits(v, index_t{10}, v) || !detail::sum_fits(v, index_t{c - '0'}, v))
         throw error(shown + ": size " + detail::printable(token) + " does not fit in 64 bits");
     values.push_back(v);
     pos = next + 1;
   }
   index_t product = 1;
   for (index_t v : values)
-    if (__builtin_mul_overflow(product, v, &product)) throw error(shown + ": the product of its sizes does not fit in 64 bits");
+    if (!detail::product_fits(product, v, product)) throw error(shown + ": the product of its sizes does not fit in 64 bits");
   return dynamic_extents(values);
 }
 

@@ -17,7 +17,7 @@ constexpr void check_mesh(const extents_value& m) {
     if (m[i] < 1)
       throw error("mesh '" + m.to_string() + "' has size " + std::to_string(m[i]) + " on axis " + std::to_string(i) +
                   "; every mesh axis must hold at least one device");
-    if (__builtin_mul_overflow(n, m[i], &n) || n > max_devices)
+    if (!detail::product_fits(n, m[i], n) || n > max_devices)
       throw error("mesh '" + m.to_string() + "' has more than meshcast::max_devices (" + std::to_string(max_devices) +
                   ") devices");
   }

@@ -11,6 +11,7 @@
 
 #include "../core/box.hpp"
 #include "../core/box_runs.hpp"
+#include "../core/detail/checked.hpp"
 #include "../core/error.hpp"
 #include "memory.hpp"
 #include "memory/host.hpp"
@@ -82,7 +83,7 @@ inline std::size_t checked_tile_bytes(const box& tile, std::size_t element_bytes
   for (int d = 0; d < tile.rank; ++d)
     if (tile[d].size() == 0) return 0;  // empty, whatever the other dims (before they can overflow)
   for (int d = 0; d < tile.rank; ++d)
-    if (tile[d].size() < 0 || __builtin_mul_overflow(bytes, static_cast<std::size_t>(tile[d].size()), &bytes))
+    if (tile[d].size() < 0 || !detail::product_fits(bytes, static_cast<std::size_t>(tile[d].size()), bytes))
       throw error(std::string(what) + ": the tile or region " + tile.to_string() + " of " + std::to_string(element_bytes) +
                   "-byte elements has no size that fits in memory");
   return bytes;

@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "../core/detail/checked.hpp"
 #include "../core/error.hpp"
 #include "../model/schedule.hpp"
 #include "../plan/plan.hpp"
@@ -59,7 +60,7 @@ inline void check_delivery(std::span<const plan> plans, const schedule& s) {
       throw error("the schedule delivers a region of " + what(got[at]) + ", which that device does not need; was it made for another plan?");
     index_t sum = 0;
     for (; at < got.size() && got[at].key() == w.key(); ++at)
-      if (sum >= 0 && __builtin_add_overflow(sum, got[at].elements, &sum)) sum = -1;
+      if (sum >= 0 && !detail::sum_fits(sum, got[at].elements, sum)) sum = -1;
     if (sum != w.elements)
       throw error("the schedule delivers " + (sum < 0 ? std::string("more than 2^63") : std::to_string(sum)) + " of the " +
                   std::to_string(w.elements) + " elements of " + what(w) + "; was it made for another plan?");
@@ -128,7 +129,7 @@ inline void check_schedule_fits(std::span<const plan> plans, const schedule& s) 
       if (q.bytes != q.region.volume() * pq.element_bytes) bad(i, "bundles a piece whose byte count does not match its region");
       if (q.task < 0 || q.task >= static_cast<index_t>(pq.tasks.size()) || !pq.tasks[static_cast<std::size_t>(q.task)].region.contains(q.region))
         bad(i, "bundles a region outside its task");
-      if (__builtin_add_overflow(sum, q.bytes, &sum)) bad(i, "bundles more bytes than 64 bits count");
+      if (!detail::sum_fits(sum, q.bytes, sum)) bad(i, "bundles more bytes than 64 bits count");
     }
     if (sum != t.bytes) bad(i, "has a byte count that is not the sum of its pieces");
   }

@@ -68,7 +68,7 @@ constexpr void validate(const layout_value& l) {
     if (l.shape[d] < 0) throw error("shape " + l.shape.to_string() + " has a negative size");
   index_t volume = 1;
   for (int d = 0; d < l.shape.rank; ++d)
-    if (__builtin_mul_overflow(volume, l.shape[d], &volume))
+    if (!detail::product_fits(volume, l.shape[d], volume))
       throw error("shape " + l.shape.to_string() + " has more elements than fit in 64 bits");
   detail::check_spec_bounds(l.spec);
   if (l.spec.rank != l.shape.rank)

@@ -141,7 +141,7 @@ constexpr plan make_plan(const layout_value& src, const layout_value& dst, const
     throw error("element size must be 1.." + std::to_string(max_element_bytes) + " bytes, got " +
                 std::to_string(options.element_bytes));
   index_t tensor_bytes = 0;
-  if (__builtin_mul_overflow(src.shape.product(), options.element_bytes, &tensor_bytes))
+  if (!detail::product_fits(src.shape.product(), options.element_bytes, tensor_bytes))
     throw error("a tensor of shape " + src.shape.to_string() + " with " + std::to_string(options.element_bytes) +
                 "-byte elements has more bytes than fit in 64 bits");
 

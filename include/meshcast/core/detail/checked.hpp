@@ -19,17 +19,36 @@ namespace meshcast::detail {
   throw error(std::string(what) + " does not fit in 64 bits");
 }
 
+/// Whether a * b fits in T, and then `out` = a * b: the one overflow test of a product, for
+/// callers whose error names more than one value (a shape, a tile, a mesh).
+template <std::integral T>
+constexpr bool product_fits(T a, T b, T& out) noexcept {
+  return !__builtin_mul_overflow(a, b, &out);
+}
+
+/// Whether a + b fits in T, and then `out` = a + b (the sum's counterpart of product_fits).
+template <std::integral T>
+constexpr bool sum_fits(T a, T b, T& out) noexcept {
+  return !__builtin_add_overflow(a, b, &out);
+}
+
+/// Whether a - b fits in T, and then `out` = a - b.
+template <std::integral T>
+constexpr bool difference_fits(T a, T b, T& out) noexcept {
+  return !__builtin_sub_overflow(a, b, &out);
+}
+
 /// a * b for non-negative a and b; throws naming `what` on overflow.
 constexpr index_t checked_mul(index_t a, index_t b, std::string_view what) {
   index_t r = 0;
-  if (__builtin_mul_overflow(a, b, &r)) overflow(what);
+  if (!product_fits(a, b, r)) overflow(what);
   return r;
 }
 
 /// a + b; throws naming `what` on overflow.
 constexpr index_t checked_add(index_t a, index_t b, std::string_view what) {
   index_t r = 0;
-  if (__builtin_add_overflow(a, b, &r)) overflow(what);
+  if (!sum_fits(a, b, r)) overflow(what);
   return r;
 }
 
@@ -38,7 +57,7 @@ constexpr index_t checked_add(index_t a, index_t b, std::string_view what) {
 /// 2^63 limit once summed to -2^63 bytes and a makespan of 0 s).
 constexpr bool sum_within(index_t a, index_t b, std::size_t limit) noexcept {
   index_t r = 0;
-  return !__builtin_add_overflow(a, b, &r) && static_cast<std::size_t>(r) <= limit;
+  return sum_fits(a, b, r) && static_cast<std::size_t>(r) <= limit;
 }
 
 /// `v` converted to `To` when it fits, else an error naming `what` and the value.
@@ -54,14 +73,14 @@ constexpr To checked_cast(From v, std::string_view what) {
 /// both operands when one is negative or the product does not fit in index_t.
 inline index_t checked_size_mul(index_t a, index_t b, const std::string& what) {
   index_t r = 0;
-  if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r))
+  if (a < 0 || b < 0 || !product_fits(a, b, r))
     throw error(what + ": size " + std::to_string(a) + " x " + std::to_string(b) + " overflows 64-bit integers");
   return r;
 }
 /// a + b for sizes that must be non-negative; throws naming `what` and both operands otherwise.
 inline index_t checked_size_add(index_t a, index_t b, const std::string& what) {
   index_t r = 0;
-  if (a < 0 || b < 0 || __builtin_add_overflow(a, b, &r))
+  if (a < 0 || b < 0 || !sum_fits(a, b, r))
     throw error(what + ": size " + std::to_string(a) + " + " + std::to_string(b) + " overflows 64-bit integers");
   return r;
 }

@@ -9,7 +9,7 @@ template <class Backend>
 void executor<Backend>::plan_staging(std::size_t cap) {
   std::size_t total = 0;
   for (const step& x : steps_)
-    if (__builtin_add_overflow(total, x.staged, &total)) throw error("the message buffers of one rank overflow 64 bits");
+    if (!detail::sum_fits(total, x.staged, total)) throw error("the message buffers of one rank overflow 64 bits");
   if (cap == 0 || total <= cap) {
     std::size_t at = 0;
     for (step& x : steps_)
