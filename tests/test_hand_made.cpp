@@ -98,6 +98,11 @@ TEST_CASE("schedule fits: a model time that is not a finite number of seconds, o
   CHECK(has(thrown([&] { check_schedule_fits(f.p, holds); }), "hold times do not match its resources"));
   holds.model.front().hold_until.pop_back();
   CHECK(has(thrown([&] { check_schedule_fits(f.p, holds); }), "hold times do not match its resources"));
+  // resources and holders are built in step (transfer_model::occupy); a hand-made model may not be
+  schedule holders = f.s;
+  REQUIRE_FALSE(holders.model.front().holders.empty());
+  holders.model.front().holders.pop_back();
+  CHECK(has(thrown([&] { check_schedule_fits(f.p, holders); }), "resources and holders differ in number"));
 }
 
 TEST_CASE("hand-made boxes: pack, unpack, copy_region and cut_region refuse rank 0 and a piece of no elements") {
