@@ -116,33 +116,73 @@ inline std::vector<index_t> sender_choices(const network& net, std::span<const i
 }
 
 namespace detail {
+// A strategy as building an instance sees it: its name, flags and ops behind function pointers.
+// The builder below is then compiled once, not once per strategy (auto_strategy alone asks for
+// four: itself and the three it chooses among); a strategy's own ops stay templates.
+struct strategy_view {
+  const void* self = nullptr;
+  std::string_view name;
+  bool point_to_point = true;
+  std::size_t alternatives = 1;  ///< ops offered per sender (strategy_with_alternatives), else 1
+  bool bundles = false;          ///< whether it moves bundles, each alternative too
+  void (*remote)(const void* self, std::size_t alternative, const network& net, const resource_space& rs, index_t task,
+                 const box& region, index_t bytes, index_t sender, std::span<const index_t> remote,
+                 std::vector<op>& out) = nullptr;
+  void (*remote_bundle)(const void* self, std::size_t alternative, const network& net, const resource_space& rs,
+                        const payload& what, index_t sender, std::span<const index_t> remote,
+                        std::vector<op>& out) = nullptr;
+};
+
+// Whether S moves bundles, each of its alternatives too if it offers several.
+template <class S>
+constexpr bool moves_bundles() {
+  if constexpr (!bundling_strategy<S>) return false;
+  else if constexpr (strategy_with_alternatives<S>)
+    return requires(const S& s, const network& net, const resource_space& rs, const payload& what, index_t sender,
+                    std::span<const index_t> remote, std::vector<op>& out) {
+      s.remote_bundle_ops_of(std::size_t{0}, net, rs, what, sender, remote, out);
+    };
+  else return true;
+}
+
+template <strategy S>
+strategy_view view_of(const S& st) {
+  strategy_view v{&st, S::name, static_cast<bool>(S::point_to_point), 1, moves_bundles<S>()};
+  if constexpr (strategy_with_alternatives<S>) v.alternatives = S::alternatives();
+  v.remote = [](const void* self, std::size_t a, const network& net, const resource_space& rs, index_t task,
+                const box& region, index_t bytes, index_t sender, std::span<const index_t> remote, std::vector<op>& out) {
+    const S& s = *static_cast<const S*>(self);
+    if constexpr (strategy_with_alternatives<S>) s.remote_ops_of(a, net, rs, task, region, bytes, sender, remote, out);
+    else s.remote_ops(net, rs, task, region, bytes, sender, remote, out);
+  };
+  if constexpr (moves_bundles<S>())
+    v.remote_bundle = [](const void* self, std::size_t a, const network& net, const resource_space& rs,
+                         const payload& what, index_t sender, std::span<const index_t> remote, std::vector<op>& out) {
+      const S& s = *static_cast<const S*>(self);
+      if constexpr (strategy_with_alternatives<S>) s.remote_bundle_ops_of(a, net, rs, what, sender, remote, out);
+      else s.remote_bundle_ops(net, rs, what, sender, remote, out);
+    };
+  return v;
+}
+
 // The options of a unit: for each sender offered, the ops `make(alternative, sender, out)` appends
 // (every distinct alternative under a strategy that offers several), each kept one counted in
 // `words`; a strategy that refuses to build an option as too large is named with this unit.
-template <strategy S, class Make>
-void add_options(unit& u, std::span<const index_t> choices, instance_words& words, Make&& make) {
-  auto build = [&](std::size_t a, index_t s, std::vector<op>& ops) {
-    try {
-      make(a, s, ops);
-    } catch (const instance_too_large&) {
-      words.refuse(u.tensor, u.task);
-    }
-  };
+template <class Make>
+void add_options(unit& u, std::size_t alternatives, std::span<const index_t> choices, instance_words& words,
+                 Make&& make) {
   for (index_t s : choices) {
-    if constexpr (strategy_with_alternatives<S>) {
-      const std::size_t first = u.options.size();
-      for (std::size_t a = 0; a < S::alternatives(); ++a) {
-        option o{s, {}};
-        build(a, s, o.ops);
-        bool repeated = false;
-        for (std::size_t k = first; k < u.options.size() && !repeated; ++k) repeated = same_ops(u.options[k].ops, o.ops);
-        if (repeated) continue;
-        words.add(o.ops, u.tensor, u.task);
-        u.options.push_back(std::move(o));
-      }
-    } else {
+    const std::size_t first = u.options.size();
+    for (std::size_t a = 0; a < alternatives; ++a) {
       option o{s, {}};
-      build(std::size_t{0}, s, o.ops);
+      try {
+        make(a, s, o.ops);
+      } catch (const instance_too_large&) {
+        words.refuse(u.tensor, u.task);
+      }
+      bool repeated = false;
+      for (std::size_t k = first; k < u.options.size() && !repeated; ++k) repeated = same_ops(u.options[k].ops, o.ops);
+      if (repeated) continue;
       words.add(o.ops, u.tensor, u.task);
       u.options.push_back(std::move(o));
     }
@@ -177,23 +217,10 @@ inline void apply_connections(instance& in) {
       }
 }
 
-// Whether S moves bundles, each of its alternatives too if it offers several.
-template <class S>
-constexpr bool moves_bundles() {
-  if constexpr (!bundling_strategy<S>) return false;
-  else if constexpr (strategy_with_alternatives<S>)
-    return requires(const S& s, const network& net, const resource_space& rs, const payload& what, index_t sender,
-                    std::span<const index_t> remote, std::vector<op>& out) {
-      s.remote_bundle_ops_of(std::size_t{0}, net, rs, what, sender, remote, out);
-    };
-  else return true;
-}
-
 // The units of a batch's bundles (bundle.hpp): a bundle of local receivers is one fixed unit, a
 // bundle across the network one unit with an option per sender offered, each op carrying every
 // piece of the bundle.
-template <bundling_strategy S>
-void add_bundles(instance& in, const S& st, const std::vector<bundle>& bundles, instance_words& words) {
+inline void add_bundles(instance& in, const strategy_view& st, const std::vector<bundle>& bundles, instance_words& words) {
   const network& net = *in.net;
   for (std::size_t b = 0; b < bundles.size(); ++b) {
     const bundle& x = bundles[b];
@@ -209,20 +236,17 @@ void add_bundles(instance& in, const S& st, const std::vector<bundle>& bundles, 
       continue;
     }
     const std::vector<index_t> remote = remote_receivers(net, x.senders, x.receivers);
-    add_options<S>(u, sender_choices(net, x.senders, static_cast<index_t>(b)), words, [&](std::size_t a, index_t s, std::vector<op>& ops) {
-      if constexpr (strategy_with_alternatives<S>) st.remote_bundle_ops_of(a, net, in.resources, what, s, remote, ops);
-      else st.remote_bundle_ops(net, in.resources, what, s, remote, ops);
-    });
+    add_options(u, st.alternatives, sender_choices(net, x.senders, static_cast<index_t>(b)), words,
+                [&](std::size_t a, index_t s, std::vector<op>& ops) {
+                  st.remote_bundle(st.self, a, net, in.resources, what, s, remote, ops);
+                });
     add_unit(in, std::move(u), false);
   }
 }
-}  // namespace detail
 
-/// Builds the instance of a batch of plans (one per tensor, all on the devices of `net`) under
-/// strategy `st` (see instance_options).
-template <strategy S>
-instance make_instance(std::vector<std::shared_ptr<const plan>> plans, std::shared_ptr<const network> net_ptr, const S& st,
-                       instance_options options = {}) {
+// make_instance's body, for any strategy.
+inline instance build_instance(std::vector<std::shared_ptr<const plan>> plans, std::shared_ptr<const network> net_ptr,
+                               const strategy_view& st, instance_options options) {
   const bool split_replicas = options.split_replicas;
   if (plans.empty() || !net_ptr) throw error("make_instance needs at least one plan and a network");
   if (plans.size() > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max())) throw error("too many tensors in one batch");
@@ -236,18 +260,16 @@ instance make_instance(std::vector<std::shared_ptr<const plan>> plans, std::shar
   in.plans = std::move(plans);
   in.net = std::move(net_ptr);
   in.resources = {net.port_count(), net.device_count()};
-  in.strategy = std::string(S::name);
-  in.point_to_point = S::point_to_point;
+  in.strategy = std::string(st.name);
+  in.point_to_point = st.point_to_point;
   in.split_replicas = split_replicas;
   in.mode = checked_execution(options.mode, "instance_options::mode");
-  detail::instance_words words(S::name);
-  if constexpr (detail::moves_bundles<S>()) {
-    if (options.bundle_bytes > 0) {
-      if (options.bundles) detail::add_bundles(in, st, *options.bundles, words);
-      else detail::add_bundles(in, st, make_bundles(in.plans, net, options.bundle_bytes, split_replicas, max_slices), words);
-      detail::apply_connections(in);
-      return in;
-    }
+  instance_words words(st.name);
+  if (st.bundles && options.bundle_bytes > 0) {
+    if (options.bundles) add_bundles(in, st, *options.bundles, words);
+    else add_bundles(in, st, make_bundles(in.plans, net, options.bundle_bytes, split_replicas, max_slices), words);
+    apply_connections(in);
+    return in;
   }
   for (std::size_t tensor = 0; tensor < in.plans.size(); ++tensor) {
     const plan& p = *in.plans[tensor];
@@ -261,7 +283,7 @@ instance make_instance(std::vector<std::shared_ptr<const plan>> plans, std::shar
       std::vector<index_t> remote =
           deliver_locally(net, in.resources, task, t.region, t.bytes, senders, p.receivers(t), fixed.options[0].ops);
       words.add(fixed.options[0].ops, fixed.tensor, task);
-      if (!fixed.options[0].ops.empty()) detail::add_unit(in, std::move(fixed));
+      if (!fixed.options[0].ops.empty()) add_unit(in, std::move(fixed));
       if (remote.empty()) continue;
       // Replicas behind one NIC port cannot share its load, so a task is cut once per sender port.
       const auto ports = static_cast<index_t>(sender_ports(net, senders).size());
@@ -271,16 +293,24 @@ instance make_instance(std::vector<std::shared_ptr<const plan>> plans, std::shar
         std::vector<index_t> choices =
             sender_choices(net, senders, task * static_cast<index_t>(slices.size()) + static_cast<index_t>(k));
         unit u{task, static_cast<std::int32_t>(tensor), slice, slice.volume() * p.element_bytes, {}};
-        detail::add_options<S>(u, choices, words, [&](std::size_t a, index_t s, std::vector<op>& ops) {
-          if constexpr (strategy_with_alternatives<S>) st.remote_ops_of(a, net, in.resources, task, slice, u.bytes, s, remote, ops);
-          else st.remote_ops(net, in.resources, task, slice, u.bytes, s, remote, ops);
+        add_options(u, st.alternatives, choices, words, [&](std::size_t a, index_t s, std::vector<op>& ops) {
+          st.remote(st.self, a, net, in.resources, task, slice, u.bytes, s, remote, ops);
         });
-        detail::add_unit(in, std::move(u));
+        add_unit(in, std::move(u));
       }
     }
   }
-  detail::apply_connections(in);
+  apply_connections(in);
   return in;
+}
+}  // namespace detail
+
+/// Builds the instance of a batch of plans (one per tensor, all on the devices of `net`) under
+/// strategy `st` (see instance_options).
+template <strategy S>
+instance make_instance(std::vector<std::shared_ptr<const plan>> plans, std::shared_ptr<const network> net_ptr, const S& st,
+                       instance_options options = {}) {
+  return detail::build_instance(std::move(plans), std::move(net_ptr), detail::view_of(st), std::move(options));
 }
 
 /// The instance of one plan.
