@@ -61,10 +61,11 @@ schedule solve_batch(std::vector<std::shared_ptr<const plan>> plans, std::shared
     auto left_out = [&](std::string reason) {
       if (std::find(why.begin(), why.end(), reason) == why.end()) why.push_back(std::move(reason));
     };
-    auto consider = [&](const auto& strategy, const instance_options& options) {
+    // One body for the four strategies (a view each, instance.hpp), not one per strategy's type.
+    auto consider = [&](const detail::strategy_view& strategy, const instance_options& options) {
       std::optional<instance> made;
       try {
-        made.emplace(make_instance(plans, net, strategy, options));
+        made.emplace(detail::build_instance(plans, net, strategy, options));
       } catch (const instance_too_large& e) {  // another strategy may still fit
         left_out(e.what());
         return;
@@ -80,11 +81,13 @@ schedule solve_batch(std::vector<std::shared_ptr<const plan>> plans, std::shared
       bound_s = best ? std::min(bound_s, s.lower_bound_s) : s.lower_bound_s;
       if (!best || s.makespan_s < best->makespan_s) best = std::move(s);
     };
+    const send_recv one_message;
+    const send_recv_allgather forwarded;
+    const broadcast broadcast_chain;
+    const detail::strategy_view each[] = {detail::view_of(st), detail::view_of(one_message), detail::view_of(forwarded),
+                                          detail::view_of(broadcast_chain)};
     auto consider_each = [&](const instance_options& options) {
-      consider(st, options);
-      consider(send_recv{}, options);
-      consider(send_recv_allgather{}, options);
-      consider(broadcast{}, options);
+      for (const detail::strategy_view& strategy : each) consider(strategy, options);
     };
     consider_each(io);
     if (split) {  // the same without replica splitting
