@@ -2,7 +2,8 @@
 // random batches, every strategy, with and without replica splitting, in both modes: the bundles
 // hold every task's piece once and stay within their size; the solved schedule delivers every
 // destination element of every tensor exactly once, each sender holding what it sends when it
-// starts; the executor's checks accept it; and the units are far fewer than the tasks.
+// starts; the executor's checks accept it; and the units are far fewer than the tasks. A user's
+// strategy that moves no bundles builds its units task by task, its alternatives once each.
 #include <doctest/doctest.h>
 
 #include <meshcast/meshcast.hpp>
@@ -172,4 +173,104 @@ TEST_CASE("bundled instances: every element once under every strategy and mode, 
   const schedule bundled = solve_batch(plans, net, broadcast{}, greedy{});
   CHECK(bundled.makespan_s < per_task.makespan_s);
   CHECK(check_deliveries(plans, bundled) == "");
+}
+
+namespace {
+// A user's strategy that moves no bundles: send_recv's ops, task by task only.
+struct tasks_only {
+  static constexpr std::string_view name = "tasks_only";
+  static constexpr bool point_to_point = true;
+  void remote_ops(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,
+                  index_t sender, std::span<const index_t> remote, std::vector<op>& out) const {
+    send_recv{}.remote_ops(net, rs, task, region, bytes, sender, remote, out);
+  }
+};
+// One that offers two alternatives per sender (send_recv's ops, then send_recv_allgather's) and moves
+// bundles as a plain strategy only: its alternatives have no bundle form, so it moves none.
+struct two_ways {
+  static constexpr std::string_view name = "two_ways";
+  static constexpr bool point_to_point = false;
+  static constexpr std::size_t alternatives() { return 2; }
+  void remote_ops_of(std::size_t k, const network& net, const resource_space& rs, index_t task, const box& region,
+                     index_t bytes, index_t sender, std::span<const index_t> remote, std::vector<op>& out) const {
+    if (k == 0) send_recv{}.remote_ops(net, rs, task, region, bytes, sender, remote, out);
+    else send_recv_allgather{}.remote_ops(net, rs, task, region, bytes, sender, remote, out);
+  }
+  void remote_ops(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,
+                  index_t sender, std::span<const index_t> remote, std::vector<op>& out) const {
+    remote_ops_of(0, net, rs, task, region, bytes, sender, remote, out);
+  }
+  void remote_bundle_ops(const network& net, const resource_space& rs, const payload& what, index_t sender,
+                         std::span<const index_t> remote, std::vector<op>& out) const {
+    send_recv{}.remote_bundle_ops(net, rs, what, sender, remote, out);
+  }
+};
+
+bool same_units(const instance& a, const instance& b) {
+  if (a.units.size() != b.units.size()) return false;
+  for (std::size_t u = 0; u < a.units.size(); ++u) {
+    if (a.units[u].options.size() != b.units[u].options.size()) return false;
+    for (std::size_t k = 0; k < a.units[u].options.size(); ++k)
+      if (a.units[u].options[k].sender != b.units[u].options[k].sender ||
+          !detail::same_ops(a.units[u].options[k].ops, b.units[u].options[k].ops))
+        return false;
+  }
+  return true;
+}
+}  // namespace
+
+TEST_CASE("a strategy that moves no bundles builds its units task by task, whatever the bundle size asks") {
+  std::vector<plan> plans;
+  for (int k = 0; k < 6; ++k)
+    plans.push_back(make_plan(dynamic_layout(dynamic_mesh{2, 2}, dynamic_spec("S0,S1"), dynamic_shape{8, 8}),
+                              dynamic_layout(dynamic_mesh{2, 2}, dynamic_spec(k % 2 ? "R,S0" : "S1,R"), dynamic_shape{8, 8}),
+                              {.element_bytes = 4, .device_count = 8}));
+  const network net = network::uniform(default_hosts(8, 4, 2), network::gbit_per_s(400), network::gbit_per_s(800), 10e-6, 1);
+  std::vector<std::shared_ptr<const plan>> shared;
+  for (const plan& p : plans) shared.push_back(std::make_shared<const plan>(p));
+  const auto net_ptr = std::make_shared<const network>(net);
+
+  static_assert(!detail::moves_bundles<tasks_only>() && !detail::moves_bundles<two_ways>());
+  static_assert(detail::moves_bundles<auto_strategy>());
+  CHECK_FALSE(detail::view_of(tasks_only{}).bundles);
+  CHECK(detail::view_of(auto_strategy{}).bundles);
+  const bool bundle_ops_given = detail::view_of(tasks_only{}).remote_bundle != nullptr;
+  CHECK_FALSE(bundle_ops_given);
+  CHECK(detail::view_of(two_ways{}).alternatives == 2);
+  CHECK(detail::view_of(auto_strategy{}).alternatives == auto_strategy::alternatives());
+
+  const instance plain = make_instance(shared, net_ptr, tasks_only{}, {.bundle_bytes = 0});
+  const instance asked = make_instance(shared, net_ptr, tasks_only{}, {.bundle_bytes = std::size_t{1} << 20});
+  CHECK(plain.strategy == "tasks_only");
+  CHECK(same_units(plain, asked));
+
+  const instance one = make_instance(shared, net_ptr, two_ways{}, {.bundle_bytes = 0});
+  const instance two = make_instance(shared, net_ptr, two_ways{}, {.bundle_bytes = std::size_t{1} << 20});
+  CHECK(same_units(one, two));
+  CHECK_FALSE(one.point_to_point);
+  // Each sender offers its alternatives once each, and only where they differ (they coincide where
+  // a host has one receiver: no forward to make).
+  bool some_unit_offers_both = false, some_unit_offers_one = false;
+  for (const unit& u : one.units) {
+    std::map<index_t, int> per_sender;
+    for (const option& o : u.options) ++per_sender[o.sender];
+    for (const auto& [sender, n] : per_sender) {
+      CHECK(n <= 2);
+      if (n == 1) some_unit_offers_one = true;
+    }
+    for (std::size_t a = 0; a < u.options.size(); ++a)
+      for (std::size_t b = a + 1; b < u.options.size(); ++b)
+        if (u.options[a].sender == u.options[b].sender) {
+          CHECK_FALSE(detail::same_ops(u.options[a].ops, u.options[b].ops));
+          some_unit_offers_both = true;
+        }
+  }
+  CHECK(some_unit_offers_both);
+  CHECK(some_unit_offers_one);
+
+  // Solved as a batch (buckets sized automatically), both still deliver every element once.
+  for (const schedule& s : {solve_batch(plans, net, tasks_only{}, greedy{}), solve_batch(plans, net, two_ways{}, greedy{})}) {
+    CHECK(check_deliveries(plans, s) == "");
+    CHECK_NOTHROW(check_schedule_fits(plans, s));
+  }
 }
