@@ -3282,10 +3282,10 @@ struct strategy_view {
   std::string_view name;
   bool point_to_point = true;
   std::size_t alternatives = 1;  ///< ops offered per sender (strategy_with_alternatives), else 1
-  bool bundles = false;          ///< whether it moves bundles, each alternative too
   void (*remote)(const void* self, std::size_t alternative, const network& net, const resource_space& rs, index_t task,
                  const box& region, index_t bytes, index_t sender, std::span<const index_t> remote,
                  std::vector<op>& out) = nullptr;
+  /// Null where the strategy moves no bundles (moves_bundles below).
   void (*remote_bundle)(const void* self, std::size_t alternative, const network& net, const resource_space& rs,
                         const payload& what, index_t sender, std::span<const index_t> remote,
                         std::vector<op>& out) = nullptr;
@@ -3305,7 +3305,7 @@ constexpr bool moves_bundles() {
 
 template <strategy S>
 strategy_view view_of(const S& st) {
-  strategy_view v{&st, S::name, static_cast<bool>(S::point_to_point), 1, moves_bundles<S>()};
+  strategy_view v{&st, S::name, static_cast<bool>(S::point_to_point)};
   if constexpr (strategy_with_alternatives<S>) v.alternatives = S::alternatives();
   v.remote = [](const void* self, std::size_t a, const network& net, const resource_space& rs, index_t task,
                 const box& region, index_t bytes, index_t sender, std::span<const index_t> remote, std::vector<op>& out) {
@@ -3423,7 +3423,7 @@ inline instance build_instance(std::vector<std::shared_ptr<const plan>> plans, s
   in.split_replicas = split_replicas;
   in.mode = checked_execution(options.mode, "instance_options::mode");
   instance_words words(st.name);
-  if (st.bundles && options.bundle_bytes > 0) {
+  if (st.remote_bundle && options.bundle_bytes > 0) {
     if (options.bundles) add_bundles(in, st, *options.bundles, words);
     else add_bundles(in, st, make_bundles(in.plans, net, options.bundle_bytes, split_replicas, max_slices), words);
     apply_connections(in);
