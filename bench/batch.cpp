@@ -26,6 +26,10 @@
 
 using namespace meshcast;
 
+constexpr const char* usage =
+    "usage: mpiexec -ppn 2 -n 8 meshcast-bench-batch [--mib M] [--repeat R] [--nic-gbps G] [--nic-efficiency F]\n"
+    "         [--latency-us U] [--intra-gbps G] [--mode ordered|concurrent]\n";
+
 int main(int argc, char** argv) try {
   MPI_Init(&argc, &argv);
   int rank = 0, size = 0;
@@ -36,6 +40,11 @@ int main(int argc, char** argv) try {
   reshard_options o{.devices_per_host = 2, .nic_gbps = 0.2, .latency_us = 60, .timeout_s = 120};
   try {
     const meshcast_bench::flags f(argc, argv, {"--mib", "--repeat", "--nic-gbps", "--nic-efficiency", "--latency-us", "--intra-gbps", "--mode"});
+    if (f.help()) {
+      if (rank == 0) std::fputs(usage, stdout);
+      MPI_Finalize();
+      return 0;
+    }
     mib = f.count("--mib", mib, 1, 1 << 20);
     repeat = static_cast<int>(f.count("--repeat", repeat, 1, 1 << 20));
     o.nic_gbps = f.real("--nic-gbps", o.nic_gbps, 8e-9, 8e6);
@@ -44,7 +53,7 @@ int main(int argc, char** argv) try {
     o.intra_gbps = f.real("--intra-gbps", o.intra_gbps, 8e-9, 8e6);
     o.mode = parse_execution(f.word("--mode", "ordered", {"ordered", "concurrent"}));
   } catch (const std::exception& e) {
-    if (rank == 0) std::fprintf(stderr, "meshcast-bench-batch: %s\n", e.what());
+    if (rank == 0) std::fprintf(stderr, "meshcast-bench-batch: %s\n%s", e.what(), usage);
     MPI_Finalize();
     return 2;
   }

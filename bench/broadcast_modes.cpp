@@ -4,11 +4,13 @@
 //
 //   mpiexec -n 5 meshcast-bench-broadcast-modes [N]
 #include <mpi.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <string_view>
 #include <meshcast/mpi.hpp>
 #include "cli/fill.hpp"
 #include "cli/flag_values.hpp"
@@ -17,6 +19,11 @@ using namespace meshcast;
 int main(int argc, char** argv) try {
   MPI_Init(&argc, &argv);
   int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (argc == 2 && (std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h")) {
+    if (rank == 0) std::fputs("usage: mpiexec -n N meshcast-bench-broadcast-modes [N_ELEMENTS]   (N >= 2; 1..2^29-1 elements)\n", stdout);
+    MPI_Finalize();
+    return 0;
+  }
   if (size < 2) {
     if (rank == 0) std::fprintf(stderr, "run under mpiexec with at least 2 ranks\n");
     MPI_Finalize();

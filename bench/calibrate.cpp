@@ -43,6 +43,9 @@ void barrier() {
 }
 }  // namespace
 
+constexpr const char* usage =
+    "usage: mpiexec -n N meshcast-calibrate [--mib 32] [--peer R]   (N >= 2; --mib 1..2047; R a rank other than 0)\n";
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int rank = 0, size = 0;
@@ -52,10 +55,15 @@ int main(int argc, char** argv) {
   int other = 1;
   try {
     const meshcast_bench::flags f(argc, argv, {"--mib", "--peer"});
+    if (f.help()) {
+      if (rank == 0) std::fputs(usage, stdout);
+      MPI_Finalize();
+      return 0;
+    }
     mib = static_cast<std::size_t>(f.count("--mib", 32, 1, 2047));  // the byte count must fit an int
     other = static_cast<int>(f.count("--peer", 1, 1, 1 << 30));
   } catch (const std::exception& e) {
-    if (rank == 0) std::fprintf(stderr, "meshcast-calibrate: %s\n", e.what());
+    if (rank == 0) std::fprintf(stderr, "meshcast-calibrate: %s\n%s", e.what(), usage);
     MPI_Finalize();
     return 2;
   }

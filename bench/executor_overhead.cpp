@@ -24,6 +24,9 @@
 
 using namespace meshcast;
 
+constexpr const char* usage =
+    "usage: mpiexec -n N meshcast-bench-executor-overhead [--mode executor|raw] [--reps N] [--shape AxB]\n";
+
 int main(int argc, char** argv) try {
   MPI_Init(&argc, &argv);
   int rank = 0, size = 0;
@@ -34,12 +37,17 @@ int main(int argc, char** argv) try {
   dynamic_shape shape{512, 512};
   try {
     const meshcast_bench::flags f(argc, argv, {"--mode", "--reps", "--shape"});
+    if (f.help()) {
+      if (rank == 0) std::fputs(usage, stdout);
+      MPI_Finalize();
+      return 0;
+    }
     mode = f.word("--mode", mode, {"executor", "raw"});
     reps = static_cast<int>(f.count("--reps", reps, 1, 1 << 24));
     shape_text = f.text("--shape", shape_text);
     shape = parse_shape(shape_text);
   } catch (const std::exception& e) {
-    if (rank == 0) std::fprintf(stderr, "meshcast-bench-executor-overhead: %s\n", e.what());
+    if (rank == 0) std::fprintf(stderr, "meshcast-bench-executor-overhead: %s\n%s", e.what(), usage);
     MPI_Finalize();
     return 2;
   }

@@ -1,6 +1,7 @@
 // The flags of the benchmark programs: `--name value` pairs and bare switches, every value checked
 // (a count in range, a finite real in range, one of the listed words), an unknown flag or a flag
 // without its value refused. Every refusal is a meshcast::error naming the flag and the text.
+// --help and -h are taken by every program: it prints its usage to stdout and exits with 0.
 #pragma once
 
 #include <cmath>
@@ -23,7 +24,9 @@ class flags {
   flags(int argc, char** argv, std::set<std::string> valued, std::set<std::string> switches = {}) {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
-      if (switches.count(a)) {
+      if (a == "--help" || a == "-h") {
+        help_ = true;
+      } else if (switches.count(a)) {
         values_[a] = "";
       } else if (valued.count(a)) {
         if (i + 1 >= argc) throw meshcast::error("flag " + meshcast::detail::printable(a) + " needs a value");
@@ -35,6 +38,9 @@ class flags {
   }
 
   bool has(const std::string& name) const { return values_.count(name) != 0; }
+
+  /// Whether --help or -h was given: the program prints its usage and exits with status 0.
+  bool help() const { return help_; }
 
   /// A whole number in [lo, hi].
   std::int64_t count(const std::string& name, std::int64_t fallback, std::int64_t lo, std::int64_t hi) const {
@@ -79,6 +85,7 @@ class flags {
 
  private:
   std::map<std::string, std::string> values_;
+  bool help_ = false;
 };
 
 }  // namespace meshcast_bench

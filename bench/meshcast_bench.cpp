@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -175,6 +176,9 @@ void register_sweep(benchmark_session& session, bench_flags& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Google Benchmark's Initialize answers --help with its own flags only: ours answer it first.
+  for (int i = 1; i < argc; ++i)
+    if (std::string_view(argv[i]) == "--help") argv[i] = const_cast<char*>("-h");
   meshcast::benchmark_session session(argc, argv);  // takes Google Benchmark's flags out of argv
   try {
     bench_flags f = parse(argc, argv);

@@ -29,19 +29,26 @@
 
 using namespace meshcast;
 
+constexpr const char* usage =
+    "usage: meshcast-bench-nccl-overhead [--mode executor|raw] [--ranks R] [--reps N] [--shape AxB]\n";
+
 int main(int argc, char** argv) try {
   std::string mode = "executor", shape_text = "512x512";
   int ranks = 4, reps = 50;
   dynamic_shape shape{512, 512};
   try {
     const meshcast_bench::flags f(argc, argv, {"--mode", "--ranks", "--reps", "--shape"});
+    if (f.help()) {
+      std::fputs(usage, stdout);
+      return 0;
+    }
     mode = f.word("--mode", mode, {"executor", "raw"});
     ranks = static_cast<int>(f.count("--ranks", ranks, 2, 256));
     reps = static_cast<int>(f.count("--reps", reps, 1, 1 << 24));
     shape_text = f.text("--shape", shape_text);
     shape = parse_shape(shape_text);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "meshcast-bench-nccl-overhead: %s\n", e.what());
+    std::fprintf(stderr, "meshcast-bench-nccl-overhead: %s\n%s", e.what(), usage);
     return 2;
   }
   plan p = make_plan(dynamic_layout(dynamic_mesh{ranks}, dynamic_spec("S0,R"), shape),

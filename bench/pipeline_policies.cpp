@@ -68,15 +68,22 @@ struct row {
 
 }  // namespace
 
+constexpr const char* usage =
+    "usage: meshcast-bench-pipeline [--time-limit-ms N] [--quick]\n";
+
 int main(int argc, char** argv) {
   double limit_ms = 2000;
   bool quick = false;
   try {
     const meshcast_bench::flags f(argc, argv, {"--time-limit-ms"}, {"--quick"});
+    if (f.help()) {
+      std::fputs(usage, stdout);
+      return 0;
+    }
     limit_ms = f.real("--time-limit-ms", limit_ms, 0, meshcast::max_time_limit_s * 1000);
     quick = f.has("--quick");
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "meshcast-bench-pipeline: %s\nusage: meshcast-bench-pipeline [--time-limit-ms N] [--quick]\n", e.what());
+    std::fprintf(stderr, "meshcast-bench-pipeline: %s\n%s", e.what(), usage);
     return 2;
   }
   const auto fo = schedule_kind::forward_only, ofob = schedule_kind::one_f_one_b, eager = schedule_kind::eager_1f1b;

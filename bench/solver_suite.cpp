@@ -58,15 +58,22 @@ std::vector<bench_case> cases(bool quick) {
 
 }  // namespace
 
+constexpr const char* usage =
+    "usage: meshcast-solver-suite [--time-limit-ms N] [--quick]\n";
+
 int main(int argc, char** argv) {
   solver_options options;
   bool quick = false;
   try {
     const meshcast_bench::flags f(argc, argv, {"--time-limit-ms"}, {"--quick"});
+    if (f.help()) {
+      std::fputs(usage, stdout);
+      return 0;
+    }
     if (f.has("--time-limit-ms")) options.time_limit_s = f.real("--time-limit-ms", 0, 0, max_time_limit_s * 1000) / 1000;
     quick = f.has("--quick");
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "meshcast-solver-suite: %s\nusage: meshcast-solver-suite [--time-limit-ms N] [--quick]\n", e.what());
+    std::fprintf(stderr, "meshcast-solver-suite: %s\n%s", e.what(), usage);
     return 2;
   }
   std::vector<std::string> summary, detail;

@@ -193,6 +193,10 @@ void way_owner(std::vector<tensor_data>& ts) {
 }
 }  // namespace
 
+constexpr const char* usage =
+    "usage: mpiexec -n D meshcast-bench-weight-sync --manifest FILE [--way allgather|broadcast|owner|serial|batch]\n"
+    "         [--repeat 3] [--nic-gbps G] [--nic-efficiency F] [--latency-us U]   (model flags: ways serial and batch)\n";
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int size = 0;
@@ -203,6 +207,11 @@ int main(int argc, char** argv) {
   double nic_gbps = 100, nic_efficiency = 1, latency_us = 10;
   try {  // every rank parses alike: a bad flag ends every rank with status 2, no abort
     const meshcast_bench::flags f(argc, argv, {"--manifest", "--way", "--repeat", "--nic-gbps", "--nic-efficiency", "--latency-us"});
+    if (f.help()) {
+      if (rank_ == 0) std::fputs(usage, stdout);
+      MPI_Finalize();
+      return 0;
+    }
     path = f.text("--manifest", "");
     if (path.empty()) throw error("--manifest FILE is needed");
     way = f.word("--way", way, {"allgather", "broadcast", "owner", "serial", "batch"});
@@ -215,7 +224,7 @@ int main(int argc, char** argv) {
       for (const char* model : {"--nic-gbps", "--nic-efficiency", "--latency-us"})
         if (f.has(model)) throw error(std::string(model) + " sets meshcast's model: way '" + way + "' has none (serial and batch do)");
   } catch (const std::exception& e) {
-    if (rank_ == 0) std::fprintf(stderr, "meshcast-bench-weight-sync: %s\n", e.what());
+    if (rank_ == 0) std::fprintf(stderr, "meshcast-bench-weight-sync: %s\n%s", e.what(), usage);
     MPI_Finalize();
     return 2;
   }
@@ -223,7 +232,7 @@ int main(int argc, char** argv) {
   try {
     const manifest m = read_manifest(path);
     if (m.device_count != size) throw error("the manifest needs " + std::to_string(m.device_count) + " ranks");
-    reshard_options o{.host_of = hosts_in_order(m.device_count, m.hosts_of(0)),
+    reshard_options o{.host_of = hosts_in_order(m.device_count, m.devices_per_host_or(0)),
                       .nic_gbps = nic_gbps,
                       .nic_efficiency = nic_efficiency,
                       .latency_us = latency_us,

@@ -1,4 +1,4 @@
-// The example of README and scripts/example.sh: plan a (2,4) -> (3,4) reshard of a 1024x512 tensor, all types static.
+// The example of docs/concepts.md and scripts/example.sh: plan a (2,4) -> (3,4) reshard of a 1024x512 tensor, all types static.
 #include <cstdio>
 
 #include <meshcast/meshcast.hpp>

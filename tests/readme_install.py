@@ -83,5 +83,12 @@ targets = ["consumer"] + (["consumer_mpi_compiled"] if compiled else []) + (["co
 run(["cmake", "-S", str(root / "tests/consumer"), "-B", str(consumer), f"-Dmeshcast_DIR={config}"], env=env)
 run(["cmake", "--build", str(consumer), "--target", *targets], env=env)
 run([str(consumer / "consumer")])
+if compiled and compiled_nccl:
+    # A machine without CUDA keeps the MPI compiled mode of a package built with both (its config
+    # once imported the compiled libraries only where MPI and CUDA were both found).
+    no_cuda = work / "consumer_no_cuda"
+    run(["cmake", "-S", str(root / "tests/consumer"), "-B", str(no_cuda), f"-Dmeshcast_DIR={config}",
+         "-DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON"], env=env)
+    run(["cmake", "--build", str(no_cuda), "--target", "consumer_mpi_compiled"], env=env)
 print(f"README's install sequence works; compiled mode {'installed and linked' if compiled else 'not built (no MPI)'}; "
       f"NCCL's compiled mode {'installed and linked' if compiled_nccl else 'not built (no CUDA and NCCL)'}")

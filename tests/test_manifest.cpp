@@ -61,8 +61,12 @@ TEST_CASE("the contract's example reads as written") {
   index_t delivered = 0;
   for (index_t d = 8; d < 12; ++d) delivered += plans[1].destination_tile(d).volume();
   CHECK(delivered == 8 * 256 * 128);  // S01 over 2x2: each of 4 devices holds 2 experts
-  CHECK(m.hosts_of(0) == 4);
-  CHECK(m.hosts_of(2) == 2);
+  CHECK(m.devices_per_host_or(0) == 4);
+  CHECK(m.devices_per_host_or(2) == 2);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  CHECK(m.hosts_of(0) == 4);  // the old name forwards for one release
+#pragma GCC diagnostic pop
   CHECK(hosts_in_order(12, 4) == std::vector<index_t>{0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2});
 }
 
@@ -74,7 +78,7 @@ TEST_CASE("defaults: destination devices right after the source's, same_mesh, an
   CHECK(a.dst.devices == std::vector<index_t>{4, 5, 6, 7});
   CHECK(a.tensors[0].dst_devices == std::vector<index_t>{8, 9});  // after that tensor's sources
   CHECK(a.device_count == 10);
-  CHECK(a.hosts_of(0) == 2);  // the source mesh's last axis
+  CHECK(a.devices_per_host_or(0) == 2);  // the source mesh's last axis
   const manifest b = parse_manifest(std::string_view(
       R"({"devices_per_host": 2, "same_mesh": true, "src": {"mesh": "2x2"}, "dst": {"mesh": "4"}, "tensors": [
           {"name": "w", "shape": [8, 8], "dtype_bytes": 8, "src_spec": "S0,S1", "dst_spec": "S0,R"}]})"));

@@ -39,7 +39,7 @@ inline manifest_setup setup_manifest(const std::string& path, index_t devices_pe
   manifest_setup out;
   const auto t0 = std::chrono::steady_clock::now();
   out.m = read_manifest(path);
-  out.devices_per_host = out.m.hosts_of(devices_per_host_flag);
+  out.devices_per_host = out.m.devices_per_host_or(devices_per_host_flag);
   out.hosts = hosts_in_order(out.m.device_count, out.devices_per_host);
   out.plans = make_plans(out.m.tensors, {}, out.m.device_count);
   for (const plan& p : out.plans) {

@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
     const manifest m = parse_manifest(std::string_view(model));
     expect(m.device_count == size, "the test runs on " + std::to_string(m.device_count) + " ranks");
     batch_resharder<greedy, auto_strategy> r(MPI_COMM_WORLD, m.tensors,
-                                             {.host_of = hosts_in_order(m.device_count, m.hosts_of(0)), .timeout_s = 60});
+                                             {.host_of = hosts_in_order(m.device_count, m.devices_per_host_or(0)), .timeout_s = 60});
     const std::vector<plan>& plans = r.plans();
     std::vector<std::vector<std::byte>> in, out, expect_out;
     for (std::size_t k = 0; k < plans.size(); ++k) {

@@ -234,7 +234,7 @@ TEST_CASE("a model's batch over NCCL: bounded groups, every element right, in bo
         cudaStreamCreate(&stream);
         try {
           nccl_batch_resharder<> r(comm, stream, m.tensors,
-                                   {.host_of = hosts_in_order(m.device_count, m.hosts_of(0)), .mode = mode, .max_staging_bytes = cap,
+                                   {.host_of = hosts_in_order(m.device_count, m.devices_per_host_or(0)), .mode = mode, .max_staging_bytes = cap,
                                     .buckets = buckets},
                                    {}, {}, limit);
           if (rank == 0) transfers = r.schedule().transfers.size();

@@ -48,7 +48,7 @@ std::vector<std::string> run_batch(const manifest& m, Strategy strategy, executi
     cudaStreamCreate(&stream);
     try {
       nccl_batch_resharder<greedy, Strategy> r(comm, stream, m.tensors,
-                               {.host_of = hosts_in_order(m.device_count, m.hosts_of(0)), .mode = mode, .timeout_s = 10,
+                               {.host_of = hosts_in_order(m.device_count, m.devices_per_host_or(0)), .mode = mode, .timeout_s = 10,
                                 .max_staging_bytes = cap},
                                greedy{}, strategy);
       std::vector<std::vector<std::byte>> in, out;

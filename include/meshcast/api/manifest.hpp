@@ -54,11 +54,14 @@ struct manifest {
 
   /// Devices per host in force: `flag` when positive, else the file's, else the source mesh's
   /// last axis.
-  index_t hosts_of(index_t flag) const noexcept {
+  index_t devices_per_host_or(index_t flag) const noexcept {
     if (flag > 0) return flag;
     if (devices_per_host > 0) return devices_per_host;
     return src.mesh.rank > 0 ? src.mesh[src.mesh.rank - 1] : 1;
   }
+  /// The old name, kept for one release: it never returned hosts.
+  [[deprecated("hosts_of returns devices per host: call devices_per_host_or")]]
+  index_t hosts_of(index_t flag) const noexcept { return devices_per_host_or(flag); }
 };
 
 /// Host of every device of a job of `device_count` devices, `per_host` to a host (d / per_host).
