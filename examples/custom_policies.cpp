@@ -79,7 +79,9 @@ int main(int argc, char** argv) {
   const auto expect = shard(dst.value(), rank);
   std::vector<std::int32_t> out(expect.size());
   int failures = 0;
-  const reshard_options in_place{.devices = device_map::same(), .timeout_s = 30};
+  // One device a host: on one machine every rank would share a host, every receiver would be
+  // served locally, and the strategy never asked (docs/policies.md).
+  const reshard_options in_place{.devices = device_map::same(), .devices_per_host = 1, .timeout_s = 30};
 
   // The one call with your solver and strategy (template parameters; the strategy's run-time
   // state through a resharder).

@@ -168,6 +168,7 @@ struct broken_solver {
         }
     }
     if constexpr (Mistake == 13) r.bound_s = std::numeric_limits<double>::infinity();
+    if constexpr (Mistake == 14) r.bound_s = 1e9;  // a "lower bound" above the schedule it bounds
     return r;
   }
 };
@@ -199,6 +200,7 @@ TEST_CASE("hardening: solve() refuses a solver's wrong answer") {
   CHECK(error_of_broken<11>().find("changes its model (the resources") != std::string::npos);
   CHECK(error_of_broken<12>().find("has a piece not modelled as the network's transfer of its bytes") != std::string::npos);
   CHECK(error_of_broken<13>() == "solver 'broken' returned a lower bound of inf s: a bound must be a finite number of seconds, at least 0");
+  CHECK(error_of_broken<14>().find("returned a lower bound of 1e+09 s, above the makespan of its own schedule") != std::string::npos);
 }
 
 TEST_CASE("hardening: every solver keeps its time limit on a large instance, first construction included") {

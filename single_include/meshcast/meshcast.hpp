@@ -2217,6 +2217,7 @@ inline std::vector<box> slice_by_counts(const box& region, int d, const std::vec
 #include <concepts>
 #include <span>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 
@@ -2229,6 +2230,9 @@ concept strategy = std::copy_constructible<S> &&
                      { S::name } -> std::convertible_to<std::string_view>;
                      /// Whether every op it makes has one sender and one receiver NIC (open_shop needs that).
                      { S::point_to_point } -> std::convertible_to<bool>;
+                     // Both static: an object's member passes the lines above and breaks the library's uses.
+                     requires !std::is_member_object_pointer_v<decltype(&S::name)>;
+                     requires !std::is_member_object_pointer_v<decltype(&S::point_to_point)>;
                      s.remote_ops(net, rs, task, region, bytes, sender, remote, out);
                    };
 
@@ -3179,6 +3183,126 @@ bool goes_eagerly(const PlanOf& plan_of, const transfer& t, int connection, cons
 
 }  // namespace meshcast
 // ---- end meshcast/schedule/bundle_messages.hpp ----
+// ---- begin meshcast/schedule/option_check.hpp ----
+// What building an instance checks of every option a strategy makes, a user's included: a
+// strategy's mistake is then an error naming the strategy, where it would otherwise be blamed on
+// the solver ("unit 0 is missing") or, worse, run: a forward that waits for nothing sends its
+// receive buffer before anything arrived in it, and the destination ends wrong with no error.
+//
+// An option's ops must (1) name devices of the plan and only the unit's remote receivers; (2)
+// wait (`after`) only for an earlier op of the option; (3) send from the sender's source tile,
+// or, for a forward, from what the op it waits for brought the sender; (4) give every remote
+// receiver each piece of the unit exactly once. O(ops + receivers) per option, plus pairwise
+// checks among the pieces one receiver gets of one unit piece (one piece, unless cut).
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+
+namespace meshcast::detail {
+
+/// What a unit moves and who may send and receive it: `pieces` (a task's slice, or a bundle's
+/// pieces), `holders` (devices known to hold every piece: the unit's senders), `remote` (the
+/// receivers the strategy serves). `ops_name_tensor`: the ops carry their tensors (bundles);
+/// otherwise the strategy leaves them 0 and every op is of the unit's one tensor.
+struct option_context {
+  std::string_view strategy;
+  std::span<const transfer_part> pieces;
+  std::span<const index_t> holders;
+  std::span<const index_t> remote;
+  bool ops_name_tensor = false;
+};
+
+/// Throws a meshcast::error naming the strategy, the unit and the first problem of `ops`.
+template <class PlanOf>
+void check_option(const option_context& c, const PlanOf& plan_of, index_t sender, const std::vector<op>& ops) {
+  const transfer_part& lead = c.pieces.front();
+  auto fail = [&](std::size_t j, const std::string& why) {
+    throw error("strategy '" + std::string(c.strategy) + "' made an invalid option for tensor " + std::to_string(lead.tensor) +
+                "'s task " + std::to_string(lead.task) + " " + lead.region.to_string() + " from device " +
+                std::to_string(sender) + ": op " + std::to_string(j) + " " + why);
+  };
+  if (ops.empty()) throw error("strategy '" + std::string(c.strategy) + "' made an option with no op for tensor " +
+                               std::to_string(lead.tensor) + "'s task " + std::to_string(lead.task) + " from device " +
+                               std::to_string(sender) + ", whose remote receivers need it");
+  auto tensor_of = [&](const op& o) { return c.ops_name_tensor ? o.tensor : lead.tensor; };
+  auto is_remote = [&](index_t d) { return std::find(c.remote.begin(), c.remote.end(), d) != c.remote.end(); };
+  struct got {
+    index_t receiver;
+    std::size_t piece;
+    box region;
+    std::size_t op;
+  };
+  std::vector<got> delivered;
+  auto piece_of = [&](std::size_t j, std::int32_t tensor, index_t task, const box& region) {
+    if (task != (c.ops_name_tensor ? task : lead.task))
+      fail(j, "names task " + std::to_string(task) + ", not the unit's " + std::to_string(lead.task));
+    for (std::size_t k = 0; k < c.pieces.size(); ++k)
+      if (c.pieces[k].tensor == tensor && c.pieces[k].task == task && c.pieces[k].region.contains(region) && !region.empty())
+        return k;
+    fail(j, "moves " + region.to_string() + ", which is no part of what the unit moves");
+    return std::size_t{0};
+  };
+  std::vector<std::pair<std::size_t, box>> carried;  // an op's pieces: its region, then a bundle's parts
+  for (std::size_t j = 0; j < ops.size(); ++j) {
+    const op& o = ops[j];
+    carried.assign({{piece_of(j, tensor_of(o), o.task, o.region), o.region}});
+    for (const transfer_part& q : o.parts) carried.emplace_back(piece_of(j, q.tensor, q.task, q.region), q.region);
+    const plan& p = plan_of(c.pieces[carried[0].first].tensor);  // a tensor of the unit: piece_of found it
+    if (o.sender < 0 || o.sender >= p.device_count) fail(j, "names a sender that is no device of the plan");
+    if (o.receivers.empty()) fail(j, "has no receiver");
+    for (index_t r : o.receivers)
+      if (!is_remote(r)) fail(j, "sends to device " + std::to_string(r) + ", which is no remote receiver of the unit");
+    if (o.after < -1 || o.after >= static_cast<int>(j)) fail(j, "waits (after) for an op that does not come before it in the option");
+    if (o.kind == transfer_kind::forward) {
+      if (o.after < 0) fail(j, "is a forward that waits (after) for no op: it would send before its sender has received");
+      const op& from = ops[static_cast<std::size_t>(o.after)];
+      if (std::find(from.receivers.begin(), from.receivers.end(), o.sender) == from.receivers.end())
+        fail(j, "forwards what op " + std::to_string(o.after) + " brings, but its sender is no receiver of that op");
+      if (tensor_of(from) != tensor_of(o) || !from.region.contains(o.region) || from.parts != o.parts)
+        fail(j, "forwards more than op " + std::to_string(o.after) + ", which it waits for, brings its sender");
+    } else if (std::find(c.holders.begin(), c.holders.end(), o.sender) == c.holders.end()) {
+      for (const auto& [k, region] : carried)
+        if (!plan_of(c.pieces[k].tensor).source_tile(o.sender).contains(region))
+          fail(j, "sends " + region.to_string() + " from device " + std::to_string(o.sender) + ", which does not hold it");
+    }
+    for (const auto& [k, region] : carried)
+      for (index_t r : o.receivers) delivered.push_back({r, k, region, j});
+  }
+  // Every remote receiver gets every piece exactly once: disjoint regions inside it, summing to it.
+  std::sort(delivered.begin(), delivered.end(),
+            [](const got& a, const got& b) { return std::tie(a.receiver, a.piece, a.op) < std::tie(b.receiver, b.piece, b.op); });
+  std::size_t at = 0;
+  std::vector<index_t> receivers(c.remote.begin(), c.remote.end());
+  std::sort(receivers.begin(), receivers.end());
+  for (index_t r : receivers)
+    for (std::size_t k = 0; k < c.pieces.size(); ++k) {
+      const std::size_t from = at;
+      index_t volume = 0;
+      for (; at < delivered.size() && delivered[at].receiver == r && delivered[at].piece == k; ++at) {
+        for (std::size_t e = from; e < at; ++e)
+          if (!intersect(delivered[e].region, delivered[at].region).empty())
+            fail(delivered[at].op, "gives device " + std::to_string(r) + " part of " + c.pieces[k].region.to_string() +
+                                       " that op " + std::to_string(delivered[e].op) + " gives it too");
+        volume += delivered[at].region.volume();
+      }
+      if (volume != c.pieces[k].region.volume())
+        throw error("strategy '" + std::string(c.strategy) + "' made an invalid option for tensor " +
+                    std::to_string(c.pieces[k].tensor) + "'s task " + std::to_string(c.pieces[k].task) + " from device " +
+                    std::to_string(sender) + ": remote receiver " + std::to_string(r) + " gets " + std::to_string(volume) +
+                    " of the " + std::to_string(c.pieces[k].region.volume()) + " elements of " + c.pieces[k].region.to_string());
+    }
+}
+
+}  // namespace meshcast::detail
+// ---- end meshcast/schedule/option_check.hpp ----
 
 namespace meshcast {
 
@@ -3394,9 +3518,11 @@ inline void add_bundles(instance& in, const strategy_view& st, const std::vector
       continue;
     }
     const std::vector<index_t> remote = remote_receivers(net, x.senders, x.receivers);
+    const option_context checks{st.name, x.pieces, x.senders, remote, true};
     add_options(u, st.alternatives, sender_choices(net, x.senders, static_cast<index_t>(b)), words,
                 [&](std::size_t a, index_t s, std::vector<op>& ops) {
                   st.remote_bundle(st.self, a, net, in.resources, what, s, remote, ops);
+                  check_option(checks, detail::plan_in(in.plans), s, ops);
                 });
     add_unit(in, std::move(u), false);
   }
@@ -3451,8 +3577,11 @@ inline instance build_instance(std::vector<std::shared_ptr<const plan>> plans, s
         std::vector<index_t> choices =
             sender_choices(net, senders, task * static_cast<index_t>(slices.size()) + static_cast<index_t>(k));
         unit u{task, static_cast<std::int32_t>(tensor), slice, slice.volume() * p.element_bytes, {}};
+        const transfer_part piece{u.tensor, task, slice, u.bytes};
+        const option_context checks{st.name, std::span(&piece, 1), senders, remote, false};
         add_options(u, st.alternatives, choices, words, [&](std::size_t a, index_t s, std::vector<op>& ops) {
           st.remote(st.self, a, net, in.resources, task, slice, u.bytes, s, remote, ops);
+          check_option(checks, [&](std::int32_t) -> const plan& { return p; }, s, ops);
         });
         add_unit(in, std::move(u));
       }
@@ -3972,6 +4101,7 @@ inline std::vector<int> quota_senders(const instance& in, const std::vector<std:
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 
@@ -3995,6 +4125,7 @@ struct solver_result {
 template <class S>
 concept solver = requires(const S& s, const instance& in, const solver_options& o) {
   { S::name } -> std::convertible_to<std::string_view>;
+  requires !std::is_member_object_pointer_v<decltype(&S::name)>;  // static: an object's breaks the library's uses
   { s.supports(in) } -> std::convertible_to<const char*>;
   { s.solve(in, o) } -> std::same_as<solver_result>;
 };
@@ -5983,6 +6114,10 @@ schedule solve(const instance& in, const S& s, const solver_options& options = {
   out.solver_bound_s = std::max(r.bound_s, out.lower_bound_s);
   out.physical_bound_s = physical_bound(in);
   simulate(out, *in.net, in.resources);
+  // A lower bound above the schedule it bounds is a false claim, printed as solver_bound_s.
+  if (r.bound_s > out.makespan_s * (1 + 1e-6) + 1e-12)
+    throw error("solver '" + std::string(S::name) + "' returned a lower bound of " + detail::number(r.bound_s) +
+                " s, above the makespan of its own schedule, " + detail::number(out.makespan_s) + " s");
   return out;
 }
 
@@ -7204,6 +7339,7 @@ class backoff {
 #include <span>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 
@@ -7259,6 +7395,40 @@ inline void check_delivery(std::span<const plan> plans, const schedule& s) {
     throw error("the schedule delivers a region of " + what(got[at]) + ", which that device does not need; was it made for another plan?");
 }
 
+/// Throws (through `bad`) unless forward `i` of `s` passes on only what the transfers it waits for
+/// bring its sender: each of its pieces covered exactly by theirs. Without it a forward that waits
+/// for nothing sends its receive buffer before anything arrived, and its receivers end wrong.
+template <class Bad>
+void check_forward(const schedule& s, std::size_t i, Bad bad) {
+  const transfer& t = s.transfers[i];
+  if (t.waits_for.empty()) bad(i, "is a forward that waits for no transfer: it would send before its sender has received");
+  std::vector<std::pair<std::int32_t, box>> brought;
+  for (std::int32_t w : t.waits_for) {
+    const transfer& from = s.transfers[static_cast<std::size_t>(w)];
+    if (std::find(from.receivers.begin(), from.receivers.end(), t.sender) == from.receivers.end())
+      bad(i, "forwards transfer " + std::to_string(w) + ", whose receivers its sender is not one of");
+    brought.emplace_back(from.tensor, from.region);
+    for (const transfer_part& q : from.parts) brought.emplace_back(q.tensor, q.region);
+  }
+  auto covered = [&](std::int32_t tensor, const box& piece) {
+    std::vector<box> in;  // what the waited transfers bring of it: disjoint, and all of it
+    index_t volume = 0;
+    for (const auto& [k, b] : brought) {
+      if (k != tensor) continue;
+      const box x = intersect(piece, b);
+      if (x.empty()) continue;
+      for (const box& y : in)
+        if (!intersect(x, y).empty()) return false;
+      in.push_back(x);
+      volume += x.volume();
+    }
+    return volume == piece.volume();
+  };
+  bool fine = covered(t.tensor, t.region);
+  for (const transfer_part& q : t.parts) fine = fine && covered(q.tensor, q.region);
+  if (!fine) bad(i, "forwards a region that the transfers it waits for do not bring its sender exactly once");
+}
+
 /// The model of one transfer: the executor orders its rounds by these times, so a time that is
 /// not a finite number of seconds (NaN compares false with every time) would stall it.
 template <class Bad>
@@ -7303,6 +7473,7 @@ inline void check_schedule_fits(std::span<const plan> plans, const schedule& s) 
       bad(i, "sends to its own sender");
     for (std::int32_t w : t.waits_for)
       if (w < 0 || static_cast<std::size_t>(w) >= i) bad(i, "waits for a transfer that does not come before it");
+    if (t.kind == transfer_kind::forward) detail::check_forward(s, i, bad);
     if (!s.model.empty()) detail::check_model_fits(i, s.model[i], bad);
     if (t.piece_bytes < 0 || (t.piece_bytes > 0 && t.kind != transfer_kind::chain)) bad(i, "has a piece size but is no chain");
     if (t.piece_bytes > 0 && static_cast<std::size_t>(t.bytes / t.piece_bytes) >= max_chain_pieces)

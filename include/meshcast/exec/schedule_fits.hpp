@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "../core/detail/checked.hpp"
@@ -69,6 +70,40 @@ inline void check_delivery(std::span<const plan> plans, const schedule& s) {
     throw error("the schedule delivers a region of " + what(got[at]) + ", which that device does not need; was it made for another plan?");
 }
 
+/// Throws (through `bad`) unless forward `i` of `s` passes on only what the transfers it waits for
+/// bring its sender: each of its pieces covered exactly by theirs. Without it a forward that waits
+/// for nothing sends its receive buffer before anything arrived, and its receivers end wrong.
+template <class Bad>
+void check_forward(const schedule& s, std::size_t i, Bad bad) {
+  const transfer& t = s.transfers[i];
+  if (t.waits_for.empty()) bad(i, "is a forward that waits for no transfer: it would send before its sender has received");
+  std::vector<std::pair<std::int32_t, box>> brought;
+  for (std::int32_t w : t.waits_for) {
+    const transfer& from = s.transfers[static_cast<std::size_t>(w)];
+    if (std::find(from.receivers.begin(), from.receivers.end(), t.sender) == from.receivers.end())
+      bad(i, "forwards transfer " + std::to_string(w) + ", whose receivers its sender is not one of");
+    brought.emplace_back(from.tensor, from.region);
+    for (const transfer_part& q : from.parts) brought.emplace_back(q.tensor, q.region);
+  }
+  auto covered = [&](std::int32_t tensor, const box& piece) {
+    std::vector<box> in;  // what the waited transfers bring of it: disjoint, and all of it
+    index_t volume = 0;
+    for (const auto& [k, b] : brought) {
+      if (k != tensor) continue;
+      const box x = intersect(piece, b);
+      if (x.empty()) continue;
+      for (const box& y : in)
+        if (!intersect(x, y).empty()) return false;
+      in.push_back(x);
+      volume += x.volume();
+    }
+    return volume == piece.volume();
+  };
+  bool fine = covered(t.tensor, t.region);
+  for (const transfer_part& q : t.parts) fine = fine && covered(q.tensor, q.region);
+  if (!fine) bad(i, "forwards a region that the transfers it waits for do not bring its sender exactly once");
+}
+
 /// The model of one transfer: the executor orders its rounds by these times, so a time that is
 /// not a finite number of seconds (NaN compares false with every time) would stall it.
 template <class Bad>
@@ -113,6 +148,7 @@ inline void check_schedule_fits(std::span<const plan> plans, const schedule& s) 
       bad(i, "sends to its own sender");
     for (std::int32_t w : t.waits_for)
       if (w < 0 || static_cast<std::size_t>(w) >= i) bad(i, "waits for a transfer that does not come before it");
+    if (t.kind == transfer_kind::forward) detail::check_forward(s, i, bad);
     if (!s.model.empty()) detail::check_model_fits(i, s.model[i], bad);
     if (t.piece_bytes < 0 || (t.piece_bytes > 0 && t.kind != transfer_kind::chain)) bad(i, "has a piece size but is no chain");
     if (t.piece_bytes > 0 && static_cast<std::size_t>(t.bytes / t.piece_bytes) >= max_chain_pieces)

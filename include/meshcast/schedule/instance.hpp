@@ -14,6 +14,7 @@
 #include "../core/detail/deadline.hpp"
 #include "bundle.hpp"
 #include "bundle_messages.hpp"
+#include "option_check.hpp"
 #include "instance_budget.hpp"
 #include "../model/connections.hpp"
 #include "../model/execution.hpp"
@@ -236,9 +237,11 @@ inline void add_bundles(instance& in, const strategy_view& st, const std::vector
       continue;
     }
     const std::vector<index_t> remote = remote_receivers(net, x.senders, x.receivers);
+    const option_context checks{st.name, x.pieces, x.senders, remote, true};
     add_options(u, st.alternatives, sender_choices(net, x.senders, static_cast<index_t>(b)), words,
                 [&](std::size_t a, index_t s, std::vector<op>& ops) {
                   st.remote_bundle(st.self, a, net, in.resources, what, s, remote, ops);
+                  check_option(checks, detail::plan_in(in.plans), s, ops);
                 });
     add_unit(in, std::move(u), false);
   }
@@ -293,8 +296,11 @@ inline instance build_instance(std::vector<std::shared_ptr<const plan>> plans, s
         std::vector<index_t> choices =
             sender_choices(net, senders, task * static_cast<index_t>(slices.size()) + static_cast<index_t>(k));
         unit u{task, static_cast<std::int32_t>(tensor), slice, slice.volume() * p.element_bytes, {}};
+        const transfer_part piece{u.tensor, task, slice, u.bytes};
+        const option_context checks{st.name, std::span(&piece, 1), senders, remote, false};
         add_options(u, st.alternatives, choices, words, [&](std::size_t a, index_t s, std::vector<op>& ops) {
           st.remote(st.self, a, net, in.resources, task, slice, u.bytes, s, remote, ops);
+          check_option(checks, [&](std::int32_t) -> const plan& { return p; }, s, ops);
         });
         add_unit(in, std::move(u));
       }

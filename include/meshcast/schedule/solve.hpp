@@ -58,6 +58,10 @@ schedule solve(const instance& in, const S& s, const solver_options& options = {
   out.solver_bound_s = std::max(r.bound_s, out.lower_bound_s);
   out.physical_bound_s = physical_bound(in);
   simulate(out, *in.net, in.resources);
+  // A lower bound above the schedule it bounds is a false claim, printed as solver_bound_s.
+  if (r.bound_s > out.makespan_s * (1 + 1e-6) + 1e-12)
+    throw error("solver '" + std::string(S::name) + "' returned a lower bound of " + detail::number(r.bound_s) +
+                " s, above the makespan of its own schedule, " + detail::number(out.makespan_s) + " s");
   return out;
 }
 

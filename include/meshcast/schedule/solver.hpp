@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "instance.hpp"
@@ -30,6 +31,7 @@ struct solver_result {
 template <class S>
 concept solver = requires(const S& s, const instance& in, const solver_options& o) {
   { S::name } -> std::convertible_to<std::string_view>;
+  requires !std::is_member_object_pointer_v<decltype(&S::name)>;  // static: an object's breaks the library's uses
   { s.supports(in) } -> std::convertible_to<const char*>;
   { s.solve(in, o) } -> std::same_as<solver_result>;
 };

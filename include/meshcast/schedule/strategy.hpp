@@ -12,6 +12,7 @@
 #include <concepts>
 #include <span>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "../model/network.hpp"
@@ -26,6 +27,9 @@ concept strategy = std::copy_constructible<S> &&
                      { S::name } -> std::convertible_to<std::string_view>;
                      /// Whether every op it makes has one sender and one receiver NIC (open_shop needs that).
                      { S::point_to_point } -> std::convertible_to<bool>;
+                     // Both static: an object's member passes the lines above and breaks the library's uses.
+                     requires !std::is_member_object_pointer_v<decltype(&S::name)>;
+                     requires !std::is_member_object_pointer_v<decltype(&S::point_to_point)>;
                      s.remote_ops(net, rs, task, region, bytes, sender, remote, out);
                    };
 
