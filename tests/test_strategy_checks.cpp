@@ -106,6 +106,54 @@ TEST_CASE("every executor refuses a forward that passes on what its sender has n
   CHECK(forwards == 2);
 }
 
+// The built-in strategies are trusted (options_trusted): building an instance skips the checks
+// for them, so here they are checked over layouts that exercise every kind of op they make:
+// slices and forwards, chains, replicas split between senders, and bundles of a batch.
+template <class S>
+void check_builtin(const std::vector<plan>& plans, const network& net, bool split, std::size_t bundle_bytes) {
+  CAPTURE(S::name);
+  CAPTURE(split);
+  CAPTURE(bundle_bytes);
+  CHECK_NOTHROW((void)make_instance(plans, net, S{}, {.split_replicas = split, .bundle_bytes = bundle_bytes, .check_options = true}));
+}
+
+TEST_CASE("every option the built-in strategies make passes the checks a user's strategy gets") {
+  static_assert(options_trusted<send_recv> && options_trusted<auto_strategy> && !options_trusted<relay<mistake::none>>);
+  auto layouts = [](const char* src_mesh, const char* src_spec, const char* dst_mesh, const char* dst_spec, dynamic_shape shape,
+                    device_map devices) {
+    return make_plan(dynamic_layout(parse_mesh(src_mesh), dynamic_spec(src_spec), shape),
+                     dynamic_layout(parse_mesh(dst_mesh), dynamic_spec(dst_spec), shape), {.element_bytes = 4, .devices = devices});
+  };
+  struct setting {
+    std::vector<plan> plans;
+    index_t src_count, per_host;
+  };
+  std::vector<setting> settings;
+  settings.push_back({{layouts("2", "R,R", "2x2", "R,S0", {8, 6}, device_map::disjoint())}, 2, 2});
+  settings.push_back({{layouts("1", "R", "3", "R", {300}, device_map::disjoint())}, 1, 3});
+  settings.push_back({{layouts("2x4", "S0,R", "3x4", "R,S01", {1024, 512}, device_map::disjoint())}, 8, 4});
+  settings.push_back({{layouts("2x2", "S0,S1", "2x2", "S1,S0", {64, 30}, device_map::same())}, 4, 2});
+  // A batch whose tensors share senders and receivers task by task: bundles, whole and sliced.
+  settings.push_back({{layouts("4", "S0,R", "2x2", "R,S0", {16, 40}, device_map::disjoint()),
+                       layouts("4", "S0,R", "2x2", "R,S0", {12, 8}, device_map::disjoint()),
+                       layouts("4", "S0,R", "2x2", "R,S0", {6, 10}, device_map::disjoint())},
+                      4, 2});
+  settings.push_back({{layouts("2x2", "R,R", "4", "S0,R", {16, 40}, device_map::disjoint()),
+                       layouts("2x2", "R,R", "4", "S0,R", {12, 8}, device_map::disjoint())},
+                      4, 4});
+  for (const setting& c : settings) {
+    const index_t devices = c.plans.front().device_count;
+    const network net = network::alpa_testbed(default_hosts(devices, c.src_count, c.per_host));
+    for (bool split : {false, true})
+      for (std::size_t bundle : {std::size_t{0}, std::size_t{1} << 20}) {
+        check_builtin<send_recv>(c.plans, net, split, bundle);
+        check_builtin<send_recv_allgather>(c.plans, net, split, bundle);
+        check_builtin<broadcast>(c.plans, net, split, bundle);
+        check_builtin<auto_strategy>(c.plans, net, split, bundle);
+      }
+  }
+}
+
 // A policy's name and flag are static members: an object's member passed the concepts, then broke
 // their users with errors deep in the library.
 struct name_of_an_object {

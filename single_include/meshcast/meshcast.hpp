@@ -2236,6 +2236,12 @@ concept strategy = std::copy_constructible<S> &&
                      s.remote_ops(net, rs, task, region, bytes, sender, remote, out);
                    };
 
+/// Whether building an instance trusts S's options instead of checking them (option_check.hpp):
+/// the built-in strategies say so (`static constexpr bool options_trusted = true`), since the
+/// test suite checks theirs (unit.strategy_checks); any other strategy's options are checked.
+template <class S>
+inline constexpr bool options_trusted = requires { requires static_cast<bool>(S::options_trusted); };
+
 /// A strategy that offers several alternatives per sender (as `auto_strategy` does): alternative k of sender s
 /// is `remote_ops_of(k, ...)`; make_instance offers each distinct one as an option.
 template <class S>
@@ -2498,6 +2504,7 @@ namespace meshcast {
 struct broadcast {
   static constexpr std::string_view name = "broadcast";
   static constexpr bool point_to_point = false;
+  static constexpr bool options_trusted = true;  // checked by the tests (strategy.hpp)
   transfer_kind how = transfer_kind::chain;  ///< chain or group_broadcast
 
   void remote_ops(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,
@@ -2600,6 +2607,7 @@ namespace meshcast {
 struct send_recv {
   static constexpr std::string_view name = "send_recv";
   static constexpr bool point_to_point = true;
+  static constexpr bool options_trusted = true;  // checked by the tests (strategy.hpp)
 
   void remote_ops(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,
                   index_t sender, std::span<const index_t> remote, std::vector<op>& out) const {
@@ -2700,6 +2708,7 @@ namespace meshcast {
 struct send_recv_allgather {
   static constexpr std::string_view name = "send_recv_allgather";
   static constexpr bool point_to_point = true;
+  static constexpr bool options_trusted = true;  // checked by the tests (strategy.hpp)
 
   void remote_ops(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,
                   index_t sender, std::span<const index_t> remote, std::vector<op>& out) const {
@@ -2789,6 +2798,7 @@ namespace meshcast {
 struct auto_strategy {
   static constexpr std::string_view name = "auto";
   static constexpr bool point_to_point = false;  // its chains are not
+  static constexpr bool options_trusted = true;  // checked by the tests (strategy.hpp)
   /// The strategies it chooses among, in the order their alternatives are offered.
   static constexpr std::array<std::string_view, 3> choices{send_recv::name, send_recv_allgather::name, broadcast::name};
 
@@ -3188,12 +3198,16 @@ bool goes_eagerly(const PlanOf& plan_of, const transfer& t, int connection, cons
 // strategy's mistake is then an error naming the strategy, where it would otherwise be blamed on
 // the solver ("unit 0 is missing") or, worse, run: a forward that waits for nothing sends its
 // receive buffer before anything arrived in it, and the destination ends wrong with no error.
+// The built-in strategies are trusted instead (options_trusted, strategy.hpp): the tests check
+// their options here (unit.strategy_checks), and their instances build without the cost.
 //
 // An option's ops must (1) name devices of the plan and only the unit's remote receivers; (2)
 // wait (`after`) only for an earlier op of the option; (3) send from the sender's source tile,
 // or, for a forward, from what the op it waits for brought the sender; (4) give every remote
-// receiver each piece of the unit exactly once. O(ops + receivers) per option, plus pairwise
-// checks among the pieces one receiver gets of one unit piece (one piece, unless cut).
+// receiver each piece of the unit exactly once. An op that carries the whole unit (the lead
+// region and the bundle's own part list: most ops) costs O(receivers); one that carries pieces
+// costs O(its pieces x receivers), plus pairwise checks among the pieces one receiver gets of one
+// unit piece where it gets several.
 
 #include <algorithm>
 #include <cstddef>
@@ -3218,6 +3232,8 @@ struct option_context {
   std::span<const index_t> holders;
   std::span<const index_t> remote;
   bool ops_name_tensor = false;
+  /// A bundle's parts after its lead, the list its ops carry when they carry it whole.
+  const part_list* rest = nullptr;
 };
 
 /// Throws a meshcast::error naming the strategy, the unit and the first problem of `ops`.
@@ -3233,33 +3249,66 @@ void check_option(const option_context& c, const PlanOf& plan_of, index_t sender
                                std::to_string(lead.tensor) + "'s task " + std::to_string(lead.task) + " from device " +
                                std::to_string(sender) + ", whose remote receivers need it");
   auto tensor_of = [&](const op& o) { return c.ops_name_tensor ? o.tensor : lead.tensor; };
-  auto is_remote = [&](index_t d) { return std::find(c.remote.begin(), c.remote.end(), d) != c.remote.end(); };
-  struct got {
-    index_t receiver;
-    std::size_t piece;
-    box region;
-    std::size_t op;
+  std::vector<index_t> receivers(c.remote.begin(), c.remote.end());
+  std::sort(receivers.begin(), receivers.end());
+  const std::size_t n_pieces = c.pieces.size();
+  auto receiver_index = [&](std::size_t j, index_t d) {
+    const auto at = std::lower_bound(receivers.begin(), receivers.end(), d);
+    if (at == receivers.end() || *at != d)
+      fail(j, "sends to device " + std::to_string(d) + ", which is no remote receiver of the unit");
+    return static_cast<std::size_t>(at - receivers.begin());
   };
-  std::vector<got> delivered;
+  // The unit's pieces by (tensor, task), for the ops that carry some of them.
+  std::vector<std::tuple<std::int32_t, index_t, std::size_t>> index;
   auto piece_of = [&](std::size_t j, std::int32_t tensor, index_t task, const box& region) {
     if (task != (c.ops_name_tensor ? task : lead.task))
       fail(j, "names task " + std::to_string(task) + ", not the unit's " + std::to_string(lead.task));
-    for (std::size_t k = 0; k < c.pieces.size(); ++k)
-      if (c.pieces[k].tensor == tensor && c.pieces[k].task == task && c.pieces[k].region.contains(region) && !region.empty())
-        return k;
+    if (index.empty()) {
+      for (std::size_t k = 0; k < n_pieces; ++k) index.emplace_back(c.pieces[k].tensor, c.pieces[k].task, k);
+      std::sort(index.begin(), index.end());
+    }
+    auto at = std::lower_bound(index.begin(), index.end(), std::tuple(tensor, task, std::size_t{0}));
+    for (; at != index.end() && std::get<0>(*at) == tensor && std::get<1>(*at) == task; ++at)
+      if (c.pieces[std::get<2>(*at)].region.contains(region) && !region.empty()) return std::get<2>(*at);
     fail(j, "moves " + region.to_string() + ", which is no part of what the unit moves");
     return std::size_t{0};
   };
-  std::vector<std::pair<std::size_t, box>> carried;  // an op's pieces: its region, then a bundle's parts
+  // What each receiver gets: the ops that bring it the whole unit, and the pieces of the others.
+  constexpr std::size_t none = static_cast<std::size_t>(-1);
+  std::vector<std::size_t> whole_from(receivers.size(), none);
+  // The ops that carry part of the unit, by distinct payload (a slice and the forwards of it
+  // share one): each payload's pieces are found once, and each receiver's set of payloads checked
+  // once however many receivers get the same set (the devices of a host, under an all-gather).
+  std::vector<std::vector<std::pair<std::size_t, const box*>>> payloads;  // unit piece, region
+  std::vector<std::size_t> payload_op;      // the first op carrying each
+  std::vector<std::size_t> payload_of_op(ops.size(), none);
+  std::vector<std::vector<std::size_t>> got(receivers.size());  // payloads each receiver gets
+  auto same_payload = [&](const op& a, const op& b) {
+    return tensor_of(a) == tensor_of(b) && a.task == b.task && a.region == b.region && a.parts == b.parts;
+  };
   for (std::size_t j = 0; j < ops.size(); ++j) {
     const op& o = ops[j];
-    carried.assign({{piece_of(j, tensor_of(o), o.task, o.region), o.region}});
-    for (const transfer_part& q : o.parts) carried.emplace_back(piece_of(j, q.tensor, q.task, q.region), q.region);
-    const plan& p = plan_of(c.pieces[carried[0].first].tensor);  // a tensor of the unit: piece_of found it
+    const bool whole = o.region == lead.region && tensor_of(o) == lead.tensor && o.task == lead.task &&
+                       (c.rest ? o.parts == *c.rest : o.parts.empty());
+    if (!whole) {
+      std::size_t& id = payload_of_op[j];
+      if (o.after >= 0 && o.after < static_cast<int>(j) && same_payload(o, ops[static_cast<std::size_t>(o.after)]))
+        id = payload_of_op[static_cast<std::size_t>(o.after)];
+      for (std::size_t q = 0; q < payloads.size() && id == none; ++q)
+        if (same_payload(o, ops[payload_op[q]])) id = q;
+      if (id == none) {
+        id = payloads.size();
+        auto& pieces = payloads.emplace_back();
+        pieces.emplace_back(piece_of(j, tensor_of(o), o.task, o.region), &o.region);
+        for (const transfer_part& q : o.parts) pieces.emplace_back(piece_of(j, q.tensor, q.task, q.region), &q.region);
+        payload_op.push_back(j);
+      }
+    }
+    static const std::vector<std::pair<std::size_t, const box*>> nothing;
+    const auto& carried = whole ? nothing : payloads[payload_of_op[j]];
+    const plan& p = plan_of(whole ? lead.tensor : c.pieces[carried[0].first].tensor);  // a tensor of the unit
     if (o.sender < 0 || o.sender >= p.device_count) fail(j, "names a sender that is no device of the plan");
     if (o.receivers.empty()) fail(j, "has no receiver");
-    for (index_t r : o.receivers)
-      if (!is_remote(r)) fail(j, "sends to device " + std::to_string(r) + ", which is no remote receiver of the unit");
     if (o.after < -1 || o.after >= static_cast<int>(j)) fail(j, "waits (after) for an op that does not come before it in the option");
     if (o.kind == transfer_kind::forward) {
       if (o.after < 0) fail(j, "is a forward that waits (after) for no op: it would send before its sender has received");
@@ -3269,36 +3318,68 @@ void check_option(const option_context& c, const PlanOf& plan_of, index_t sender
       if (tensor_of(from) != tensor_of(o) || !from.region.contains(o.region) || from.parts != o.parts)
         fail(j, "forwards more than op " + std::to_string(o.after) + ", which it waits for, brings its sender");
     } else if (std::find(c.holders.begin(), c.holders.end(), o.sender) == c.holders.end()) {
-      for (const auto& [k, region] : carried)
-        if (!plan_of(c.pieces[k].tensor).source_tile(o.sender).contains(region))
+      auto holds = [&](std::int32_t tensor, const box& region) {
+        if (!plan_of(tensor).source_tile(o.sender).contains(region))
           fail(j, "sends " + region.to_string() + " from device " + std::to_string(o.sender) + ", which does not hold it");
+      };
+      if (whole)
+        for (const transfer_part& q : c.pieces) holds(q.tensor, q.region);
+      for (const auto& [k, region] : carried) holds(c.pieces[k].tensor, *region);
     }
-    for (const auto& [k, region] : carried)
-      for (index_t r : o.receivers) delivered.push_back({r, k, region, j});
+    for (index_t r : o.receivers) {
+      const std::size_t i = receiver_index(j, r);
+      if (!whole) {
+        got[i].push_back(payload_of_op[j]);
+      } else if (whole_from[i] != none) {
+        fail(j, "gives device " + std::to_string(r) + " part of " + lead.region.to_string() + " that op " +
+                    std::to_string(whole_from[i]) + " gives it too");
+      } else {
+        whole_from[i] = j;
+      }
+    }
   }
   // Every remote receiver gets every piece exactly once: disjoint regions inside it, summing to it.
-  std::sort(delivered.begin(), delivered.end(),
-            [](const got& a, const got& b) { return std::tie(a.receiver, a.piece, a.op) < std::tie(b.receiver, b.piece, b.op); });
-  std::size_t at = 0;
-  std::vector<index_t> receivers(c.remote.begin(), c.remote.end());
-  std::sort(receivers.begin(), receivers.end());
-  for (index_t r : receivers)
-    for (std::size_t k = 0; k < c.pieces.size(); ++k) {
-      const std::size_t from = at;
-      index_t volume = 0;
-      for (; at < delivered.size() && delivered[at].receiver == r && delivered[at].piece == k; ++at) {
-        for (std::size_t e = from; e < at; ++e)
-          if (!intersect(delivered[e].region, delivered[at].region).empty())
-            fail(delivered[at].op, "gives device " + std::to_string(r) + " part of " + c.pieces[k].region.to_string() +
-                                       " that op " + std::to_string(delivered[e].op) + " gives it too");
-        volume += delivered[at].region.volume();
-      }
-      if (volume != c.pieces[k].region.volume())
-        throw error("strategy '" + std::string(c.strategy) + "' made an invalid option for tensor " +
-                    std::to_string(c.pieces[k].tensor) + "'s task " + std::to_string(c.pieces[k].task) + " from device " +
-                    std::to_string(sender) + ": remote receiver " + std::to_string(r) + " gets " + std::to_string(volume) +
-                    " of the " + std::to_string(c.pieces[k].region.volume()) + " elements of " + c.pieces[k].region.to_string());
+  auto short_of = [&](std::size_t i, std::size_t k, index_t volume) {
+    throw error("strategy '" + std::string(c.strategy) + "' made an invalid option for tensor " +
+                std::to_string(c.pieces[k].tensor) + "'s task " + std::to_string(c.pieces[k].task) + " from device " +
+                std::to_string(sender) + ": remote receiver " + std::to_string(receivers[i]) + " gets " + std::to_string(volume) +
+                " of the " + std::to_string(c.pieces[k].region.volume()) + " elements of " + c.pieces[k].region.to_string());
+  };
+  std::vector<std::size_t> order(receivers.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i, std::sort(got[i].begin(), got[i].end());
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return std::tie(got[a], a) < std::tie(got[b], b); });
+  std::vector<index_t> volume(n_pieces);
+  std::vector<std::tuple<std::size_t, std::size_t, const box*>> in;  // piece, op, region
+  for (std::size_t n = 0; n < order.size(); ++n) {
+    const std::size_t i = order[n];
+    if (whole_from[i] != none) {
+      if (!got[i].empty())
+        fail(payload_op[got[i].front()], "gives device " + std::to_string(receivers[i]) + " part of " + lead.region.to_string() +
+                                             " that op " + std::to_string(whole_from[i]) + " gives it too");
+      continue;
     }
+    if (n > 0 && got[i] == got[order[n - 1]] && whole_from[order[n - 1]] == none) continue;  // the same set: checked
+    in.clear();
+    for (std::size_t q = 0; q < got[i].size(); ++q) {
+      if (q > 0 && got[i][q] == got[i][q - 1])
+        fail(payload_op[got[i][q]], "gives device " + std::to_string(receivers[i]) + " what another op gives it too");
+      for (const auto& [k, region] : payloads[got[i][q]]) in.emplace_back(k, payload_op[got[i][q]], region);
+    }
+    std::sort(in.begin(), in.end(), [](const auto& a, const auto& b) {
+      return std::tie(std::get<0>(a), std::get<1>(a)) < std::tie(std::get<0>(b), std::get<1>(b));
+    });
+    std::fill(volume.begin(), volume.end(), 0);
+    for (std::size_t e = 0; e < in.size(); ++e) {
+      const auto& [k, j, region] = in[e];
+      for (std::size_t d = e; d-- > 0 && std::get<0>(in[d]) == k;)
+        if (!intersect(*std::get<2>(in[d]), *region).empty())
+          fail(j, "gives device " + std::to_string(receivers[i]) + " part of " + c.pieces[k].region.to_string() + " that op " +
+                      std::to_string(std::get<1>(in[d])) + " gives it too");
+      volume[k] += region->volume();  // disjoint pieces of one region: no overflow
+    }
+    for (std::size_t k = 0; k < n_pieces; ++k)
+      if (volume[k] != c.pieces[k].region.volume()) short_of(i, k, volume[k]);
+  }
 }
 
 }  // namespace meshcast::detail
@@ -3361,6 +3442,8 @@ struct instance_options {
   std::shared_ptr<const std::vector<bundle>> bundles{};
   /// Building throws `time_limit_reached` once this passes (none: no limit); the caller keeps it.
   const detail::deadline* stop = nullptr;
+  /// Check a built-in strategy's options too, as every other strategy's are (option_check.hpp).
+  bool check_options = false;
 };
 
 /// Most slices a task is cut into under replica splitting.
@@ -3406,6 +3489,7 @@ struct strategy_view {
   std::string_view name;
   bool point_to_point = true;
   std::size_t alternatives = 1;  ///< ops offered per sender (strategy_with_alternatives), else 1
+  bool check = true;             ///< check its options (all but the built-ins': options_trusted)
   void (*remote)(const void* self, std::size_t alternative, const network& net, const resource_space& rs, index_t task,
                  const box& region, index_t bytes, index_t sender, std::span<const index_t> remote,
                  std::vector<op>& out) = nullptr;
@@ -3430,6 +3514,7 @@ constexpr bool moves_bundles() {
 template <strategy S>
 strategy_view view_of(const S& st) {
   strategy_view v{&st, S::name, static_cast<bool>(S::point_to_point)};
+  v.check = !options_trusted<S>;
   if constexpr (strategy_with_alternatives<S>) v.alternatives = S::alternatives();
   v.remote = [](const void* self, std::size_t a, const network& net, const resource_space& rs, index_t task,
                 const box& region, index_t bytes, index_t sender, std::span<const index_t> remote, std::vector<op>& out) {
@@ -3502,7 +3587,8 @@ inline void apply_connections(instance& in) {
 // The units of a batch's bundles (bundle.hpp): a bundle of local receivers is one fixed unit, a
 // bundle across the network one unit with an option per sender offered, each op carrying every
 // piece of the bundle.
-inline void add_bundles(instance& in, const strategy_view& st, const std::vector<bundle>& bundles, instance_words& words) {
+inline void add_bundles(instance& in, const strategy_view& st, const std::vector<bundle>& bundles, instance_words& words,
+                        bool check) {
   const network& net = *in.net;
   for (std::size_t b = 0; b < bundles.size(); ++b) {
     const bundle& x = bundles[b];
@@ -3518,11 +3604,11 @@ inline void add_bundles(instance& in, const strategy_view& st, const std::vector
       continue;
     }
     const std::vector<index_t> remote = remote_receivers(net, x.senders, x.receivers);
-    const option_context checks{st.name, x.pieces, x.senders, remote, true};
+    const option_context checks{st.name, x.pieces, x.senders, remote, true, &what.rest};
     add_options(u, st.alternatives, sender_choices(net, x.senders, static_cast<index_t>(b)), words,
                 [&](std::size_t a, index_t s, std::vector<op>& ops) {
                   st.remote_bundle(st.self, a, net, in.resources, what, s, remote, ops);
-                  check_option(checks, detail::plan_in(in.plans), s, ops);
+                  if (check) check_option(checks, detail::plan_in(in.plans), s, ops);
                 });
     add_unit(in, std::move(u), false);
   }
@@ -3549,9 +3635,10 @@ inline instance build_instance(std::vector<std::shared_ptr<const plan>> plans, s
   in.split_replicas = split_replicas;
   in.mode = checked_execution(options.mode, "instance_options::mode");
   instance_words words(st.name);
+  const bool check = st.check || options.check_options;
   if (st.remote_bundle && options.bundle_bytes > 0) {
-    if (options.bundles) add_bundles(in, st, *options.bundles, words);
-    else add_bundles(in, st, make_bundles(in.plans, net, options.bundle_bytes, split_replicas, max_slices), words);
+    if (options.bundles) add_bundles(in, st, *options.bundles, words, check);
+    else add_bundles(in, st, make_bundles(in.plans, net, options.bundle_bytes, split_replicas, max_slices), words, check);
     apply_connections(in);
     return in;
   }
@@ -3581,7 +3668,7 @@ inline instance build_instance(std::vector<std::shared_ptr<const plan>> plans, s
         const option_context checks{st.name, std::span(&piece, 1), senders, remote, false};
         add_options(u, st.alternatives, choices, words, [&](std::size_t a, index_t s, std::vector<op>& ops) {
           st.remote(st.self, a, net, in.resources, task, slice, u.bytes, s, remote, ops);
-          check_option(checks, [&](std::int32_t) -> const plan& { return p; }, s, ops);
+          if (check) check_option(checks, [&](std::int32_t) -> const plan& { return p; }, s, ops);
         });
         add_unit(in, std::move(u));
       }
@@ -7402,6 +7489,12 @@ template <class Bad>
 void check_forward(const schedule& s, std::size_t i, Bad bad) {
   const transfer& t = s.transfers[i];
   if (t.waits_for.empty()) bad(i, "is a forward that waits for no transfer: it would send before its sender has received");
+  if (t.waits_for.size() == 1) {  // the usual forward: what one receive brought, a bundle's parts alike
+    const transfer& from = s.transfers[static_cast<std::size_t>(t.waits_for[0])];
+    if (from.tensor == t.tensor && from.region.contains(t.region) && from.parts == t.parts &&
+        std::find(from.receivers.begin(), from.receivers.end(), t.sender) != from.receivers.end())
+      return;
+  }
   std::vector<std::pair<std::int32_t, box>> brought;
   for (std::int32_t w : t.waits_for) {
     const transfer& from = s.transfers[static_cast<std::size_t>(w)];

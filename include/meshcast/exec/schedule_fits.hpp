@@ -77,6 +77,12 @@ template <class Bad>
 void check_forward(const schedule& s, std::size_t i, Bad bad) {
   const transfer& t = s.transfers[i];
   if (t.waits_for.empty()) bad(i, "is a forward that waits for no transfer: it would send before its sender has received");
+  if (t.waits_for.size() == 1) {  // the usual forward: what one receive brought, a bundle's parts alike
+    const transfer& from = s.transfers[static_cast<std::size_t>(t.waits_for[0])];
+    if (from.tensor == t.tensor && from.region.contains(t.region) && from.parts == t.parts &&
+        std::find(from.receivers.begin(), from.receivers.end(), t.sender) != from.receivers.end())
+      return;
+  }
   std::vector<std::pair<std::int32_t, box>> brought;
   for (std::int32_t w : t.waits_for) {
     const transfer& from = s.transfers[static_cast<std::size_t>(w)];

@@ -33,6 +33,12 @@ concept strategy = std::copy_constructible<S> &&
                      s.remote_ops(net, rs, task, region, bytes, sender, remote, out);
                    };
 
+/// Whether building an instance trusts S's options instead of checking them (option_check.hpp):
+/// the built-in strategies say so (`static constexpr bool options_trusted = true`), since the
+/// test suite checks theirs (unit.strategy_checks); any other strategy's options are checked.
+template <class S>
+inline constexpr bool options_trusted = requires { requires static_cast<bool>(S::options_trusted); };
+
 /// A strategy that offers several alternatives per sender (as `auto_strategy` does): alternative k of sender s
 /// is `remote_ops_of(k, ...)`; make_instance offers each distinct one as an option.
 template <class S>

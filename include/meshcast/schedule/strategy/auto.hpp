@@ -20,6 +20,7 @@ namespace meshcast {
 struct auto_strategy {
   static constexpr std::string_view name = "auto";
   static constexpr bool point_to_point = false;  // its chains are not
+  static constexpr bool options_trusted = true;  // checked by the tests (strategy.hpp)
   /// The strategies it chooses among, in the order their alternatives are offered.
   static constexpr std::array<std::string_view, 3> choices{send_recv::name, send_recv_allgather::name, broadcast::name};
 

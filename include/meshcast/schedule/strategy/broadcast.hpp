@@ -16,6 +16,7 @@ namespace meshcast {
 struct broadcast {
   static constexpr std::string_view name = "broadcast";
   static constexpr bool point_to_point = false;
+  static constexpr bool options_trusted = true;  // checked by the tests (strategy.hpp)
   transfer_kind how = transfer_kind::chain;  ///< chain or group_broadcast
 
   void remote_ops(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,

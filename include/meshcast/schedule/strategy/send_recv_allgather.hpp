@@ -16,6 +16,7 @@ namespace meshcast {
 struct send_recv_allgather {
   static constexpr std::string_view name = "send_recv_allgather";
   static constexpr bool point_to_point = true;
+  static constexpr bool options_trusted = true;  // checked by the tests (strategy.hpp)
 
   void remote_ops(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,
                   index_t sender, std::span<const index_t> remote, std::vector<op>& out) const {
