@@ -2238,7 +2238,8 @@ concept strategy = std::copy_constructible<S> &&
 
 /// Whether building an instance trusts S's options instead of checking them (option_check.hpp):
 /// the built-in strategies say so (`static constexpr bool options_trusted = true`), since the
-/// test suite checks theirs (unit.strategy_checks); any other strategy's options are checked.
+/// test suite checks theirs (unit.strategy_checks, through a type that hides the flag); any
+/// other strategy's options are checked, and only then is the check compiled.
 template <class S>
 inline constexpr bool options_trusted = requires { requires static_cast<bool>(S::options_trusted); };
 
@@ -3212,6 +3213,7 @@ bool goes_eagerly(const PlanOf& plan_of, const transfer& t, int connection, cons
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -3236,9 +3238,12 @@ struct option_context {
   const part_list* rest = nullptr;
 };
 
-/// Throws a meshcast::error naming the strategy, the unit and the first problem of `ops`.
-template <class PlanOf>
-void check_option(const option_context& c, const PlanOf& plan_of, index_t sender, const std::vector<op>& ops) {
+/// Throws a meshcast::error naming the strategy, the unit and the first problem of `ops`, the
+/// option that `sender` sends (`plans`: the instance's, one per tensor). Not a template, and
+/// compiled only where an untrusted strategy is used (instance.hpp takes its address there).
+inline void check_option(const option_context& c, std::span<const std::shared_ptr<const plan>> plans, index_t sender,
+                         const std::vector<op>& ops) {
+  auto plan_of = [plans](std::int32_t k) -> const plan& { return *plans[static_cast<std::size_t>(k)]; };
   const transfer_part& lead = c.pieces.front();
   auto fail = [&](std::size_t j, const std::string& why) {
     throw error("strategy '" + std::string(c.strategy) + "' made an invalid option for tensor " + std::to_string(lead.tensor) +
@@ -3442,8 +3447,6 @@ struct instance_options {
   std::shared_ptr<const std::vector<bundle>> bundles{};
   /// Building throws `time_limit_reached` once this passes (none: no limit); the caller keeps it.
   const detail::deadline* stop = nullptr;
-  /// Check a built-in strategy's options too, as every other strategy's are (option_check.hpp).
-  bool check_options = false;
 };
 
 /// Most slices a task is cut into under replica splitting.
@@ -3489,7 +3492,8 @@ struct strategy_view {
   std::string_view name;
   bool point_to_point = true;
   std::size_t alternatives = 1;  ///< ops offered per sender (strategy_with_alternatives), else 1
-  bool check = true;             ///< check its options (all but the built-ins': options_trusted)
+  /// Checks an option it made (option_check.hpp); null for a trusted strategy (options_trusted).
+  void (*check)(const option_context&, std::span<const std::shared_ptr<const plan>>, index_t, const std::vector<op>&) = nullptr;
   void (*remote)(const void* self, std::size_t alternative, const network& net, const resource_space& rs, index_t task,
                  const box& region, index_t bytes, index_t sender, std::span<const index_t> remote,
                  std::vector<op>& out) = nullptr;
@@ -3514,7 +3518,7 @@ constexpr bool moves_bundles() {
 template <strategy S>
 strategy_view view_of(const S& st) {
   strategy_view v{&st, S::name, static_cast<bool>(S::point_to_point)};
-  v.check = !options_trusted<S>;
+  if constexpr (!options_trusted<S>) v.check = &check_option;
   if constexpr (strategy_with_alternatives<S>) v.alternatives = S::alternatives();
   v.remote = [](const void* self, std::size_t a, const network& net, const resource_space& rs, index_t task,
                 const box& region, index_t bytes, index_t sender, std::span<const index_t> remote, std::vector<op>& out) {
@@ -3587,8 +3591,7 @@ inline void apply_connections(instance& in) {
 // The units of a batch's bundles (bundle.hpp): a bundle of local receivers is one fixed unit, a
 // bundle across the network one unit with an option per sender offered, each op carrying every
 // piece of the bundle.
-inline void add_bundles(instance& in, const strategy_view& st, const std::vector<bundle>& bundles, instance_words& words,
-                        bool check) {
+inline void add_bundles(instance& in, const strategy_view& st, const std::vector<bundle>& bundles, instance_words& words) {
   const network& net = *in.net;
   for (std::size_t b = 0; b < bundles.size(); ++b) {
     const bundle& x = bundles[b];
@@ -3608,7 +3611,7 @@ inline void add_bundles(instance& in, const strategy_view& st, const std::vector
     add_options(u, st.alternatives, sender_choices(net, x.senders, static_cast<index_t>(b)), words,
                 [&](std::size_t a, index_t s, std::vector<op>& ops) {
                   st.remote_bundle(st.self, a, net, in.resources, what, s, remote, ops);
-                  if (check) check_option(checks, detail::plan_in(in.plans), s, ops);
+                  if (st.check) st.check(checks, in.plans, s, ops);
                 });
     add_unit(in, std::move(u), false);
   }
@@ -3635,10 +3638,9 @@ inline instance build_instance(std::vector<std::shared_ptr<const plan>> plans, s
   in.split_replicas = split_replicas;
   in.mode = checked_execution(options.mode, "instance_options::mode");
   instance_words words(st.name);
-  const bool check = st.check || options.check_options;
   if (st.remote_bundle && options.bundle_bytes > 0) {
-    if (options.bundles) add_bundles(in, st, *options.bundles, words, check);
-    else add_bundles(in, st, make_bundles(in.plans, net, options.bundle_bytes, split_replicas, max_slices), words, check);
+    if (options.bundles) add_bundles(in, st, *options.bundles, words);
+    else add_bundles(in, st, make_bundles(in.plans, net, options.bundle_bytes, split_replicas, max_slices), words);
     apply_connections(in);
     return in;
   }
@@ -3668,7 +3670,7 @@ inline instance build_instance(std::vector<std::shared_ptr<const plan>> plans, s
         const option_context checks{st.name, std::span(&piece, 1), senders, remote, false};
         add_options(u, st.alternatives, choices, words, [&](std::size_t a, index_t s, std::vector<op>& ops) {
           st.remote(st.self, a, net, in.resources, task, slice, u.bytes, s, remote, ops);
-          if (check) check_option(checks, [&](std::int32_t) -> const plan& { return p; }, s, ops);
+          if (st.check) st.check(checks, in.plans, s, ops);
         });
         add_unit(in, std::move(u));
       }

@@ -80,8 +80,6 @@ struct instance_options {
   std::shared_ptr<const std::vector<bundle>> bundles{};
   /// Building throws `time_limit_reached` once this passes (none: no limit); the caller keeps it.
   const detail::deadline* stop = nullptr;
-  /// Check a built-in strategy's options too, as every other strategy's are (option_check.hpp).
-  bool check_options = false;
 };
 
 /// Most slices a task is cut into under replica splitting.
@@ -127,7 +125,8 @@ struct strategy_view {
   std::string_view name;
   bool point_to_point = true;
   std::size_t alternatives = 1;  ///< ops offered per sender (strategy_with_alternatives), else 1
-  bool check = true;             ///< check its options (all but the built-ins': options_trusted)
+  /// Checks an option it made (option_check.hpp); null for a trusted strategy (options_trusted).
+  void (*check)(const option_context&, std::span<const std::shared_ptr<const plan>>, index_t, const std::vector<op>&) = nullptr;
   void (*remote)(const void* self, std::size_t alternative, const network& net, const resource_space& rs, index_t task,
                  const box& region, index_t bytes, index_t sender, std::span<const index_t> remote,
                  std::vector<op>& out) = nullptr;
@@ -152,7 +151,7 @@ constexpr bool moves_bundles() {
 template <strategy S>
 strategy_view view_of(const S& st) {
   strategy_view v{&st, S::name, static_cast<bool>(S::point_to_point)};
-  v.check = !options_trusted<S>;
+  if constexpr (!options_trusted<S>) v.check = &check_option;
   if constexpr (strategy_with_alternatives<S>) v.alternatives = S::alternatives();
   v.remote = [](const void* self, std::size_t a, const network& net, const resource_space& rs, index_t task,
                 const box& region, index_t bytes, index_t sender, std::span<const index_t> remote, std::vector<op>& out) {
@@ -225,8 +224,7 @@ inline void apply_connections(instance& in) {
 // The units of a batch's bundles (bundle.hpp): a bundle of local receivers is one fixed unit, a
 // bundle across the network one unit with an option per sender offered, each op carrying every
 // piece of the bundle.
-inline void add_bundles(instance& in, const strategy_view& st, const std::vector<bundle>& bundles, instance_words& words,
-                        bool check) {
+inline void add_bundles(instance& in, const strategy_view& st, const std::vector<bundle>& bundles, instance_words& words) {
   const network& net = *in.net;
   for (std::size_t b = 0; b < bundles.size(); ++b) {
     const bundle& x = bundles[b];
@@ -246,7 +244,7 @@ inline void add_bundles(instance& in, const strategy_view& st, const std::vector
     add_options(u, st.alternatives, sender_choices(net, x.senders, static_cast<index_t>(b)), words,
                 [&](std::size_t a, index_t s, std::vector<op>& ops) {
                   st.remote_bundle(st.self, a, net, in.resources, what, s, remote, ops);
-                  if (check) check_option(checks, detail::plan_in(in.plans), s, ops);
+                  if (st.check) st.check(checks, in.plans, s, ops);
                 });
     add_unit(in, std::move(u), false);
   }
@@ -273,10 +271,9 @@ inline instance build_instance(std::vector<std::shared_ptr<const plan>> plans, s
   in.split_replicas = split_replicas;
   in.mode = checked_execution(options.mode, "instance_options::mode");
   instance_words words(st.name);
-  const bool check = st.check || options.check_options;
   if (st.remote_bundle && options.bundle_bytes > 0) {
-    if (options.bundles) add_bundles(in, st, *options.bundles, words, check);
-    else add_bundles(in, st, make_bundles(in.plans, net, options.bundle_bytes, split_replicas, max_slices), words, check);
+    if (options.bundles) add_bundles(in, st, *options.bundles, words);
+    else add_bundles(in, st, make_bundles(in.plans, net, options.bundle_bytes, split_replicas, max_slices), words);
     apply_connections(in);
     return in;
   }
@@ -306,7 +303,7 @@ inline instance build_instance(std::vector<std::shared_ptr<const plan>> plans, s
         const option_context checks{st.name, std::span(&piece, 1), senders, remote, false};
         add_options(u, st.alternatives, choices, words, [&](std::size_t a, index_t s, std::vector<op>& ops) {
           st.remote(st.self, a, net, in.resources, task, slice, u.bytes, s, remote, ops);
-          if (check) check_option(checks, [&](std::int32_t) -> const plan& { return p; }, s, ops);
+          if (st.check) st.check(checks, in.plans, s, ops);
         });
         add_unit(in, std::move(u));
       }

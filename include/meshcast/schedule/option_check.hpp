@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -44,9 +45,12 @@ struct option_context {
   const part_list* rest = nullptr;
 };
 
-/// Throws a meshcast::error naming the strategy, the unit and the first problem of `ops`.
-template <class PlanOf>
-void check_option(const option_context& c, const PlanOf& plan_of, index_t sender, const std::vector<op>& ops) {
+/// Throws a meshcast::error naming the strategy, the unit and the first problem of `ops`, the
+/// option that `sender` sends (`plans`: the instance's, one per tensor). Not a template, and
+/// compiled only where an untrusted strategy is used (instance.hpp takes its address there).
+inline void check_option(const option_context& c, std::span<const std::shared_ptr<const plan>> plans, index_t sender,
+                         const std::vector<op>& ops) {
+  auto plan_of = [plans](std::int32_t k) -> const plan& { return *plans[static_cast<std::size_t>(k)]; };
   const transfer_part& lead = c.pieces.front();
   auto fail = [&](std::size_t j, const std::string& why) {
     throw error("strategy '" + std::string(c.strategy) + "' made an invalid option for tensor " + std::to_string(lead.tensor) +

@@ -35,7 +35,8 @@ concept strategy = std::copy_constructible<S> &&
 
 /// Whether building an instance trusts S's options instead of checking them (option_check.hpp):
 /// the built-in strategies say so (`static constexpr bool options_trusted = true`), since the
-/// test suite checks theirs (unit.strategy_checks); any other strategy's options are checked.
+/// test suite checks theirs (unit.strategy_checks, through a type that hides the flag); any
+/// other strategy's options are checked, and only then is the check compiled.
 template <class S>
 inline constexpr bool options_trusted = requires { requires static_cast<bool>(S::options_trusted); };
 
