@@ -131,7 +131,8 @@ inline void print_pipeline_summary(std::FILE* out, const std::string& file, cons
 
 inline void pipeline_usage(std::FILE* out, const std::string& policies) {
   std::fprintf(out,
-               "usage: meshcast-pipeline FILE.json [--policy NAME] [--json] [--trace OUT.json]\n"
+               "usage: meshcast-pipeline FILE.json [--policy NAME] [--json] [--trace OUT.json] [--time-limit-ms N]\n"
+               "                         [--search-limit-ms N] [--seed N]\n"
                "  FILE.json             the pipeline description (stages, microbatches, schedule, streams, edges)\n"
                "  --policy NAME         %s (default %s)\n"
                "  --json                print one JSON object: policy, makespan, bubble_fraction, stages\n"
@@ -181,7 +182,9 @@ int pipeline_main(int argc, char** argv, std::FILE* out = stdout, std::FILE* err
         throw error("one pipeline file only ('" + detail::printable(file) + "' and '" + detail::printable(arg) + "' given)");
       }
     }
-    if (file.empty()) throw error("missing the pipeline file (usage: meshcast-pipeline FILE.json [--policy NAME] [--json] [--trace OUT.json])");
+    if (file.empty()) throw error(
+          "missing the pipeline file (usage: meshcast-pipeline FILE.json [--policy NAME] [--json] [--trace OUT.json] "
+          "[--time-limit-ms N] [--search-limit-ms N] [--seed N])");
     if (!pipeline::has_policy<Policies>(policy)) pipeline::visit_policy<Policies>(policy, [](auto) {});  // throws
     const pipeline::parsed_pipeline parsed = pipeline::load_parsed(file);
     const pipeline::description& d = parsed.d;

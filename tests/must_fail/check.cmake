@@ -1,6 +1,8 @@
 # Compiles SOURCE with MESHCAST_MISUSE defined. Exits with an error (so that the WILL_FAIL test
 # passes) only if compilation failed with the sentence given by the file's "// expect: " line, and
-# the same file compiles without MESHCAST_MISUSE (so the failure is the misuse, not a typo).
+# the same file compiles without MESHCAST_MISUSE (so the failure is the misuse, not a typo). A
+# "// errors: N" line also requires exactly N "error:" lines (a sentence followed by follow-on
+# errors buries it).
 #
 # Each file includes only the header it tests (issue 22). single_include/ has only the layered
 # paths of the headers that have a single file of their own: where the tested header is not
@@ -43,5 +45,15 @@ string(FIND "${out}" "${expected}" at)
 if(at EQUAL -1)
   message("compilation failed, but without the sentence '${expected}':\n${out}")
   return()
+endif()
+file(STRINGS ${SOURCE} errors_line REGEX "^// errors: ")
+if(NOT errors_line STREQUAL "")
+  string(REGEX REPLACE "^// errors: " "" wanted_errors "${errors_line}")
+  string(REGEX MATCHALL "error: " error_hits "${out}")
+  list(LENGTH error_hits error_count)
+  if(NOT error_count EQUAL wanted_errors)
+    message("compilation failed with the sentence, but with ${error_count} errors, not ${wanted_errors}:\n${out}")
+    return()
+  endif()
 endif()
 message(FATAL_ERROR "compilation failed as expected: ${expected}")

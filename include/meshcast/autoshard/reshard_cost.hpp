@@ -49,7 +49,7 @@ inline network mesh_network(const mesh_model& m) {
 }
 
 /// Most (task, sender, receiver) triples automatic sharding lets one costed reshard have: its plan,
-/// instance (replicas split) and schedule take 0.7-2.4 KB a triple (1.6 GB for 32x32 S0,R -> R,S1,
+/// instance (replicas split) and schedule take 1.5-2.4 KB a triple (1.6 GB for 32x32 S0,R -> R,S1,
 /// 2.5 GB for 32x32 S01,R -> R,S10, both 2^20), and a 64x64 mesh could ask for 2^24 of them,
 /// more memory than most machines have.
 inline constexpr double max_costed_pairs = 1 << 20;
@@ -86,7 +86,7 @@ inline double meshcast_reshard_seconds(const mesh_model& m, const network& net, 
                 from.to_string() + " to " + to.to_string() + " on mesh " + meshcast::detail::describe_extents(m.sizes) +
                 " could take up to " + meshcast::detail::number(pairs) +
                 " (send task, sender, receiver) triples, more than the " + meshcast::detail::number(max_costed_pairs) +
-                " automatic sharding costs (about 1-2.4 KB each): use a mesh with fewer devices");
+                " automatic sharding costs (about 1.5-2.4 KB each): use a mesh with fewer devices");
   }
   extents_value mesh, s;
   mesh.rank = m.rank();
