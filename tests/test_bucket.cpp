@@ -169,6 +169,58 @@ TEST_CASE("a bucket or bundle sent piece by piece is eager by its smallest piece
   }
 }
 
+TEST_CASE("goes_eagerly asks the in-place rule only where it matters and answers as the rule does") {
+  // The rule as bundle_messages.hpp states it: eager when the smallest message the executor sends
+  // (a piece in place, else the whole bundle) fits in an eager message.
+  for (std::size_t eager_bytes : {std::size_t{64}, std::size_t{700}, std::size_t{4096}, std::size_t{1} << 20}) {
+    CAPTURE(eager_bytes);
+    const auto net = std::make_shared<const network>(
+        network::uniform(default_hosts(8, 4, 2), network::gbit_per_s(100), network::gbit_per_s(800), 10e-6, 1)
+            .with_eager_bytes(eager_bytes));
+    for (bool all_rows : {true, false}) {
+    CAPTURE(all_rows);
+    std::vector<std::shared_ptr<const plan>> plans;
+    for (int k = 0; k < 12; ++k) {  // small and large tensors; tiles of whole rows (contiguous) or strided
+      const index_t rows = k % 3 == 0 ? 512 : 4 + k;
+      const bool rows_src = all_rows || k % 2, rows_dst = all_rows || k % 4 < 2;
+      const dynamic_layout src(dynamic_mesh{2, 2}, dynamic_spec(rows_src ? "S0,R" : "R,S1"), dynamic_shape{rows, 16});
+      const dynamic_layout dst(dynamic_mesh{4}, dynamic_spec(rows_dst ? "S0,R" : "R,S0"), dynamic_shape{rows, 16});
+      const device_map devices = k % 5 == 0 ? device_map::listed({7, 5, 6, 4}) : device_map::disjoint();
+      plans.push_back(std::make_shared<const plan>(make_plan(src, dst, {.element_bytes = 4, .devices = devices, .device_count = 8})));
+    }
+    const auto plan_of = detail::plan_in(plans);
+    const auto rule = [&](const transfer& t, int connection) {
+      return connection >= 0 && static_cast<std::size_t>(smallest_message_bytes(plan_of, t)) <= eager_bytes;
+    };
+    std::size_t bundles = 0;
+    const auto check_ops = [&](const auto& st) {
+      const instance in = make_instance(plans, net, st, {.mode = execution::ordered, .bundle_bytes = std::size_t{1} << 16});
+      for (const unit& u : in.units)
+        for (const option& o : u.options)
+          for (const op& x : o.ops) {
+            bundles += !x.parts.empty();
+            CHECK(goes_eagerly(plan_of, x, x.connection, *net) == rule(x, x.connection));
+            if (!x.parts.empty()) CHECK(x.eager == rule(x, x.connection));
+          }
+    };
+    check_ops(send_recv{});
+    check_ops(send_recv_allgather{});
+    CHECK(bundles > 0);
+    }
+  }
+  // A plan finds a device's tile at once where its mesh's devices are consecutive ids, by search
+  // where they are listed in another order: the same tile either way.
+  const dynamic_layout l(dynamic_mesh{2, 2}, dynamic_spec("S0,S1"), dynamic_shape{8, 6});
+  for (const std::vector<index_t>& ids : {std::vector<index_t>{4, 5, 6, 7}, std::vector<index_t>{7, 5, 6, 4},
+                                          std::vector<index_t>{4, 6, 5, 7}, std::vector<index_t>{5, 4, 7, 6}}) {
+    const plan p = make_plan(l, l, {.element_bytes = 4, .devices = device_map::listed(ids), .device_count = 8});
+    for (std::size_t j = 0; j < ids.size(); ++j) CHECK(p.destination_tile(ids[j]) == l.tile(static_cast<index_t>(j)));
+    for (index_t d : {0, 3}) CHECK(p.destination_tile(d).volume() == 0);
+    for (index_t d = 0; d < 4; ++d) CHECK(p.source_tile(d) == l.tile(d));
+    CHECK(p.source_tile(4).volume() == 0);
+  }
+}
+
 TEST_CASE("bundles and buckets never sum bytes past 64 bits") {
   // Two tensors of 2^62 bytes under a 2^63-byte limit: their sum once wrapped to -2^63 bytes, and
   // the schedule predicted 0 s.

@@ -1215,6 +1215,10 @@ struct plan {
 
  private:
   static constexpr box tile_of(const layout_value& l, const std::vector<index_t>& ids, index_t d) noexcept {
+    // A mesh's devices are most often consecutive ids: found at once (the bundle rule asks per piece).
+    if (!ids.empty() && d >= ids.front() && d - ids.front() < static_cast<index_t>(ids.size()) &&
+        ids[static_cast<std::size_t>(d - ids.front())] == d)
+      return l.tile(d - ids.front());
     for (std::size_t i = 0; i < ids.size(); ++i)
       if (ids[i] == d) return l.tile(static_cast<index_t>(i));
     box none;
@@ -3187,9 +3191,20 @@ index_t smallest_message_bytes(const PlanOf& plan_of, const transfer& t) {
 }
 
 /// Whether `t` (a bundle or not), given its connection slot, goes eagerly as the executor sends it.
+/// Asks bundle_in_place (a tile per piece and receiver) only where its answer matters: where the
+/// smallest piece would go eagerly and the whole bundle would not. A 256-device manifest asks it
+/// for every option of every unit of four instances (its solve 0.20 -> 0.68 s when always asked).
 template <class PlanOf>
 bool goes_eagerly(const PlanOf& plan_of, const transfer& t, int connection, const network& net) {
-  return connection >= 0 && smallest_message_bytes(plan_of, t) <= net.eager_bytes();
+  if (connection < 0) return false;
+  const index_t eager = net.eager_bytes();
+  if (t.parts.empty()) return t.bytes <= eager;  // not a bundle: one message of all its bytes
+  index_t least = t.region.volume() * plan_of(t.tensor).element_bytes;  // the first piece
+  for (const transfer_part& q : t.parts) least = std::min(least, q.bytes);
+  const bool piece_eager = least <= eager;
+  const bool whole_eager = t.bytes <= eager;
+  if (piece_eager == whole_eager) return piece_eager;  // in place or packed, the same answer
+  return bundle_in_place(plan_of, t) ? piece_eager : whole_eager;
 }
 
 }  // namespace meshcast

@@ -74,6 +74,10 @@ struct plan {
 
  private:
   static constexpr box tile_of(const layout_value& l, const std::vector<index_t>& ids, index_t d) noexcept {
+    // A mesh's devices are most often consecutive ids: found at once (the bundle rule asks per piece).
+    if (!ids.empty() && d >= ids.front() && d - ids.front() < static_cast<index_t>(ids.size()) &&
+        ids[static_cast<std::size_t>(d - ids.front())] == d)
+      return l.tile(d - ids.front());
     for (std::size_t i = 0; i < ids.size(); ++i)
       if (ids[i] == d) return l.tile(static_cast<index_t>(i));
     box none;
