@@ -6,8 +6,9 @@
 PLAN is a meshcast-plan binary (e.g. build/test/examples/meshcast-plan). Given several, each
 manifest runs under each of them in turn, alternating, `--repeat` times, so that two builds (say
 of two commits) are measured side by side on this noisy machine; times are the best of the runs
-(plan_seconds + solve_seconds from `--json`). Every binary must print the same schedule figures
-(predicted and bound): the script says so when they differ. The manifests are bench/manifests.py's,
+(plan_seconds + solve_seconds from `--json`, one cell per binary, in their order). The other
+columns are the last binary's (put the newest last); where an earlier one predicts otherwise, the
+script says so on stderr and exits 1. The manifests are bench/manifests.py's,
 written to a temporary directory.
 """
 import argparse
@@ -70,12 +71,12 @@ def main():
                     t = (j["plan_seconds"], j["solve_seconds"])
                     if b not in best or sum(t) < sum(best[b]):
                         best[b] = t
-            j = first[a.plans[0]]
-            for b in a.plans[1:]:
+            j = first[a.plans[-1]]
+            for b in a.plans[:-1]:
                 o = first[b]
                 if (o["predicted_seconds"], o["physical_bound_seconds"], o["tasks"]) != \
                         (j["predicted_seconds"], j["physical_bound_seconds"], j["tasks"]):
-                    print(f"{name}: {b} predicts {o['predicted_seconds']} s, {a.plans[0]} {j['predicted_seconds']} s",
+                    print(f"{name}: {b} predicts {o['predicted_seconds']} s, {a.plans[-1]} {j['predicted_seconds']} s",
                           file=sys.stderr)
                     status = 1
             times = " / ".join(f"{best[b][0]:.3f} + {best[b][1]:.2f} s" for b in a.plans)
