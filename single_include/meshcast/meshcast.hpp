@@ -1809,6 +1809,8 @@ class part_list {
   const_iterator begin() const noexcept { return p_ ? p_->cbegin() : const_iterator{}; }
   const_iterator end() const noexcept { return p_ ? p_->cend() : const_iterator{}; }
   const transfer_part& operator[](std::size_t i) const noexcept { return (*p_)[i]; }
+  /// The shared list's address (null when empty): equal for the copies that share it.
+  const void* identity() const noexcept { return p_.get(); }
   friend bool operator==(const part_list& a, const part_list& b) noexcept {
     return a.p_ == b.p_ || (a.empty() && b.empty()) || (a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin()));
   }
@@ -3102,6 +3104,8 @@ inline std::vector<bundle> make_bundles(std::span<const std::shared_ptr<const pl
 #include <cstddef>
 #include <memory>
 #include <span>
+#include <utility>
+#include <vector>
 
 // ---- begin meshcast/core/box_runs.hpp ----
 // A region of a dense row-major tile as contiguous runs of bytes: how pack.hpp copies it, and
@@ -3159,26 +3163,68 @@ inline auto plan_in(std::span<const std::shared_ptr<const plan>> plans) {
 }
 }  // namespace detail
 
-/// Whether the executor sends bundle `t` piece by piece, with no message buffer; `plan_of(tensor)`
-/// gives each tensor's plan.
+namespace detail {
+// Whether every piece of bundle `t` is one contiguous run in device d's source tile, or its
+// destination tile.
 template <class PlanOf>
-bool bundle_in_place(const PlanOf& plan_of, const transfer& t) {
-  if (t.parts.empty() || (t.kind != transfer_kind::point_to_point && t.kind != transfer_kind::forward)) return false;
+bool pieces_fit(const PlanOf& plan_of, const transfer& t, index_t d, bool destination) {
   auto fits = [&](std::int32_t tensor, const box& region) {
     const plan& p = plan_of(tensor);
-    const auto eb = static_cast<std::size_t>(p.element_bytes);
-    // A forward passes on what it received: its pieces sit in its destination tile.
-    const box from = t.kind == transfer_kind::forward ? p.destination_tile(t.sender) : p.source_tile(t.sender);
-    if (detail::contiguous_offset(from, region, eb) == detail::not_contiguous) return false;
-    for (index_t r : t.receivers)
-      if (detail::contiguous_offset(p.destination_tile(r), region, eb) == detail::not_contiguous) return false;
-    return true;
+    const box tile = destination ? p.destination_tile(d) : p.source_tile(d);
+    return contiguous_offset(tile, region, static_cast<std::size_t>(p.element_bytes)) != not_contiguous;
   };
   if (!fits(t.tensor, t.region)) return false;
   for (const transfer_part& q : t.parts)
     if (!fits(q.tensor, q.region)) return false;
   return true;
 }
+
+// The in-place rule over `fits_on(device, destination)`, pieces_fit or a memo of it.
+template <class FitsOn>
+bool bundle_in_place_by(const transfer& t, FitsOn&& fits_on) {
+  if (t.parts.empty() || (t.kind != transfer_kind::point_to_point && t.kind != transfer_kind::forward)) return false;
+  // A forward passes on what it received: its pieces sit in its destination tile.
+  if (!fits_on(t.sender, t.kind == transfer_kind::forward)) return false;
+  for (index_t r : t.receivers)
+    if (!fits_on(r, true)) return false;
+  return true;
+}
+}  // namespace detail
+
+/// Whether the executor sends bundle `t` piece by piece, with no message buffer; `plan_of(tensor)`
+/// gives each tensor's plan.
+template <class PlanOf>
+bool bundle_in_place(const PlanOf& plan_of, const transfer& t) {
+  return detail::bundle_in_place_by(t, [&](index_t d, bool destination) { return detail::pieces_fit(plan_of, t, d, destination); });
+}
+
+/// pieces_fit remembered for the bundle last asked about. The options of a bundle's unit share its
+/// part list (part_list), so what one option's devices found serves the next option's: an
+/// instance asks once per device and unit, not per op.
+class piece_fit_memo {
+ public:
+  template <class PlanOf>
+  bool operator()(const PlanOf& plan_of, const transfer& t, index_t d, bool destination) {
+    if (t.parts.identity() != parts_ || t.tensor != tensor_ || !(t.region == region_)) {
+      parts_ = t.parts.identity();
+      tensor_ = t.tensor;
+      region_ = t.region;
+      seen_.clear();
+    }
+    const index_t key = d * 2 + (destination ? 1 : 0);
+    auto at = std::lower_bound(seen_.begin(), seen_.end(), key, [](const auto& e, index_t k) { return e.first < k; });
+    if (at != seen_.end() && at->first == key) return at->second;
+    const bool ok = detail::pieces_fit(plan_of, t, d, destination);
+    seen_.insert(at, {key, ok});
+    return ok;
+  }
+
+ private:
+  const void* parts_ = nullptr;
+  std::int32_t tensor_ = 0;
+  box region_;
+  std::vector<std::pair<index_t, bool>> seen_;  // sorted by device * 2 + destination
+};
 
 /// The bytes of the smallest message the executor sends for `t`: its smallest piece where it
 /// goes in place, else all of it.
@@ -3195,7 +3241,8 @@ index_t smallest_message_bytes(const PlanOf& plan_of, const transfer& t) {
 /// smallest piece would go eagerly and the whole bundle would not. A 256-device manifest asks it
 /// for every option of every unit of four instances (its solve 0.20 -> 0.68 s when always asked).
 template <class PlanOf>
-bool goes_eagerly(const PlanOf& plan_of, const transfer& t, int connection, const network& net) {
+bool goes_eagerly(const PlanOf& plan_of, const transfer& t, int connection, const network& net,
+                  piece_fit_memo* memo = nullptr) {
   if (connection < 0) return false;
   const index_t eager = net.eager_bytes();
   if (t.parts.empty()) return t.bytes <= eager;  // not a bundle: one message of all its bytes
@@ -3204,7 +3251,11 @@ bool goes_eagerly(const PlanOf& plan_of, const transfer& t, int connection, cons
   const bool piece_eager = least <= eager;
   const bool whole_eager = t.bytes <= eager;
   if (piece_eager == whole_eager) return piece_eager;  // in place or packed, the same answer
-  return bundle_in_place(plan_of, t) ? piece_eager : whole_eager;
+  const bool in_place = memo ? detail::bundle_in_place_by(t, [&](index_t d, bool destination) {
+    return (*memo)(plan_of, t, d, destination);
+  })
+                             : bundle_in_place(plan_of, t);
+  return in_place ? piece_eager : whole_eager;
 }
 
 }  // namespace meshcast
@@ -3595,11 +3646,12 @@ inline void add_unit(instance& in, unit&& u, bool stamp_tensor = true) {
 inline void apply_connections(instance& in) {
   if (in.mode != execution::ordered || in.net->eager_bytes() == 0) return;
   const auto plan_of = detail::plan_in(in.plans);
+  piece_fit_memo memo;  // a unit's options share their parts: their devices are asked once
   for (unit& u : in.units)
     for (option& o : u.options)
       for (op& x : o.ops) {
         in.connections.apply(x, *in.net);
-        if (!x.parts.empty()) x.eager = goes_eagerly(plan_of, x, x.connection, *in.net);
+        if (!x.parts.empty()) x.eager = goes_eagerly(plan_of, x, x.connection, *in.net, &memo);
       }
 }
 

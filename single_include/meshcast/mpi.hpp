@@ -142,8 +142,9 @@ class resharder : public detail::typed_resharder<batch_resharder<Solver, Strateg
 
 /// Reshards `in` (this rank's shard of `src`) into `out` (its shard of `dst`) over `comm`, rank r
 /// being device r: one collective call. For repeated reshards of the same layouts, build a
-/// `resharder` once instead. `Solver` and `Strategy` choose the schedule (greedy senders and
-/// order, a local all-gather on each receiving host by default).
+/// `resharder` once instead. `Solver` and `Strategy` choose the schedule (by default greedy
+/// senders and order, and `auto`, which picks send_recv, send_recv_allgather or a broadcast chain
+/// per task).
 template <class Solver = greedy, class Strategy = auto_strategy, layout_like Src, layout_like Dst,
           std::ranges::contiguous_range In, std::ranges::contiguous_range Out>
 void reshard(MPI_Comm comm, const Src& src, const Dst& dst, In&& in, Out&& out, reshard_options options = {}) {

@@ -116,6 +116,8 @@ class part_list {
   const_iterator begin() const noexcept { return p_ ? p_->cbegin() : const_iterator{}; }
   const_iterator end() const noexcept { return p_ ? p_->cend() : const_iterator{}; }
   const transfer_part& operator[](std::size_t i) const noexcept { return (*p_)[i]; }
+  /// The shared list's address (null when empty): equal for the copies that share it.
+  const void* identity() const noexcept { return p_.get(); }
   friend bool operator==(const part_list& a, const part_list& b) noexcept {
     return a.p_ == b.p_ || (a.empty() && b.empty()) || (a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin()));
   }

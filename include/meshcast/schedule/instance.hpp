@@ -213,11 +213,12 @@ inline void add_unit(instance& in, unit&& u, bool stamp_tensor = true) {
 inline void apply_connections(instance& in) {
   if (in.mode != execution::ordered || in.net->eager_bytes() == 0) return;
   const auto plan_of = detail::plan_in(in.plans);
+  piece_fit_memo memo;  // a unit's options share their parts: their devices are asked once
   for (unit& u : in.units)
     for (option& o : u.options)
       for (op& x : o.ops) {
         in.connections.apply(x, *in.net);
-        if (!x.parts.empty()) x.eager = goes_eagerly(plan_of, x, x.connection, *in.net);
+        if (!x.parts.empty()) x.eager = goes_eagerly(plan_of, x, x.connection, *in.net, &memo);
       }
 }
 
