@@ -3226,14 +3226,21 @@ class piece_fit_memo {
   std::vector<std::pair<index_t, bool>> seen_;  // sorted by device * 2 + destination
 };
 
+namespace detail {
+// The bytes of bundle `t`'s smallest piece (the first, or one of its parts).
+template <class PlanOf>
+index_t smallest_piece_bytes(const PlanOf& plan_of, const transfer& t) {
+  index_t least = t.region.volume() * plan_of(t.tensor).element_bytes;
+  for (const transfer_part& q : t.parts) least = std::min(least, q.bytes);
+  return least;
+}
+}  // namespace detail
+
 /// The bytes of the smallest message the executor sends for `t`: its smallest piece where it
 /// goes in place, else all of it.
 template <class PlanOf>
 index_t smallest_message_bytes(const PlanOf& plan_of, const transfer& t) {
-  if (!bundle_in_place(plan_of, t)) return t.bytes;
-  index_t least = t.region.volume() * plan_of(t.tensor).element_bytes;  // the first piece
-  for (const transfer_part& q : t.parts) least = std::min(least, q.bytes);
-  return least;
+  return bundle_in_place(plan_of, t) ? detail::smallest_piece_bytes(plan_of, t) : t.bytes;
 }
 
 /// Whether `t` (a bundle or not), given its connection slot, goes eagerly as the executor sends it.
@@ -3246,9 +3253,7 @@ bool goes_eagerly(const PlanOf& plan_of, const transfer& t, int connection, cons
   if (connection < 0) return false;
   const index_t eager = net.eager_bytes();
   if (t.parts.empty()) return t.bytes <= eager;  // not a bundle: one message of all its bytes
-  index_t least = t.region.volume() * plan_of(t.tensor).element_bytes;  // the first piece
-  for (const transfer_part& q : t.parts) least = std::min(least, q.bytes);
-  const bool piece_eager = least <= eager;
+  const bool piece_eager = detail::smallest_piece_bytes(plan_of, t) <= eager;
   const bool whole_eager = t.bytes <= eager;
   if (piece_eager == whole_eager) return piece_eager;  // in place or packed, the same answer
   const bool in_place = memo ? detail::bundle_in_place_by(t, [&](index_t d, bool destination) {
