@@ -308,7 +308,7 @@ int main(int argc, char** argv) {
     }
     status = all_wrong == 0 ? 0 : 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "weight_sync (rank %d): error: %s\n", rank_, e.what());
+    std::fprintf(stderr, "meshcast-bench-weight-sync (rank %d): error: %s\n", rank_, e.what());
     meshcast::cli::end_job(2);
   }
   MPI_Finalize();

@@ -159,7 +159,19 @@ int run_main(int argc, char** argv) {
 
   // 4. Set up (resharders, communicators; their faults are agreed on by every rank), warm up, time.
   const double setup_begin = now();
-  runner run(o, g, plan, mesh, comms, model);
+  std::optional<runner> made;
+  try {
+    made.emplace(o, g, plan, mesh, comms, model);
+  } catch (const std::bad_alloc&) {
+    // Filling this rank's tiles may run out of memory here alone, before any agreement (the
+    // resharders' faults are agreed on and reach main): it says so itself and ends the job,
+    // rather than leave the others to time out on it unnamed.
+    std::fprintf(stderr, "meshcast-autoshard-mlp-mpi: rank %d: error while setting up the plan: out of memory for its tiles\n",
+                 world_rank);
+    std::fflush(stderr);
+    meshcast::cli::end_job(3);
+  }
+  runner& run = *made;
   const double setup_s = now() - setup_begin;
   return execute_and_check(o, g, plan, mesh, model, how, run, solver, proven, solve_s, setup_s, failed_expectations);
 }
@@ -195,11 +207,13 @@ int execute_and_check_unguarded(const options& o, const as::graph& g, const as::
     for (std::size_t i = 0; i < n; ++i) step_times[i].push_back(worst[i]), sum += worst[i];
     totals.push_back(sum);
   }
+  double my_run_s = 0;  // this rank's last whole run: what the wait for the reference scales by
   for (int r = 0; r < o.repeat; ++r) {
     barrier();
     const double begin = now();
     run.run(nullptr);
     double t = now() - begin;
+    my_run_s = t;
     MPI_Request req;
     MPI_Ireduce(world_rank == 0 ? MPI_IN_PLACE : &t, &t, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD, &req);
     wait(req, "gathering the run times");
@@ -221,9 +235,13 @@ int execute_and_check_unguarded(const options& o, const as::graph& g, const as::
     const as::output_desc& out = g.outputs()[k];
     const auto& shape = ts[out.tensor].shape;
     std::vector<float> ref = world_rank == 0 ? std::move(reference[k]) : std::vector<float>(static_cast<std::size_t>(ts[out.tensor].elements));
+    // Rank 0 computes the reference alone, about world_size times a rank's share of the run:
+    // the others wait that (four times over) beyond the usual limit, not 300 s flat, which ended
+    // the job at the check after every timed run on large models.
+    const double reference_wait_s = wait_limit_s + 4.0 * world_size * my_run_s;
     for (std::size_t off = 0; off < ref.size(); off += 1 << 28)
       broadcast(ref.data() + off, static_cast<int>(std::min<std::size_t>(ref.size() - off, 1 << 28)), MPI_FLOAT, 0,
-                MPI_COMM_WORLD, "sharing the reference");
+                MPI_COMM_WORLD, "sharing the reference", reference_wait_s);
     const mc::spec_value spec = plan.report.specs[out.tensor];
     const mc::spec_value final_spec = out.spec ? as::canonical(*out.spec, model) : spec;
     const std::vector<float>& mine = run.data(out.tensor, final_spec);

@@ -211,13 +211,32 @@ int main(int argc, char** argv) {
     if (std::isfinite(memory_gib)) m.memory_bytes = memory_gib * 1073741824.0;
     m.validate();
 
-    const graph g = graph_from_json(json::parse(meshcast::detail::read_document(graph_path, "the graph file")));
+    // A JSON error names its file: the graph and the --evaluate file may both be at fault.
+    auto in_file = [](const std::string& path, auto&& read) {
+      try {
+        return read();
+      } catch (const error& e) {
+        throw error(meshcast::detail::printable(path, 1024) + ": " + e.what());
+      }
+    };
+    // Members the formats ignore, named on stderr: a misspelt "spec" would drop a constraint unseen.
+    auto warn_ignored = [](const std::string& path, const std::vector<std::string>& members) {
+      for (const std::string& m : members)
+        std::fprintf(stderr, "meshcast-autoshard: warning: %s: member \"%s\" is not one meshcast reads; ignored\n",
+                     meshcast::detail::printable(path, path.size()).c_str(), m.c_str());
+    };
+    const std::string graph_text = meshcast::detail::read_document(graph_path, "the graph file");
+    const json::value graph_doc = in_file(graph_path, [&] { return json::parse(graph_text); });
+    const graph g = in_file(graph_path, [&] { return graph_from_json(graph_doc); });
+    warn_ignored(graph_path, ignored_graph_members(graph_doc));
     sharding_plan p;
     std::vector<std::string> spec_text(g.tensors().size());
     if (!evaluate_path.empty()) {
       const auto begin = std::chrono::steady_clock::now();
-      const json::value doc = json::parse(meshcast::detail::read_document(evaluate_path, "the spec file"));
-      const std::vector<std::string> texts = spec_texts_from_json(g, doc);
+      const std::string spec_file = meshcast::detail::read_document(evaluate_path, "the spec file");
+      const json::value spec_doc = in_file(evaluate_path, [&] { return json::parse(spec_file); });
+      const std::vector<std::string> texts = in_file(evaluate_path, [&] { return spec_texts_from_json(g, spec_doc); });
+      warn_ignored(evaluate_path, ignored_spec_members(spec_doc));
       cost_model cm(g, m, deadline::after(time_limit));
       p = plan_of(cm, parse_assignment(cm, texts));
       for (std::size_t t = 0; t < texts.size(); ++t) spec_text[t] = meshcast::dynamic_spec(texts[t]).to_string();

@@ -39,6 +39,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -73,10 +74,10 @@ int main(int argc, char** argv) {
   std::string problem;
   // Input errors are the same on every rank (every rank reads the same flags and rank 0's file);
   // rank 0 reports them and every rank ends with status 2.
-  auto input_check = [&]() {
+  auto input_check = [&](double wait_s = 0) {  // 0: timeout_s
     bool ok = false;
     try {
-      ok = all_ok(MPI_COMM_WORLD, problem.empty(), timeout_s, "checking the input");
+      ok = all_ok(MPI_COMM_WORLD, problem.empty(), wait_s > 0 ? wait_s : timeout_s, "checking the input");
     } catch (const std::exception& e) {
       std::fprintf(stderr, "meshcast-pipeline-mpi (rank %d): error: %s\n", rank, e.what());
       std::fflush(stderr);
@@ -120,8 +121,12 @@ int main(int argc, char** argv) {
     try {
       file = pl::parse_pipeline(json::parse(std::string_view(text.data(), text.size())));
     } catch (const error& e) {
-      throw error(f.file + ": " + e.what());
+      throw error(meshcast::detail::printable(f.file, f.file.size()) + ": " + e.what());
     }
+    if (rank == 0)
+      for (const std::string& m : file.ignored)  // as meshcast-pipeline warns
+        std::fprintf(stderr, "meshcast-pipeline-mpi: warning: %s: member \"%s\" is not one a pipeline file has; ignored\n",
+                     meshcast::detail::printable(f.file, f.file.size()).c_str(), m.c_str());
     pl::description& d = file.d;
     k = f.ranks_per_stage;
     if (static_cast<long long>(d.stage_count()) * k != size)
@@ -144,9 +149,14 @@ int main(int argc, char** argv) {
     if (net.devices_per_host == 0) net.devices_per_host = k;
     // One transfer per edge and direction: its tensor, and the edge's time (the reshard's
     // predicted time for tensors given in the file).
+    check_compute_times(d);  // names an entry that a huge unit makes too long
+    // The file's unit gets --time-unit-ms's range: a subnormal one made measured durations of
+    // 1e-4 s 1e307 units, and the re-simulated makespan inf, printed as a result.
+    if (!(unit >= 1e-9 && unit <= 1e3))
+      throw error("time_unit_s is " + meshcast::detail::number(unit) +
+                  " s; this program runs units of 1e-09 to 1000 s (as --time-unit-ms 1e-6 to 1e6)");
     specs = transfer_specs(file, k, unit, net);
     pl::validate(d);
-    check_compute_times(d);
   } catch (const std::exception& e) {
     problem = e.what();
   }
@@ -176,7 +186,12 @@ int main(int argc, char** argv) {
         wire.clear();
       }
     }
-    if (!input_check()) return MPI_Finalize(), 2;
+    // Rank 0 may search up to each policy's time limit (and optimal's search limit after its
+    // seed) before it answers: the others wait that much longer (a 61 s limit ended healthy runs).
+    const double ordering_s =
+        std::min(max_time_limit_s, timeout_s + static_cast<double>(f.policies.size()) *
+                                                   (f.policy.time_limit_s + std::max(f.search_limit_s, 0.0)));
+    if (!input_check(ordering_s)) return MPI_Finalize(), 2;
     broadcast_vector(wire, 0, timeout_s, "receiving the lists");
     std::vector<pl::lists> all_lists;
     std::size_t at = 0;
@@ -187,9 +202,16 @@ int main(int argc, char** argv) {
     // 2. A communicator and a resharder per edge and direction (every rank goes through them in
     //    the same order; each construction involves only the two stages' ranks).
     std::vector<runner> runners(specs.size());
+    // A peer may be computing, not stalled: a sender may run every entry of its list before it
+    // sends, and a stage may finish a run long before the last. The waits inside the runs (and
+    // while the edges are timed) allow every stated operation one after another plus timeout_s;
+    // with timeout_s alone, an entry of 3 s under --timeout-s 1 failed a healthy run.
+    double stated_s = 0;
+    for (pl::graph::id o = 0; o < g.size(); ++o) stated_s += g.duration(o) * unit;
+    const double in_run_s = std::min(max_time_limit_s, timeout_s + stated_s);
     const reshard_options ro = [&] {
       reshard_options o = pl::to_reshard_options(net, net.devices_per_host);
-      o.timeout_s = timeout_s;
+      o.timeout_s = in_run_s;
       return o;
     }();
     // MPI_Comm_split has no deadline of its own: every rank is known to have come this far first.
@@ -212,7 +234,7 @@ int main(int argc, char** argv) {
         sleepy_barrier(r.comm, timeout_s, "timing a transfer alone");
         const auto t0 = clock_type::now();
         r.run();
-        best = std::min(best, allreduce_max(r.comm, seconds_since(t0), timeout_s));
+        best = std::min(best, allreduce_max(r.comm, seconds_since(t0), in_run_s));
       }
       return best;
     };
@@ -241,7 +263,7 @@ int main(int argc, char** argv) {
       detail::mpi_check(MPI_Iallreduce(mine.data(), got.data(), static_cast<int>(mine.size()), MPI_DOUBLE, MPI_MAX,
                                        MPI_COMM_WORLD, &r),
                         "MPI_Iallreduce");
-      bounded_wait(r, timeout_s, "gathering the transfer times", mine, got);
+      bounded_wait(r, in_run_s, "gathering the transfer times", mine, got);
       for (std::size_t i = 0; i < specs.size(); ++i) {
         alone[i] = got[i];
         transfer_spec& t = specs[i];
@@ -275,10 +297,13 @@ int main(int argc, char** argv) {
         mine.insert(mine.end(), t.start.begin(), t.start.end());
         mine.insert(mine.end(), t.end.begin(), t.end.end());
         std::vector<int> counts(static_cast<std::size_t>(size)), offsets(static_cast<std::size_t>(size));
-        int total = 0;
+        long long total = 0;  // MPI_Igatherv's offsets are ints: past them every rank refuses alike
         for (int r = 0; r < size; ++r) {
           counts[static_cast<std::size_t>(r)] = static_cast<int>(1 + 2 * all_lists[i][static_cast<std::size_t>(r / k)].size());
-          offsets[static_cast<std::size_t>(r)] = total;
+          if (total > std::numeric_limits<int>::max() - counts[static_cast<std::size_t>(r)])
+            throw error("gathering the measured times: " + std::to_string(size) + " ranks' entries are more than one MPI "
+                        "gather holds (2^31 - 1 values); fewer ranks per stage or a smaller pipeline");
+          offsets[static_cast<std::size_t>(r)] = static_cast<int>(total);
           total += counts[static_cast<std::size_t>(r)];
         }
         std::vector<double> gathered(rank == 0 ? static_cast<std::size_t>(total) : 1);
@@ -286,7 +311,7 @@ int main(int argc, char** argv) {
         detail::mpi_check(MPI_Igatherv(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, gathered.data(), counts.data(),
                                        offsets.data(), MPI_DOUBLE, 0, MPI_COMM_WORLD, &req),
                           "MPI_Igatherv");
-        bounded_wait(req, timeout_s, "gathering the measured times", mine, gathered, counts, offsets);
+        bounded_wait(req, in_run_s, "gathering the measured times", mine, gathered, counts, offsets);
         if (rank != 0) continue;
         std::vector<rank_times> times(static_cast<std::size_t>(size));
         double origin = 1e300, makespan = 0;

@@ -99,6 +99,18 @@ TEST_CASE("mesh model: bandwidths, latencies and sizes are checked") {
   mesh_model m = mesh_model::uniform({2, 4}, 1e9, 0);
   m.device_flops = std::numeric_limits<double>::infinity();
   CHECK_THROWS_AS(m.validate(), meshcast::error);
+  // The costing itself validates before it builds the mesh's network: an empty mesh was read past
+  // its end and a 10^10-device one allocated, before cost_model's own check (found by review).
+  const graph g = t::mlp(32, 64, 128, false);
+  mesh_model empty;
+  CHECK_THROWS_WITH_AS(cost_model(g, empty), doctest::Contains("1 to 4 mesh axes, got 0"), meshcast::error);
+  mesh_model huge = mesh1(4, 100, 1, 100);
+  huge.sizes = {100000, 100000};
+  huge.bandwidth.assign(2, 1e9);
+  huge.latency.assign(2, 0);
+  CHECK_THROWS_WITH_AS(auto_shard(g, huge, meshcast::autoshard::greedy{}), doctest::Contains("automatic sharding takes at most 4096"),
+                       meshcast::error);
+  CHECK_THROWS_WITH_AS(reshard_model(empty, 4), doctest::Contains("mesh axes"), meshcast::error);
 }
 
 TEST_CASE("costs past the largest double name the op and the inputs, under every solver") {

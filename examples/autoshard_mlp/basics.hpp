@@ -89,7 +89,7 @@ void sgemm(index_t m, index_t n, index_t k, const float* a, const float* b, floa
 
 constexpr double wait_limit_s = 300;
 
-void wait(MPI_Request& r, const char* what) {
+void wait(MPI_Request& r, const char* what, double limit_s = wait_limit_s) {
   int done = 0, spins = 0;
   const auto begin = std::chrono::steady_clock::now();
   while (true) {
@@ -98,9 +98,9 @@ void wait(MPI_Request& r, const char* what) {
     if (++spins > 64) {
       sched_yield();  // leave the core to a rank with work, without sleeping past the message
       if (spins % 4096 == 0 &&
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() > wait_limit_s) {
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() > limit_s) {
         std::fprintf(stderr, "meshcast-autoshard-mlp-mpi: rank %d: no progress for %.0f s in %s; aborting\n",
-                     world_rank, wait_limit_s, what);
+                     world_rank, limit_s, what);
         meshcast::cli::end_job(3);
       }
     }
@@ -119,10 +119,11 @@ void allreduce(void* data, int count, MPI_Datatype type, MPI_Op op, MPI_Comm com
   wait(r, what);
 }
 
-void broadcast(void* data, int count, MPI_Datatype type, int root, MPI_Comm comm, const char* what) {
+void broadcast(void* data, int count, MPI_Datatype type, int root, MPI_Comm comm, const char* what,
+               double limit_s = wait_limit_s) {
   MPI_Request r;
   MPI_Ibcast(data, count, type, root, comm, &r);
-  wait(r, what);
+  wait(r, what, limit_s);
 }
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <charconv>
 #include <vector>
 
@@ -125,19 +126,29 @@ class json_writer {
     if (!first_ && !out_.empty()) out_ += ',';
     first_ = false;
   }
+  // RFC 8259 text is UTF-8: a byte of no well-formed sequence (a file name on Linux need not be
+  // UTF-8) becomes U+FFFD, as a decoder would read it, so that the document always parses.
   void string_literal(const std::string& s) {
     out_ += '"';
-    for (char c : s) {
+    for (std::size_t i = 0; i < s.size();) {
+      const char c = s[i];
+      const std::size_t n = detail::utf8_sequence(std::string_view(s).substr(i));
+      if (n == 0) {
+        out_ += "\\ufffd";
+        ++i;
+        continue;
+      }
       if (c == '"' || c == '\\') {
         out_ += '\\';
         out_ += c;
       } else if (static_cast<unsigned char>(c) < 0x20) {
         char buf[8];
-        std::snprintf(buf, sizeof buf, "\\u%04x", c);
+        std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
         out_ += buf;
       } else {
-        out_ += c;
+        out_.append(s, i, n);
       }
+      i += n;
     }
     out_ += '"';
   }

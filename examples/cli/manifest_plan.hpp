@@ -101,6 +101,7 @@ int plan_manifest_main(int argc, char** argv) {
                  schedule_flags_help<Solvers, Strategies>());  // throws where stdout cannot take it
     return 0;
   }
+  check_named<Solvers, Strategies>(sched);
   manifest_setup m = setup_manifest(path, devices_per_host, sched.max_staging_bytes);
   const network net = network_from_flags(sched, m.hosts);
   const auto t0 = std::chrono::steady_clock::now();

@@ -108,6 +108,7 @@ int reshard_manifest_main(int argc, char** argv) {
                     schedule_flags_help<Solvers, Strategies>().c_str());
       return finish(0);
     }
+    check_named<Solvers, Strategies>(sched);
     if (!sched.nic_efficiency_given)
       if (auto f = tcp_payload_fraction()) sched.nic_efficiency = f->value, efficiency_from = f->from;
     if (!sched.eager_bytes_given)

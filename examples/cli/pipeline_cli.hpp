@@ -113,7 +113,7 @@ inline std::string pipeline_trace(const pipeline::parsed_pipeline& file, const p
 inline void print_pipeline_summary(std::FILE* out, const std::string& file, const pipeline::description& d,
                                    const pipeline::timeline& t) {
   std::fprintf(out, "meshcast-pipeline: %s: %lld stages, %lld microbatches, schedule %s, streams %s, %zu edges\n",
-               file.c_str(), static_cast<long long>(d.stage_count()), static_cast<long long>(d.microbatches),
+               meshcast::detail::printable(file, file.size()).c_str(), static_cast<long long>(d.stage_count()), static_cast<long long>(d.microbatches),
                std::string(to_string(d.schedule)).c_str(), std::string(to_string(d.streams)).c_str(), d.edges.size());
   std::fprintf(out, "  policy %s: makespan %.6g, bubble fraction %.4f, lower bound %.6g%s, solved in %.3f ms\n",
                t.policy.c_str(), t.makespan, t.bubble_fraction, t.lower_bound, t.proven_optimal ? " (proven optimal)" : "",
@@ -187,11 +187,19 @@ int pipeline_main(int argc, char** argv, std::FILE* out = stdout, std::FILE* err
           "[--time-limit-ms N] [--search-limit-ms N] [--seed N])");
     if (!pipeline::has_policy<Policies>(policy)) pipeline::visit_policy<Policies>(policy, [](auto) {});  // throws
     const pipeline::parsed_pipeline parsed = pipeline::load_parsed(file);
+    for (const std::string& m : parsed.ignored)  // the format ignores them; a misspelt "edges" should not pass unseen
+      std::fprintf(err, "meshcast-pipeline: warning: %s: member \"%s\" is not one a pipeline file has; ignored\n",
+                   detail::printable(file, file.size()).c_str(), m.c_str());
     const pipeline::description& d = parsed.d;
     const pipeline::timeline t =
         pipeline::visit_policy<Policies>(policy, [&](auto p) {
-          if constexpr (requires { p.search_limit_s; })
+          if constexpr (requires { p.search_limit_s; }) {
             if (search_limit_s >= 0) p.search_limit_s = search_limit_s;
+          } else if (search_limit_s >= 0) {  // taken, as documented, but it changes nothing here: say so
+            std::fprintf(err, "meshcast-pipeline: note: --search-limit-ms acts only on a policy that searches after "
+                              "its seed (optimal), not on %s\n",
+                         std::string(decltype(p)::name).c_str());
+          }
           return pipeline::order(d, p, options);
         });
     if (!trace.empty()) {

@@ -27,7 +27,7 @@ int plan_main(int argc, char** argv) {
                     "                     --dst-mesh 3x4 --dst-spec R,S01 [options]\n"
                     "       meshcast-plan --manifest FILE [--devices-per-host N] [--json] [schedule options]\n%s"
                     "For one tensor, a schedule is made (and the schedule options act) when --solver, --strategy,\n"
-                    "--mode or --trace is given; with --manifest, always.\n%s",
+                    "--mode or --trace is given (else a note on stderr names those given); with --manifest, always.\n%s",
                plan_flags_help(), schedule_flags_help<Solvers, Strategies>().c_str());
   };
   try {
@@ -35,13 +35,16 @@ int plan_main(int argc, char** argv) {
       if (std::string(argv[i]) == "--manifest") return plan_manifest_main<Solvers, Strategies>(argc, argv);
     cli::plan_flags flags;
     cli::schedule_flags sched;
+    std::string schedule_only;  // the schedule's flags given, which act only where a schedule is asked for
     for (int i = 1; i < argc; ++i) {
       std::string arg = argv[i];
       auto next = [&]() -> std::string {
         if (i + 1 >= argc) throw error("flag " + detail::printable(arg) + " needs a value");
         return argv[++i];
       };
-      if (!cli::parse_plan_flag(flags, arg, next) && !cli::parse_schedule_flag(sched, arg, next)) throw error("unknown flag '" + detail::printable(arg) + "'");
+      if (cli::parse_plan_flag(flags, arg, next)) continue;
+      if (!cli::parse_schedule_flag(sched, arg, next)) throw error("unknown flag '" + detail::printable(arg) + "'");
+      if (arg != "--max-staging-bytes" && arg != "--mpi-broadcast") schedule_only += (schedule_only.empty() ? "" : ", ") + arg;
     }
     if (flags.help) {
       usage(stdout);
@@ -49,6 +52,11 @@ int plan_main(int argc, char** argv) {
       return 0;
     }
     if (sched.group_broadcast && !sched.wanted()) cli::refuse_group_broadcast("auto");  // as solve_named does
+    if (!sched.wanted() && !schedule_only.empty())  // documented, but a --nic-gbps that changes nothing should say so
+      std::fprintf(stderr,
+                   "meshcast-plan: note: %s act only on a schedule (--solver, --strategy, --mode or --trace), and none "
+                   "was asked for\n",
+                   schedule_only.c_str());
     plan p = cli::plan_from_flags(flags);
     cut_for_staging(p, sched.max_staging_bytes);  // what meshcast-reshard runs: the same default cap
     auto hosts = default_hosts(p.device_count, static_cast<index_t>(p.src_devices.size()), flags.devices_per_host);

@@ -132,6 +132,13 @@ schedule solve_named(const schedule_flags& f, Solve&& solve) {
   });
 }
 
+/// Checks the names and pairings solve_named would refuse, solving nothing: a run with nothing to
+/// schedule (an empty manifest) refuses `--strategy bogus` as one with tensors does.
+template <class Solvers, class Strategies>
+void check_named(const schedule_flags& f) {
+  (void)solve_named<Solvers, Strategies>(f, [](auto, auto, const solver_options&) { return schedule{}; });
+}
+
 /// The schedule of one plan (already cut to the staging cap by the caller).
 template <class Solvers = default_solvers, class Strategies = builtin_strategies>
 schedule schedule_from_flags(const schedule_flags& f, const plan& p, const network& net) {

@@ -5,6 +5,8 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <limits>
+#include <string>
 #include <vector>
 
 #include <meshcast/mpi.hpp>
@@ -34,6 +36,10 @@ template <class T>
 void broadcast_vector(std::vector<T>& v, int root, double timeout_s, const char* what) {
   long long n = static_cast<long long>(v.size());
   bounded_broadcast(MPI_COMM_WORLD, &n, sizeof n, root, timeout_s, what);
+  // One message's count is an int: past it every rank refuses alike (the count wrapped negative).
+  if (n < 0 || n > std::numeric_limits<int>::max() / static_cast<long long>(sizeof(T)))
+    throw error(std::string(what) + ": " + std::to_string(n) + " values of " + std::to_string(sizeof(T)) +
+                " bytes are more than one MPI message holds (2^31 - 1 bytes); fewer policies or a smaller pipeline");
   v.resize(static_cast<std::size_t>(n));
   bounded_broadcast(MPI_COMM_WORLD, v.data(), static_cast<int>(n * static_cast<long long>(sizeof(T))), root, timeout_s, what);
 }

@@ -65,7 +65,8 @@ inline void usage(std::FILE* out) {
                "  \"runs_s\", \"resimulated_s\", \"measured_over_simulated\", \"measured_over_resimulated\",\n"
                "  \"compute_over_stated\", \"transfers_over_stated\", \"proven_optimal\", \"stages\":\n"
                "  [[{\"op\", \"mb\", \"edge\", \"pass\", \"peer\", \"sim_start\", \"sim_end\", \"start\", \"end\"}]]}],\n"
-               "  \"ranking\": {\"simulated\", \"measured\", \"pairs\", \"agreeing_pairs\", \"ties\", \"agree\"}}; times in seconds.\n",
+               "  \"ranking\": {\"simulated\", \"measured\", \"pairs\", \"agreeing_pairs\", \"ties\", \"agree\"}}; times in seconds;\n"
+               "  a ratio over a time of 0 (nothing stated or simulated) is null (\"-\" in the text report).\n",
                pl::policy_names().c_str(), std::string(pl::default_policy::name).c_str());
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -19,6 +20,14 @@
 namespace pipeline_mpi {
 using namespace meshcast;
 namespace pl = meshcast::pipeline;
+
+// A ratio as the text report prints it: "-" where it is no figure (ratio_or_nan).
+inline std::string ratio_text(double x) {
+  if (!std::isfinite(x)) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", x);
+  return buf;
+}
 
 /// The report on rank 0's stdout, after resimulate().
 inline void print_report(const flags& f, const pl::description& d, index_t k, double unit, const clock_estimate& clock_est,
@@ -87,8 +96,8 @@ inline void print_report(const flags& f, const pl::description& d, index_t k, do
       for (double x : r.runs) j.exact(x);
       j.end_array();
       j.key("resimulated_s").exact(r.resimulated);
-      j.key("measured_over_simulated").exact(sim_s[i] > 0 ? meas_s[i] / sim_s[i] : 0);
-      j.key("measured_over_resimulated").exact(r.resimulated > 0 ? meas_s[i] / r.resimulated : 0);
+      j.key("measured_over_simulated").exact(ratio_or_nan(meas_s[i], sim_s[i]));
+      j.key("measured_over_resimulated").exact(ratio_or_nan(meas_s[i], r.resimulated));
       j.key("compute_over_stated").exact(r.compute_ratio).key("transfers_over_stated").exact(r.transfer_ratio);
       j.key("proven_optimal").boolean(r.simulated.proven_optimal);
       j.key("stages").begin_array();
@@ -149,11 +158,11 @@ inline void print_report(const flags& f, const pl::description& d, index_t k, do
         std::snprintf(buf, sizeof buf, " %.4f", x);
         runs += buf;
       }
-      std::printf("  %-16s simulated %.4f s (%.6g units), measured %.4f s (x%.3f; runs%s), re-simulated with the "
-                  "measured durations %.4f s (measured x%.3f; computes x%.3f, transfers x%.3f of the stated time)\n",
-                  r.name.c_str(), sim_s[i], r.simulated.makespan, meas_s[i], sim_s[i] > 0 ? meas_s[i] / sim_s[i] : 0,
-                  runs.c_str(), r.resimulated, r.resimulated > 0 ? meas_s[i] / r.resimulated : 0, r.compute_ratio,
-                  r.transfer_ratio);
+      std::printf("  %-16s simulated %.4f s (%.6g units), measured %.4f s (x%s; runs%s), re-simulated with the "
+                  "measured durations %.4f s (measured x%s; computes x%s, transfers x%s of the stated time)\n",
+                  r.name.c_str(), sim_s[i], r.simulated.makespan, meas_s[i], ratio_text(ratio_or_nan(meas_s[i], sim_s[i])).c_str(),
+                  runs.c_str(), r.resimulated, ratio_text(ratio_or_nan(meas_s[i], r.resimulated)).c_str(),
+                  ratio_text(r.compute_ratio).c_str(), ratio_text(r.transfer_ratio).c_str());
     }
     std::printf("  ranking, simulated: %s\n", ranking_text(reports, sim_s, f.tie).c_str());
     std::printf("  ranking, measured:  %s\n", ranking_text(reports, meas_s, f.tie).c_str());

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -23,9 +24,15 @@ struct policy_report {
   std::size_t best = 0;
   std::vector<rank_times> best_times;     // per rank, the best run
   double resimulated = 0;                 // seconds
-  double compute_ratio = 0, transfer_ratio = 0;  // measured / stated durations, summed over the operations
+  double compute_ratio = 0, transfer_ratio = 0;  // measured / stated durations, summed; NaN where nothing was stated
   pl::lists measured_stages;              // per stage: start = first rank's start, end = last rank's end
 };
+
+/// measured / stated, or NaN (JSON null, "-" in text) where nothing was stated: a ratio over 0
+/// is no figure, and 0 would read as "ran in no time".
+inline double ratio_or_nan(double measured, double stated) {
+  return stated > 0 ? measured / stated : std::numeric_limits<double>::quiet_NaN();
+}
 
 /// Per-operation durations measured in one run (seconds): a compute, its stage's slowest rank; a
 /// transfer, from the last participant's start (when both stages had reached it) to the last end.
@@ -76,8 +83,8 @@ inline void resimulate(std::vector<policy_report>& reports, const pl::descriptio
       stated[g.is_compute(o) ? 0 : 1] += g.duration(o) * unit;
       measured[g.is_compute(o) ? 0 : 1] += dur[static_cast<std::size_t>(o)];
     }
-    r.compute_ratio = stated[0] > 0 ? measured[0] / stated[0] : 0;
-    r.transfer_ratio = stated[1] > 0 ? measured[1] / stated[1] : 0;
+    r.compute_ratio = ratio_or_nan(measured[0], stated[0]);
+    r.transfer_ratio = ratio_or_nan(measured[1], stated[1]);
     pl::lists l = all_lists[i];
     const pl::simulation sim = pl::simulate(gm, l);
     if (sim.deadlock) throw error("re-simulating " + r.name + "'s lists: " + sim.problem);

@@ -531,7 +531,7 @@ inline void graph::finalize() {
 // must be delivered in, or to null for any spec (a list of names is accepted too). Op attributes:
 // "axis" (softmax, layernorm, reduce_sum), "keepdims" (reduce_sum), "perm" (transpose),
 // "shape" (reshape); "dim", "keepdim" and "axes" are accepted for the first three. Members not
-// named here are ignored.
+// named here are ignored (ignored_graph_members lists them, for a program to warn).
 //
 // A spec assignment is {"specs": {"x": "R,R", "w1": "R,S0", ...}} with one entry per tensor.
 
@@ -540,6 +540,33 @@ inline void graph::finalize() {
 #include <vector>
 
 #include <meshcast/detail/json.hpp>
+// ---- begin meshcast/core/detail/json_members.hpp ----
+// Members a reader does not know. The pipeline and model-graph formats ignore them (their
+// contract); listing them lets a program warn that "edgez" was not read, rather than run a
+// pipeline without edges and say nothing.
+
+#include <algorithm>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <vector>
+
+
+namespace meshcast::json {
+
+/// Appends to `out` the path of every member of `v` not named in `known`: `where.name`, or the name
+/// alone where `where` is empty (the document itself); control bytes escaped. Nothing where `v` is
+/// not an object.
+inline void unknown_members(const value& v, std::initializer_list<std::string_view> known, const std::string& where,
+                            std::vector<std::string>& out) {
+  if (!v.is_object()) return;
+  for (const member& m : v.as_object(where))
+    if (std::find(known.begin(), known.end(), m.first) == known.end())
+      out.push_back((where.empty() ? "" : where + ".") + meshcast::detail::printable(m.first));
+}
+
+}  // namespace meshcast::json
+// ---- end meshcast/core/detail/json_members.hpp ----
 
 namespace meshcast::autoshard {
 
@@ -612,6 +639,32 @@ inline graph graph_from_json(const json::value& doc) {
 
 inline graph parse_graph(std::string_view text) { return graph_from_json(json::parse(text)); }
 
+/// The members of a graph document (one graph_from_json accepted) that it does not read, as paths
+/// ("tensors.x.sepc", "ops[2].bogus"): ignored, as the format says; a misspelt "spec" drops a
+/// constraint, so a program should say so.
+inline std::vector<std::string> ignored_graph_members(const json::value& doc) {
+  std::vector<std::string> out;
+  json::unknown_members(doc, {"element_bytes", "training", "tensors", "ops", "outputs"}, "", out);
+  if (const json::value* ts = doc.find("tensors"); ts && ts->is_object())
+    for (const json::member& m : ts->as_object("tensors"))
+      json::unknown_members(m.second, {"shape", "parameter", "spec"}, "tensors." + meshcast::detail::printable(m.first), out);
+  if (const json::value* ops = doc.find("ops"); ops && ops->is_array()) {
+    const json::array& a = ops->as_array("ops");
+    for (std::size_t i = 0; i < a.size(); ++i)
+      json::unknown_members(a[i], {"name", "type", "inputs", "output", "axis", "dim", "keepdims", "keepdim", "perm", "axes",
+                                   "shape"},
+                            "ops[" + std::to_string(i) + "]", out);
+  }
+  return out;
+}
+
+/// The members of a spec assignment other than "specs" (ignored).
+inline std::vector<std::string> ignored_spec_members(const json::value& doc) {
+  std::vector<std::string> out;
+  json::unknown_members(doc, {"specs"}, "", out);
+  return out;
+}
+
 /// The spec text of every tensor named in {"specs": {...}}, in the graph's tensor order. Throws
 /// naming the tensor when one is missing or unknown, or an entry is not a string.
 inline std::vector<std::string> spec_texts_from_json(const graph& g, const json::value& doc) {
@@ -656,6 +709,7 @@ struct mesh_model {
   double memory_bytes = std::numeric_limits<double>::infinity();  ///< per device; infinity: no limit
 
   int rank() const noexcept { return static_cast<int>(sizes.size()); }
+  /// The device count of a validated mesh (validate() checks the product).
   index_t devices() const noexcept {
     index_t n = 1;
     for (index_t s : sizes) n *= s;
@@ -696,7 +750,7 @@ struct mesh_model {
       checked_real(latency[a], 0, false, "latency of mesh axis " + std::to_string(a));
     }
     checked_real(device_flops, 0, true, "device flops");
-    if (!(memory_bytes > 0)) throw error("memory limit must be positive, got " + std::to_string(memory_bytes));
+    if (!(memory_bytes > 0)) throw error("memory limit must be positive, got " + meshcast::detail::number(memory_bytes));
   }
 };
 
@@ -1256,8 +1310,10 @@ inline reshard_cost classify_reshard(const mesh_model& m, const std::vector<inde
 /// ids so that cost tables can be filled with cheap lookups.
 class reshard_model {
  public:
+  /// Validates `m` first: the network is built from it (an empty or oversized mesh was read out
+  /// of bounds, or allocated 10^10 hosts, before cost_model validated it).
   reshard_model(const mesh_model& m, index_t element_bytes)
-      : mesh_(m), element_bytes_(element_bytes), net_(mesh_network(m)) {}
+      : mesh_(m), element_bytes_(element_bytes), net_(mesh_network((m.validate(), m))) {}
 
   const mesh_model& mesh() const noexcept { return mesh_; }
   index_t element_bytes() const noexcept { return element_bytes_; }
@@ -2068,8 +2124,8 @@ inline assignment_report evaluate(cost_model& cm, const std::vector<spec_value>&
     if (b > largest) largest = b, largest_t = static_cast<int>(t);
   }
   if (r.memory_bytes > m.memory_bytes * (1 + 1e-12))
-    throw error("specs: the assignment needs " + std::to_string(r.memory_bytes) + " bytes per device, over the limit of " +
-                std::to_string(m.memory_bytes) + " (largest shard: tensor '" + ts[largest_t].name + "', " +
+    throw error("specs: the assignment needs " + meshcast::detail::number(r.memory_bytes) + " bytes per device, over the limit of " +
+                meshcast::detail::number(m.memory_bytes) + " (largest shard: tensor '" + ts[largest_t].name + "', " +
                 std::to_string(largest) + " bytes)");
   return r;
 }
@@ -2280,8 +2336,8 @@ struct dp {
       }
     }
     if (!p.fits(choice))
-      throw error("dp: its optimum needs " + std::to_string(p.memory_of(choice)) +
-                  " bytes per device, over the memory limit of " + std::to_string(p.memory_limit) +
+      throw error("dp: its optimum needs " + meshcast::detail::number(p.memory_of(choice)) +
+                  " bytes per device, over the memory limit of " + meshcast::detail::number(p.memory_limit) +
                   " (the dp solver does not trade cost for memory: use ilp)");
     solve_result r;
     r.choice = std::move(choice);
@@ -2399,8 +2455,8 @@ struct greedy {
         }
       }
       if (bv < 0)
-        throw error("no assignment found within the memory limit of " + std::to_string(p.memory_limit) +
-                    " bytes per device (the smallest the greedy reached needs " + std::to_string(memory) + ")");
+        throw error("no assignment found within the memory limit of " + meshcast::detail::number(p.memory_limit) +
+                    " bytes per device (the smallest the greedy reached needs " + meshcast::detail::number(memory) + ")");
       memory += p.memory[bv][bj] - p.memory[bv][choice[bv]];
       choice[bv] = bj;
     }
@@ -2613,7 +2669,7 @@ struct ilp {
                        .start = initial.empty() ? nullptr : &initial});
     if (answer.proven_infeasible)
       throw error("no assignment satisfies the fixed specs and the memory limit of " +
-                  std::to_string(p.memory_limit) + " bytes per device (proven by the integer program)");
+                  meshcast::detail::number(p.memory_limit) + " bytes per device (proven by the integer program)");
     r.choice = start;
     bool have = have_start;
     bool took_cbc = false;  // CBC's proof covers only its own answer

@@ -168,6 +168,27 @@ inline std::string printable(std::string_view text, std::size_t max_chars = 60) 
 #include <string_view>
 #include <utility>
 
+// ---- begin meshcast/core/detail/number_text.hpp ----
+// The text of a real number in messages: the shortest one that reads back as the same double,
+// so an error says "5 s" or "0.1 s", not std::to_string's "5.000000 s" or "0.100000 s".
+
+#include <charconv>
+#include <cmath>
+#include <string>
+
+namespace meshcast::detail {
+
+/// The shortest text that reads back as `x` ("2", "0.1", "-1e-07", "nan", "inf").
+inline std::string number(double x) {
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, x);
+  return std::string(buf, r.ptr);
+}
+
+}  // namespace meshcast::detail
+// ---- end meshcast/core/detail/number_text.hpp ----
 
 namespace meshcast::detail {
 
@@ -243,8 +264,8 @@ inline index_t checked_size_add(index_t a, index_t b, const std::string& what) {
 /// A real that must be finite and at least `lo` (strictly above it when `strict`).
 inline double checked_real(double v, double lo, bool strict, const std::string& what) {
   if (!std::isfinite(v) || v < lo || (strict && v == lo))
-    throw error(what + " must be a finite number " + (strict ? "above " : "of at least ") + std::to_string(lo) +
-                ", got " + std::to_string(v));
+    throw error(what + " must be a finite number " + (strict ? "above " : "of at least ") + number(lo) + ", got " +
+                number(v));
   return v;
 }
 
@@ -1520,27 +1541,6 @@ inline void cut_for_staging(plan& p, std::size_t cap) {
 #include <string>
 #include <vector>
 
-// ---- begin meshcast/core/detail/number_text.hpp ----
-// The text of a real number in messages: the shortest one that reads back as the same double,
-// so an error says "5 s" or "0.1 s", not std::to_string's "5.000000 s" or "0.100000 s".
-
-#include <charconv>
-#include <cmath>
-#include <string>
-
-namespace meshcast::detail {
-
-/// The shortest text that reads back as `x` ("2", "0.1", "-1e-07", "nan", "inf").
-inline std::string number(double x) {
-  if (std::isnan(x)) return "nan";
-  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
-  char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof buf, x);
-  return std::string(buf, r.ptr);
-}
-
-}  // namespace meshcast::detail
-// ---- end meshcast/core/detail/number_text.hpp ----
 
 namespace meshcast {
 
@@ -7987,6 +7987,7 @@ class executor {
   std::optional<typename Backend::memory_type::buffer> acks_;     // acknowledgement bytes
   std::optional<typename Backend::memory_type::buffer> clears_;   // clearance bytes
   std::vector<std::size_t> in_flight_;  // ordered mode: posted steps not yet complete
+  std::size_t finished_ = 0;            // steps finished so far: await's sign of progress
   std::vector<std::size_t> waiting_, still_;  // concurrent mode over tag-matched transports: steps not yet posted
   std::vector<unsigned char> held_;           // and their tags (run_concurrent_eager)
   bool held_clear_ = false;                   // held_ is sized and all zero (the last pass did not throw)
@@ -8559,6 +8560,7 @@ bool executor<Backend>::completed(step& x) {
 template <class Backend>
 void executor<Backend>::finish(step& x) {
   x.done = true;
+  ++finished_;
   mark(x, &step_time::end);
   const tensor_state& t = tensors_[x.tensor];
   if (!x.parts.empty() && x.part_at.empty() && (x.how == step::receive || (x.how == step::collective && !x.root))) {
@@ -8594,11 +8596,18 @@ template <class Ready>
 void executor<Backend>::await(Ready&& ready) {
   const double limit = b_.timeout_s();
   auto last_progress = std::chrono::steady_clock::now();
-  std::size_t last_count = in_flight_.size();
+  // Progress is a step finished or posted. Not the in-flight count alone: a rank on one lane
+  // finishes a step and posts the next in one poll, the count stays 1, and a healthy run longer
+  // than the timeout was cut as stalled.
+  std::size_t last_count = in_flight_.size(), last_finished = finished_;
   for (detail::backoff pause;; pause()) {
     progress();
     if (ready()) return;
-    if (in_flight_.size() != last_count) last_count = in_flight_.size(), last_progress = std::chrono::steady_clock::now();
+    if (in_flight_.size() != last_count || finished_ != last_finished) {
+      last_count = in_flight_.size();
+      last_finished = finished_;
+      last_progress = std::chrono::steady_clock::now();
+    }
     if (limit > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - last_progress).count() > limit)
       stalled(limit);
   }

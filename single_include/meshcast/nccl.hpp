@@ -198,7 +198,7 @@ namespace meshcast {
 struct nccl_comm_bootstrap {
   ncclComm_t world = nullptr;
   cudaStream_t stream = nullptr;
-  double timeout_s = 0;  // how long a member waits for the id (0: no bound)
+  double timeout_s = 60;  // how long a member waits for the id (0: no bound; 60 s as every other transport type)
   void share(ncclUniqueId& id, std::span<const index_t> members, index_t root, int) {
     cuda_memory m{stream, timeout_s};
     detail::nccl_usable(world);
@@ -238,11 +238,12 @@ class nccl_channel {
   using backend_type = nccl_backend<nccl_comm_bootstrap>;
 
   /// `group_transfers`: the executor's bound on the transfers of one NCCL group. Every wait on the
-  /// stream, the channel's and the executor's, gives up after `timeout_s` (0: no bound).
+  /// stream, the channel's and the executor's, gives up after `timeout_s` (0: no bound; 60 s
+  /// by default, as every transport type).
   /// `nonblocking`: `comm` was made with ncclConfig_t::blocking = 0 (nccl_backend). `solve_s`: how
   /// much longer than `timeout_s` an agreement may wait, the solver's time limit, since the other
   /// ranks wait there while rank 0 solves (as mpi_channel's).
-  nccl_channel(ncclComm_t comm, cudaStream_t stream, std::size_t group_transfers = nccl_group_transfers, double timeout_s = 0,
+  nccl_channel(ncclComm_t comm, cudaStream_t stream, std::size_t group_transfers = nccl_group_transfers, double timeout_s = 60,
                bool nonblocking = false, double solve_s = 0)
       : comm_(comm), memory_{stream, timeout_s}, group_transfers_(group_transfers), nonblocking_(nonblocking),
         agree_s_(timeout_s > 0 ? std::min(timeout_s + solve_s, max_time_limit_s) : 0) {

@@ -325,6 +325,31 @@ check(r.returncode == 2 and "time limit of 0.2 s reached while costing reshards 
       f"mlp on 32x32 within 0.2 s: exit {r.returncode}, {r.stderr.strip()[:200]}")
 check(took < 10, f"mlp on 32x32 with --time-limit 0.2 took {took:.1f} s")
 
+# ---- 4e. stray members are named, broken files too ------------------------------------------------
+# The format ignores members it does not read; a misspelt "spec" dropped the fixed spec unseen, and a
+# JSON error did not say whether the graph or the --evaluate file was broken (found by review).
+doc = mlp_graph(64, 128, 256, False)
+doc["tensors"]["x"]["sepc"] = "S0,R"
+doc["ops"][0]["bogus"] = 1
+stray = write("mlp_stray.json", doc)
+r = run([stray, "--mesh", "4", "--solver", "greedy", "--json"])
+warned = [line for line in r.stderr.splitlines() if "warning:" in line]
+check(r.returncode == 0 and len(warned) == 2 and any('"tensors.x.sepc"' in w for w in warned)
+      and any('"ops[0].bogus"' in w for w in warned) and all("mlp_stray.json" in w for w in warned),
+      f"stray members: exit {r.returncode}, stderr {r.stderr!r}")
+clean = write("mlp_clean.json", mlp_graph(64, 128, 256, False))
+r = run([clean, "--mesh", "4", "--solver", "greedy", "--json"])
+check(r.returncode == 0 and "warning" not in r.stderr, f"no stray member: stderr {r.stderr!r}")
+broken = os.path.join(TMP, "broken_specs.json")
+with open(broken, "w") as f:
+    f.write('{"specs": {"x": "R,R"')
+r = run([clean, "--mesh", "4", "--evaluate", broken])
+check(r.returncode == 2 and "broken_specs.json: JSON at line" in r.stderr, f"broken --evaluate file: stderr {r.stderr!r}")
+with open(broken, "w") as f:
+    f.write('{"tensors": ')
+r = run([broken, "--mesh", "4"])
+check(r.returncode == 2 and "broken_specs.json: JSON at line" in r.stderr, f"broken graph file: stderr {r.stderr!r}")
+
 # ---- 5. output errors are not silent --------------------------------------------------------------
 if os.path.exists("/dev/full"):
     with open("/dev/full", "w") as full:

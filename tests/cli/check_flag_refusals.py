@@ -5,10 +5,20 @@ flag, on every program that had one. A regression test per case; found by review
 
 Usage: check_flag_refusals.py MPIEXEC NAME=PATH...   (the cases of the programs not given are skipped)
 """
+import atexit
+import json
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 MPIEXEC = sys.argv[1]
+TMP = tempfile.mkdtemp(prefix="meshcast-refusals-")
+atexit.register(shutil.rmtree, TMP, ignore_errors=True)
+EMPTY = os.path.join(TMP, "empty.json")  # a model with no tensor: nothing to solve, names still checked
+with open(EMPTY, "w") as f:
+    json.dump({"src": {"mesh": "2x4"}, "dst": {"mesh": "2x2"}, "tensors": []}, f)
 PROGRAMS = dict(a.split("=", 1) for a in sys.argv[2:])
 
 # program, ranks (0: run directly), arguments, a part of the message
@@ -77,6 +87,13 @@ CASES = [
     ("meshcast-autoshard-mlp-mpi", 2, ["--mesh", "2", "--repeat", "+5"], "--repeat '+5' must be a whole number"),
     ("meshcast-autoshard-mlp-mpi", 2, ["--mesh", "2", "--batch", "6.4e1"], "--batch '6.4e1' must be a whole number"),
     ("meshcast-autoshard-mlp-mpi", 2, ["--mesh", "2", "--blas-threads", "-0"], "--blas-threads '-0' must be a whole number"),
+    # An empty manifest took any strategy or solver name, and --mpi-broadcast beside send_recv, and
+    # printed them back, exit 0: names were checked only by solving (found by review).
+    ("meshcast-plan", 0, ["--manifest", EMPTY, "--strategy", "bogus"], "unknown strategy 'bogus'"),
+    ("meshcast-plan", 0, ["--manifest", EMPTY, "--solver", "nonsense"], "unknown solver 'nonsense'"),
+    ("meshcast-plan", 0, ["--manifest", EMPTY, "--strategy", "send_recv", "--mpi-broadcast", "communicator"],
+     "needs --strategy broadcast"),
+    ("meshcast-reshard", 2, ["--manifest", EMPTY, "--strategy", "bogus"], "unknown strategy 'bogus'"),
     # --mode's refusal names the flag (was "execution mode 'Ordered' ..." alone; found by review).
     ("meshcast-plan", 0, ["--shape", "8", "--src-mesh", "1", "--src-spec", "R", "--dst-mesh", "4", "--dst-spec", "R",
                           "--mode", "Ordered"], "--mode: execution mode 'Ordered' is not ordered or concurrent"),

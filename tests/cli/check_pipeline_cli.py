@@ -271,6 +271,25 @@ check(r.returncode == 2 and "the trace's times overflow" in r.stderr and not os.
       f"trace of overflowing times: exit {r.returncode}, stderr {r.stderr!r}")
 r = run(["--help"])
 check(r.returncode == 0 and "--policy" in r.stdout and "optimal" in r.stdout, "--help")
+# Members the format ignores are named on stderr, the run unchanged (found by review: a misspelt
+# "edges" ran a pipeline without edges, exit 0, nothing said).
+typo = write({"stages": [{"forward": 2, "fwd": 3}, {"forward": 2}], "microbatches": 4, "edgez": [],
+              "edges": [{"from": 0, "to": 1, "time": 1, "tiem": 3}]}, "typo.json")
+r = run([typo, "--json"])
+warned = [line for line in r.stderr.splitlines() if "warning:" in line]
+check(r.returncode == 0 and len(warned) == 3 and all("typo.json" in w and "ignored" in w for w in warned)
+      and any('"edgez"' in w for w in warned) and any('"stages[0].fwd"' in w for w in warned)
+      and any('"edges[0].tiem"' in w for w in warned) and json.loads(r.stdout)["makespan"] > 0,
+      f"ignored members: exit {r.returncode}, stderr {r.stderr!r}")
+r = run([write({"stages": [{"forward": 2}, {"forward": 2}], "microbatches": 4, "edges": [{"from": 0, "to": 1, "time": 1}]},
+               "clean.json"), "--json"])
+check(r.returncode == 0 and r.stderr == "", f"a file with no stray member: no warning, stderr {r.stderr!r}")
+clean = os.path.join(TMP, "clean.json")
+r = run([clean, "--policy", "prior_first", "--search-limit-ms", "5"])
+check(r.returncode == 0 and "note: --search-limit-ms acts only on a policy that searches" in r.stderr
+      and "prior_first" in r.stderr, f"--search-limit-ms under prior_first: stderr {r.stderr!r}")
+r = run([clean, "--policy", "optimal", "--search-limit-ms", "5"])
+check(r.returncode == 0 and r.stderr == "", f"--search-limit-ms under optimal: stderr {r.stderr!r}")
 
 # ---- a tensor edge: its time is the predicted reshard time (positive, both passes) -----------------
 p = {"stages": [{"forward": 0.002, "backward": 0.004}] * 2, "microbatches": 2, "schedule": "gpipe",

@@ -260,6 +260,16 @@ with tempfile.TemporaryDirectory() as tmp:
     check("NIC 0 egress" in names and "NIC 0 ingress" in names, "trace: NIC tracks missing")
     check(any(e["ph"] == "X" and e["dur"] > 0 for e in events), "trace: no op events")
 
+# Schedule flags without a schedule change nothing, as documented, and a note on stderr names them
+# (found by review: --nic-gbps 400 gave no prediction and no hint why).
+base = ["--shape", "64x32", "--src-mesh", "2x2", "--src-spec", "S0,R", "--dst-mesh", "2x2", "--dst-spec", "R,S1", "--json"]
+plain, flagged = run(base), run(base + ["--nic-gbps", "400", "--seed", "5"])
+check(plain.returncode == 0 and flagged.returncode == 0 and plain.stdout == flagged.stdout and plain.stderr == ""
+      and "note: --nic-gbps, --seed act only on a schedule" in flagged.stderr,
+      f"schedule flags without a schedule: stderr {flagged.stderr!r}")
+r = run(base + ["--nic-gbps", "400", "--strategy", "send_recv"])
+check(r.returncode == 0 and "note:" not in r.stderr and "schedule" in json.loads(r.stdout), f"with a schedule: {r.stderr!r}")
+
 if failures:
     print("\n".join(failures[:20]))
     print(f"{len(failures)} failures")

@@ -220,6 +220,48 @@ if cluster is None:
             r = run(1, path, extra, timeout=60)
             check(r.returncode == 2 and "stages[0].forward is" in r.stderr and "one entry may compute" in r.stderr,
                   f"an entry of {doc} {extra}: exit {r.returncode}, stderr {r.stderr[-300:]}")
+    # A stage that computes 5 s before it sends, under --timeout-s 2: its peer waits, it does not
+    # give up (the waits inside a run allow every stated operation; found by review: "no answer
+    # from the other ranks", exit 1). A subnormal time_unit_s is refused before the run (it made
+    # the re-simulated makespan inf, printed as a result, exit 0).
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "long_compute.json")
+        with open(path, "w") as f:
+            json.dump({"stages": [{"forward": 5}, {"forward": 0.001}], "microbatches": 1,
+                       "edges": [{"from": 0, "to": 1, "time": 0.001}]}, f)
+        r = run(2, path, ["--compute", "sleep", "--timeout-s", "2", "--repeat", "1", "--policy", "prior_first"], timeout=120)
+        check(r.returncode == 0 and "measured" in r.stdout,
+              f"a 5 s compute under --timeout-s 2: exit {r.returncode}, stderr {r.stderr[-300:]}")
+        with open(path, "w") as f:
+            json.dump({"stages": [{"forward": 1}, {"forward": 1}], "microbatches": 2, "time_unit_s": 1e-311,
+                       "edges": [{"from": 0, "to": 1, "time": 1}]}, f)
+        r = run(2, path, ["--repeat", "1"], timeout=60)
+        check(r.returncode == 2 and "time_unit_s is 1e-311" in r.stderr,
+              f"a subnormal time_unit_s: exit {r.returncode}, stderr {r.stderr[-300:]}")
+    # A file whose name is not UTF-8 (legal on Linux), whose times are all 0, with a stray member:
+    # the JSON report parses as UTF-8 (the byte read as U+FFFD), a ratio over a simulated time of 0
+    # is null (it was 0), and the stray member is named on stderr (found by review).
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "z\udcff.json")  # the byte 0xff (surrogateescape)
+        with open(path, "w") as f:
+            json.dump({"stages": [{"forward": 0}, {"forward": 0}], "microbatches": 2, "edgez": [],
+                       "edges": [{"from": 0, "to": 1, "time": 0}]}, f)
+        cmd = launch(2) + [PROG, path, "--repeat", "1", "--json"]
+        r = subprocess.run(cmd, capture_output=True, timeout=120)
+        try:
+            j = json.loads(r.stdout.decode("utf-8"))  # strict: a raw 0xff fails here
+        except ValueError as e:
+            j = None
+            check(False, f"zero times, name not UTF-8: exit {r.returncode}, not JSON in UTF-8 ({e}): {r.stdout[:200]!r}")
+        if j:
+            check(j["file"].endswith("z\ufffd.json"), f"zero times: file {j['file']!r}")
+            for pol in j["policies"]:
+                check(pol["simulated_s"] == 0 and pol["measured_over_simulated"] is None
+                      and pol["compute_over_stated"] is None and pol["transfers_over_stated"] is None,
+                      f"zero times: ratios over 0 must be null: {pol['policy']} {pol['measured_over_simulated']} "
+                      f"{pol['compute_over_stated']} {pol['transfers_over_stated']}")
+        check(b'member "edgez" is not one a pipeline file has; ignored' in r.stderr,
+              f"zero times: no warning for the stray member: {r.stderr[-300:]!r}")
 else:
     # Timing on a shared machine: a run that other work slowed is repeated (up to 3 attempts); the
     # run's semantics are checked on every attempt, its timing must hold on one of them.

@@ -138,8 +138,8 @@ inline assignment_report evaluate(cost_model& cm, const std::vector<spec_value>&
     if (b > largest) largest = b, largest_t = static_cast<int>(t);
   }
   if (r.memory_bytes > m.memory_bytes * (1 + 1e-12))
-    throw error("specs: the assignment needs " + std::to_string(r.memory_bytes) + " bytes per device, over the limit of " +
-                std::to_string(m.memory_bytes) + " (largest shard: tensor '" + ts[largest_t].name + "', " +
+    throw error("specs: the assignment needs " + meshcast::detail::number(r.memory_bytes) + " bytes per device, over the limit of " +
+                meshcast::detail::number(m.memory_bytes) + " (largest shard: tensor '" + ts[largest_t].name + "', " +
                 std::to_string(largest) + " bytes)");
   return r;
 }

@@ -11,7 +11,7 @@
 // must be delivered in, or to null for any spec (a list of names is accepted too). Op attributes:
 // "axis" (softmax, layernorm, reduce_sum), "keepdims" (reduce_sum), "perm" (transpose),
 // "shape" (reshape); "dim", "keepdim" and "axes" are accepted for the first three. Members not
-// named here are ignored.
+// named here are ignored (ignored_graph_members lists them, for a program to warn).
 //
 // A spec assignment is {"specs": {"x": "R,R", "w1": "R,S0", ...}} with one entry per tensor.
 #pragma once
@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "../core/detail/json.hpp"
+#include "../core/detail/json_members.hpp"
 #include "graph.hpp"
 
 namespace meshcast::autoshard {
@@ -93,6 +94,32 @@ inline graph graph_from_json(const json::value& doc) {
 }
 
 inline graph parse_graph(std::string_view text) { return graph_from_json(json::parse(text)); }
+
+/// The members of a graph document (one graph_from_json accepted) that it does not read, as paths
+/// ("tensors.x.sepc", "ops[2].bogus"): ignored, as the format says; a misspelt "spec" drops a
+/// constraint, so a program should say so.
+inline std::vector<std::string> ignored_graph_members(const json::value& doc) {
+  std::vector<std::string> out;
+  json::unknown_members(doc, {"element_bytes", "training", "tensors", "ops", "outputs"}, "", out);
+  if (const json::value* ts = doc.find("tensors"); ts && ts->is_object())
+    for (const json::member& m : ts->as_object("tensors"))
+      json::unknown_members(m.second, {"shape", "parameter", "spec"}, "tensors." + meshcast::detail::printable(m.first), out);
+  if (const json::value* ops = doc.find("ops"); ops && ops->is_array()) {
+    const json::array& a = ops->as_array("ops");
+    for (std::size_t i = 0; i < a.size(); ++i)
+      json::unknown_members(a[i], {"name", "type", "inputs", "output", "axis", "dim", "keepdims", "keepdim", "perm", "axes",
+                                   "shape"},
+                            "ops[" + std::to_string(i) + "]", out);
+  }
+  return out;
+}
+
+/// The members of a spec assignment other than "specs" (ignored).
+inline std::vector<std::string> ignored_spec_members(const json::value& doc) {
+  std::vector<std::string> out;
+  json::unknown_members(doc, {"specs"}, "", out);
+  return out;
+}
 
 /// The spec text of every tensor named in {"specs": {...}}, in the graph's tensor order. Throws
 /// naming the tensor when one is missing or unknown, or an entry is not a string.

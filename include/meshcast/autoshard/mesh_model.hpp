@@ -10,6 +10,7 @@
 #include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "checked.hpp"
+#include "../core/detail/number_text.hpp"
 
 namespace meshcast::autoshard {
 
@@ -26,6 +27,7 @@ struct mesh_model {
   double memory_bytes = std::numeric_limits<double>::infinity();  ///< per device; infinity: no limit
 
   int rank() const noexcept { return static_cast<int>(sizes.size()); }
+  /// The device count of a validated mesh (validate() checks the product).
   index_t devices() const noexcept {
     index_t n = 1;
     for (index_t s : sizes) n *= s;
@@ -66,7 +68,7 @@ struct mesh_model {
       checked_real(latency[a], 0, false, "latency of mesh axis " + std::to_string(a));
     }
     checked_real(device_flops, 0, true, "device flops");
-    if (!(memory_bytes > 0)) throw error("memory limit must be positive, got " + std::to_string(memory_bytes));
+    if (!(memory_bytes > 0)) throw error("memory limit must be positive, got " + meshcast::detail::number(memory_bytes));
   }
 };
 

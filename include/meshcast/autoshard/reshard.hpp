@@ -92,8 +92,10 @@ inline reshard_cost classify_reshard(const mesh_model& m, const std::vector<inde
 /// ids so that cost tables can be filled with cheap lookups.
 class reshard_model {
  public:
+  /// Validates `m` first: the network is built from it (an empty or oversized mesh was read out
+  /// of bounds, or allocated 10^10 hosts, before cost_model validated it).
   reshard_model(const mesh_model& m, index_t element_bytes)
-      : mesh_(m), element_bytes_(element_bytes), net_(mesh_network(m)) {}
+      : mesh_(m), element_bytes_(element_bytes), net_(mesh_network((m.validate(), m))) {}
 
   const mesh_model& mesh() const noexcept { return mesh_; }
   index_t element_bytes() const noexcept { return element_bytes_; }

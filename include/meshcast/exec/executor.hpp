@@ -329,6 +329,7 @@ class executor {
   std::optional<typename Backend::memory_type::buffer> acks_;     // acknowledgement bytes
   std::optional<typename Backend::memory_type::buffer> clears_;   // clearance bytes
   std::vector<std::size_t> in_flight_;  // ordered mode: posted steps not yet complete
+  std::size_t finished_ = 0;            // steps finished so far: await's sign of progress
   std::vector<std::size_t> waiting_, still_;  // concurrent mode over tag-matched transports: steps not yet posted
   std::vector<unsigned char> held_;           // and their tags (run_concurrent_eager)
   bool held_clear_ = false;                   // held_ is sized and all zero (the last pass did not throw)

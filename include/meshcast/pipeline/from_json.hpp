@@ -17,9 +17,10 @@
 // "strategy" ("send_recv", "send_recv_allgather", "broadcast" or "auto"; default "send_recv"),
 // "split_replicas" (false), "nic_efficiency" (the payload fraction of the line rate, [0.001, 1],
 // default 1), "mode" ("ordered" or "concurrent": the execution mode whose model predicts, default
-// "ordered"). Members not named here are ignored. Every error is a `meshcast::error` naming the
-// member ("edges[2].to is 7, outside [0, 3]"). `parse_pipeline` also keeps the tensors and the
-// network (a program that executes the pipeline reshards those tensors).
+// "ordered"). Members not named here are ignored (listed in `parsed_pipeline::ignored`). Every
+// error is a `meshcast::error` naming the member ("edges[2].to is 7, outside [0, 3]").
+// `parse_pipeline` also keeps the tensors and the network (a program that executes the pipeline
+// reshards those tensors).
 //
 // Several tensor edges may join the same two stages (activations plus a residual or a mask):
 // they become one edge of the description whose time is the predicted time of the tensors sent as
@@ -37,6 +38,7 @@
 #include <vector>
 
 #include "../core/detail/json.hpp"
+#include "../core/detail/json_members.hpp"
 #include "../core/detail/number_text.hpp"
 #include "../core/detail/read_document.hpp"
 #include "description.hpp"
@@ -75,6 +77,9 @@ struct parsed_pipeline {
   /// Per edge of `d`: the indices of the file's edges it stands for (several for a batch).
   std::vector<std::vector<std::size_t>> file_edges;
   std::optional<network_model> network;             ///< the file's "network", when it has one
+  /// Members the file gives that are none of the above ("edgez", "stages[1].fwd"): ignored, as
+  /// the format says; listed so that a program can warn about a misspelt one.
+  std::vector<std::string> ignored;
 
   /// The index in the file's `edges` that names edge `e` of `d` in output: its first file edge
   /// (a batch is named by the first of its tensors; e itself where the file was not kept).
@@ -82,6 +87,29 @@ struct parsed_pipeline {
     return e < file_edges.size() && !file_edges[e].empty() ? file_edges[e].front() : e;
   }
 };
+
+namespace detail {
+// The members of a valid pipeline document that no part of it reads.
+inline std::vector<std::string> ignored_members(const json::value& doc) {
+  std::vector<std::string> out;
+  json::unknown_members(doc, {"stages", "microbatches", "schedule", "streams", "edges", "network", "time_unit_s"}, "", out);
+  const json::array& stages = doc.at("stages", "the pipeline").as_array("stages");
+  for (std::size_t i = 0; i < stages.size(); ++i)
+    json::unknown_members(stages[i], {"forward", "backward"}, "stages[" + std::to_string(i) + "]", out);
+  if (const json::value* edges = doc.find("edges")) {
+    const json::array& es = edges->as_array("edges");
+    for (std::size_t i = 0; i < es.size(); ++i)
+      json::unknown_members(es[i], {"from", "to", "time", "backward_time", "shape", "element_bytes", "src_mesh", "dst_mesh",
+                                    "src_spec", "dst_spec"},
+                            "edges[" + std::to_string(i) + "]", out);
+  }
+  if (const json::value* net = doc.find("network"))
+    json::unknown_members(*net, {"nic_gbps", "intra_gbps", "latency_us", "nics_per_host", "devices_per_host", "strategy",
+                                 "split_replicas", "nic_efficiency", "mode"},
+                          "network", out);
+  return out;
+}
+}  // namespace detail
 
 /// The file a parsed JSON document gives; validated.
 inline parsed_pipeline parse_pipeline(const json::value& doc) {
@@ -250,6 +278,7 @@ inline parsed_pipeline parse_pipeline(const json::value& doc) {
     out.network = net;
   }
   validate(d);
+  out.ignored = detail::ignored_members(doc);
   return out;
 }
 

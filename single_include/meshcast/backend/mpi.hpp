@@ -166,8 +166,9 @@ class mpi_backend {
       wait_mpi(r.mpi, r.peer);
       return;
     }
-    if (timeout_s_ <= 0) {
-      while (!test(r)) detail::yield_core();
+    if (timeout_s_ <= 0) {  // no bound: polled with the back-off every wait uses, not a spin
+      for (detail::backoff pause; !test(r); pause()) {
+      }
       return;
     }
     if (!detail::poll_until([&] { return test(r); }, detail::deadline(timeout_s_))) [[unlikely]] {

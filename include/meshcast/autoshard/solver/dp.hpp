@@ -11,6 +11,7 @@
 #include <numeric>
 
 #include "../solver.hpp"
+#include "../../core/detail/number_text.hpp"
 
 namespace meshcast::autoshard {
 
@@ -96,8 +97,8 @@ struct dp {
       }
     }
     if (!p.fits(choice))
-      throw error("dp: its optimum needs " + std::to_string(p.memory_of(choice)) +
-                  " bytes per device, over the memory limit of " + std::to_string(p.memory_limit) +
+      throw error("dp: its optimum needs " + meshcast::detail::number(p.memory_of(choice)) +
+                  " bytes per device, over the memory limit of " + meshcast::detail::number(p.memory_limit) +
                   " (the dp solver does not trade cost for memory: use ilp)");
     solve_result r;
     r.choice = std::move(choice);

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "../solver.hpp"
+#include "../../core/detail/number_text.hpp"
 
 namespace meshcast::autoshard {
 
@@ -85,8 +86,8 @@ struct greedy {
         }
       }
       if (bv < 0)
-        throw error("no assignment found within the memory limit of " + std::to_string(p.memory_limit) +
-                    " bytes per device (the smallest the greedy reached needs " + std::to_string(memory) + ")");
+        throw error("no assignment found within the memory limit of " + meshcast::detail::number(p.memory_limit) +
+                    " bytes per device (the smallest the greedy reached needs " + meshcast::detail::number(memory) + ")");
       memory += p.memory[bv][bj] - p.memory[bv][choice[bv]];
       choice[bv] = bj;
     }

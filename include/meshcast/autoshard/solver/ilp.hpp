@@ -27,6 +27,7 @@
 #include "../../core/detail/mip.hpp"
 #include "../solver.hpp"
 #include "greedy.hpp"
+#include "../../core/detail/number_text.hpp"
 
 namespace meshcast::autoshard {
 
@@ -203,7 +204,7 @@ struct ilp {
                        .start = initial.empty() ? nullptr : &initial});
     if (answer.proven_infeasible)
       throw error("no assignment satisfies the fixed specs and the memory limit of " +
-                  std::to_string(p.memory_limit) + " bytes per device (proven by the integer program)");
+                  meshcast::detail::number(p.memory_limit) + " bytes per device (proven by the integer program)");
     r.choice = start;
     bool have = have_start;
     bool took_cbc = false;  // CBC's proof covers only its own answer

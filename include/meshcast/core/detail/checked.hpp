@@ -12,6 +12,7 @@
 
 #include "../config.hpp"
 #include "../error.hpp"
+#include "number_text.hpp"
 
 namespace meshcast::detail {
 
@@ -87,8 +88,8 @@ inline index_t checked_size_add(index_t a, index_t b, const std::string& what) {
 /// A real that must be finite and at least `lo` (strictly above it when `strict`).
 inline double checked_real(double v, double lo, bool strict, const std::string& what) {
   if (!std::isfinite(v) || v < lo || (strict && v == lo))
-    throw error(what + " must be a finite number " + (strict ? "above " : "of at least ") + std::to_string(lo) +
-                ", got " + std::to_string(v));
+    throw error(what + " must be a finite number " + (strict ? "above " : "of at least ") + number(lo) + ", got " +
+                number(v));
   return v;
 }
 

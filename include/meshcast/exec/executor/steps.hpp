@@ -36,6 +36,7 @@ bool executor<Backend>::completed(step& x) {
 template <class Backend>
 void executor<Backend>::finish(step& x) {
   x.done = true;
+  ++finished_;
   mark(x, &step_time::end);
   const tensor_state& t = tensors_[x.tensor];
   if (!x.parts.empty() && x.part_at.empty() && (x.how == step::receive || (x.how == step::collective && !x.root))) {
@@ -71,11 +72,18 @@ template <class Ready>
 void executor<Backend>::await(Ready&& ready) {
   const double limit = b_.timeout_s();
   auto last_progress = std::chrono::steady_clock::now();
-  std::size_t last_count = in_flight_.size();
+  // Progress is a step finished or posted. Not the in-flight count alone: a rank on one lane
+  // finishes a step and posts the next in one poll, the count stays 1, and a healthy run longer
+  // than the timeout was cut as stalled.
+  std::size_t last_count = in_flight_.size(), last_finished = finished_;
   for (detail::backoff pause;; pause()) {
     progress();
     if (ready()) return;
-    if (in_flight_.size() != last_count) last_count = in_flight_.size(), last_progress = std::chrono::steady_clock::now();
+    if (in_flight_.size() != last_count || finished_ != last_finished) {
+      last_count = in_flight_.size();
+      last_finished = finished_;
+      last_progress = std::chrono::steady_clock::now();
+    }
     if (limit > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - last_progress).count() > limit)
       stalled(limit);
   }
