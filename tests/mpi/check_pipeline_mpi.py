@@ -220,18 +220,18 @@ if cluster is None:
             r = run(1, path, extra, timeout=60)
             check(r.returncode == 2 and "stages[0].forward is" in r.stderr and "one entry may compute" in r.stderr,
                   f"an entry of {doc} {extra}: exit {r.returncode}, stderr {r.stderr[-300:]}")
-    # A stage that computes 5 s before it sends, under --timeout-s 2: its peer waits, it does not
+    # A stage that computes 10 s before it sends, under --timeout-s 4: its peer waits, it does not
     # give up (the waits inside a run allow every stated operation; found by review: "no answer
     # from the other ranks", exit 1). A subnormal time_unit_s is refused before the run (it made
     # the re-simulated makespan inf, printed as a result, exit 0).
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "long_compute.json")
         with open(path, "w") as f:
-            json.dump({"stages": [{"forward": 5}, {"forward": 0.001}], "microbatches": 1,
+            json.dump({"stages": [{"forward": 10}, {"forward": 0.001}], "microbatches": 1,
                        "edges": [{"from": 0, "to": 1, "time": 0.001}]}, f)
-        r = run(2, path, ["--compute", "sleep", "--timeout-s", "2", "--repeat", "1", "--policy", "prior_first"], timeout=120)
+        r = run(2, path, ["--compute", "sleep", "--timeout-s", "4", "--repeat", "1", "--policy", "prior_first"], timeout=120)
         check(r.returncode == 0 and "measured" in r.stdout,
-              f"a 5 s compute under --timeout-s 2: exit {r.returncode}, stderr {r.stderr[-300:]}")
+              f"a 10 s compute under --timeout-s 4: exit {r.returncode}, stderr {r.stderr[-300:]}")
         with open(path, "w") as f:
             json.dump({"stages": [{"forward": 1}, {"forward": 1}], "microbatches": 2, "time_unit_s": 1e-311,
                        "edges": [{"from": 0, "to": 1, "time": 1}]}, f)
