@@ -206,3 +206,11 @@ TEST_CASE("a region contiguous in its tile needs no message buffer") {
   r.dims[0] = {4, 5};  // outside the tile
   CHECK(detail::contiguous_offset(tile, r, 1) == detail::not_contiguous);
 }
+
+TEST_CASE("manifests: same_mesh with a destination devices list that names other devices is refused") {
+  const std::string tensor = R"("tensors": [{"name": "w", "shape": [8], "dtype_bytes": 4, "src_spec": "S0", "dst_spec": "R"}])";
+  CHECK(thrown([&] {
+              parse_manifest(std::string_view(R"({"same_mesh": true, "src": {"mesh": "2"}, "dst": {"mesh": "2", "devices": [7, 8]}, )" + tensor + "}"));
+            }).find("dst.devices: same_mesh puts the destination on the source's devices") != std::string::npos);
+  CHECK_NOTHROW(parse_manifest(std::string_view(R"({"same_mesh": true, "src": {"mesh": "2"}, "dst": {"mesh": "2", "devices": [0, 1]}, )" + tensor + "}")));
+}

@@ -2516,6 +2516,8 @@ struct broadcast {
 
   void remote_ops(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,
                   index_t sender, std::span<const index_t> remote, std::vector<op>& out) const {
+    if (how != transfer_kind::chain && how != transfer_kind::group_broadcast)  // as the other enums are checked
+      throw error("broadcast::how must be transfer_kind::chain or transfer_kind::group_broadcast");
     if (remote.empty()) return;
     if (remote.size() == 1 && how == transfer_kind::chain) {
       // A chain of one receiver is a point-to-point transfer: sent as one message, not in chunks
@@ -4461,6 +4463,7 @@ struct alpa_dfs {
 // (max_load - load + 1); the largest set wins, ties going to the smallest spread of host loads.
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 // ---- begin meshcast/core/detail/mersenne_twister.hpp ----
@@ -4565,6 +4568,8 @@ struct alpa_greedy {
   const char* supports(const instance&) const { return nullptr; }
 
   solver_result solve(const instance& in, const solver_options& options) const {
+    // No trial places no unit: it spun until the time limit, then read an emptied vector.
+    if (trials < 1) throw error("alpa_greedy::trials is " + std::to_string(trials) + "; it needs at least 1");
     const detail::deadline stop(options.time_limit_s);
     const network& net = *in.net;
     solver_result r;
@@ -5724,6 +5729,7 @@ struct naive {
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 
@@ -5731,7 +5737,10 @@ namespace meshcast {
 
 struct open_shop {
   static constexpr std::string_view name = "open_shop";
-  int rounds = 256;  ///< target number of chunks on the busiest port (fewer when latency dominates)
+  int rounds = 256;  ///< target number of chunks on the busiest port (fewer when latency dominates), 1..max_rounds
+  /// The most rounds: the chunks grow with them (INT_MAX made 11 million chunks, 16 GB and 53 s
+  /// under a 0.2 s limit on a network without latency, which caps nothing).
+  static constexpr int max_rounds = 4096;
 
   const char* supports(const instance& in) const {
     if (!in.point_to_point)
@@ -5740,6 +5749,8 @@ struct open_shop {
   }
 
   solver_result solve(const instance& in, const solver_options& options) const {
+    if (rounds < 1 || rounds > max_rounds)
+      throw error("open_shop::rounds is " + std::to_string(rounds) + "; it must be 1 to " + std::to_string(max_rounds));
     const detail::deadline stop(options.time_limit_s);
     const network& net = *in.net;
     const resource_space& rs = in.resources;
@@ -5764,6 +5775,7 @@ struct open_shop {
 
     for (std::size_t u = 0; u < in.units.size(); ++u) {
       const unit& un = in.units[u];
+      const bool hurry = stop.expired();  // out of time: the rest go whole, uncut
       if (!un.has_choice() && !any_nic(un.options[0], rs)) {
         detail::emit(in, u, 0, out.ops);  // local and intra-host work goes first
         continue;
@@ -5806,7 +5818,7 @@ struct open_shop {
           // one time: pieces would go eagerly or drift apart by a row and run one after the
           // other (a same-mesh transpose's rounds took twice as long), so such a transfer
           // stays whole.
-          if (model.connection >= 0 && block_bytes > net.eager_bytes()) n = 1;
+          if ((model.connection >= 0 && block_bytes > net.eager_bytes()) || hurry) n = 1;
           auto pieces = slice_along(blocks[k], d, n);
           for (const box& piece : pieces) {
             op c = model;
@@ -5931,15 +5943,42 @@ decltype(auto) visit_solver(std::string_view name, F&& f) {
 //   TCP flows share a link); transfers that cross no NIC take their own (intra-host) time.
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 
 namespace meshcast {
 
+namespace detail {
+// What the models index by: a model per transfer, each dependency an earlier transfer, each
+// resource inside `rs` with its hold times beside it. A hand-made schedule that broke one of
+// these was read out of bounds (found by review); solve() and the executor's checks make none.
+inline void check_simulable(const std::vector<transfer>& transfers, const std::vector<transfer_model>& model,
+                            const resource_space& rs) {
+  if (model.size() != transfers.size())
+    throw error("simulate: the schedule has " + std::to_string(transfers.size()) + " transfers but " +
+                std::to_string(model.size()) + " models");
+  for (std::size_t i = 0; i < transfers.size(); ++i) {
+    for (std::int32_t w : transfers[i].waits_for)
+      if (w < 0 || static_cast<std::size_t>(w) >= i)
+        throw error("simulate: transfer " + std::to_string(i) + " waits for a transfer that does not come before it");
+    const transfer_model& m = model[i];
+    if (!m.hold_from.empty() && (m.hold_from.size() != m.resources.size() || m.hold_until.size() != m.resources.size()))
+      throw error("simulate: transfer " + std::to_string(i) + " has hold times that do not match its resources");
+    for (int r : m.resources)
+      if (r < 0 || r >= rs.size())
+        throw error("simulate: transfer " + std::to_string(i) + " occupies resource " + std::to_string(r) +
+                    ", outside the network's " + std::to_string(rs.size()));
+  }
+}
+}  // namespace detail
+
 /// Ordered model over a schedule's transfers and their models; returns the makespan.
 inline double simulate_ordered(const std::vector<transfer>& transfers, std::vector<transfer_model>& model,
                                const resource_space& rs) {
+  detail::check_simulable(transfers, model, rs);
   resource_clock clock(rs.size());
   for (std::size_t i = 0; i < model.size(); ++i) {
     double ready = 0;
@@ -5952,6 +5991,8 @@ inline double simulate_ordered(const std::vector<transfer>& transfers, std::vect
 /// Concurrent model (see the file comment); returns the makespan.
 inline double simulate_concurrent(const std::vector<transfer>& transfers, std::vector<transfer_model>& model,
                                   const network& net, const resource_space& rs) {
+  detail::check_simulable(transfers, model, rs);
+  if (rs.ports > net.port_count()) throw error("simulate: the resource space has more ports than the network");
   const std::size_t n = transfers.size();
   constexpr double inf = std::numeric_limits<double>::infinity();
   auto capacity = [&](int r) { return rs.is_egress(r) ? net.egress_bps(rs.port_of(r)) : net.ingress_bps(rs.port_of(r)); };
@@ -6296,9 +6337,11 @@ schedule solve(const instance& in, const S& s, const solver_options& options = {
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -6359,6 +6402,17 @@ inline bool bucketable(const schedule& s, std::size_t max_bytes) {
 inline schedule bucketed(const schedule& s, const network& net, std::size_t max_bytes,
                          std::span<const std::shared_ptr<const plan>> plans = {}) {
   if (max_bytes == 0 || s.model.size() != s.transfers.size() || !detail::bucketable(s, max_bytes)) return s;
+  // Devices and dependencies index the network and the schedule: a hand-made schedule is checked
+  // first (a sender of 2^19 was read past the network's hosts).
+  for (std::size_t i = 0; i < s.transfers.size(); ++i) {
+    const transfer& t = s.transfers[i];
+    bool fits = t.sender >= 0 && t.sender < net.device_count() && !t.receivers.empty();
+    for (index_t r : t.receivers) fits = fits && r >= 0 && r < net.device_count();
+    for (std::int32_t w : t.waits_for) fits = fits && w >= 0 && static_cast<std::size_t>(w) < i;
+    if (!fits)
+      throw error("bucketed: transfer " + std::to_string(i) +
+                  " names a device outside the network, no receiver, or waits for a transfer that does not come before it");
+  }
   schedule out = s;
   out.transfers.clear();
   out.model.clear();
@@ -7599,8 +7653,14 @@ void check_forward(const schedule& s, std::size_t i, Bad bad) {
 /// The model of one transfer: the executor orders its rounds by these times, so a time that is
 /// not a finite number of seconds (NaN compares false with every time) would stall it.
 template <class Bad>
-void check_model_fits(std::size_t i, const transfer_model& m, Bad bad) {
+void check_model_fits(std::size_t i, const transfer& t, const transfer_model& m, Bad bad) {
   if (m.holders.size() != m.resources.size()) bad(i, "has a model whose resources and holders differ in number");
+  // The executor passes NIC tokens between holders as ranks: one outside the transfer (-7, or
+  // past the communicator) was an MPI abort, not an error.
+  for (std::size_t k = 0; k < m.holders.size(); ++k)
+    if (m.resources[k] < 0 || (m.holders[k] != t.sender &&
+                               std::find(t.receivers.begin(), t.receivers.end(), m.holders[k]) == t.receivers.end()))
+      bad(i, "has a model whose resource is negative or held by a device that neither sends nor receives it");
   if (m.hold_from.size() != m.hold_until.size() || (!m.hold_from.empty() && m.hold_from.size() != m.resources.size()))
     bad(i, "has a model whose hold times do not match its resources");
   auto seconds = [](double x) { return std::isfinite(x) && x >= 0; };
@@ -7641,7 +7701,7 @@ inline void check_schedule_fits(std::span<const plan> plans, const schedule& s) 
     for (std::int32_t w : t.waits_for)
       if (w < 0 || static_cast<std::size_t>(w) >= i) bad(i, "waits for a transfer that does not come before it");
     if (t.kind == transfer_kind::forward) detail::check_forward(s, i, bad);
-    if (!s.model.empty()) detail::check_model_fits(i, s.model[i], bad);
+    if (!s.model.empty()) detail::check_model_fits(i, t, s.model[i], bad);
     if (t.piece_bytes < 0 || (t.piece_bytes > 0 && t.kind != transfer_kind::chain)) bad(i, "has a piece size but is no chain");
     if (t.piece_bytes > 0 && static_cast<std::size_t>(t.bytes / t.piece_bytes) >= max_chain_pieces)
       bad(i, "cuts its chain into more than " + std::to_string(max_chain_pieces) + " pieces");

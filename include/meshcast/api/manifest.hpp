@@ -5,6 +5,7 @@
 //    "src": {"mesh": "2x4"},                           "devices" optional: default 0..N-1
 //    "dst": {"mesh": "2x2", "devices": [8, 9, 10, 11]},  default: right after the source's
 //    "same_mesh": false,                               optional; true: dst devices = src devices
+//                                                      (a dst "devices" naming others is an error)
 //    "tensors": [{"name": "layers.0.wq", "shape": [512, 512], "dtype_bytes": 2,
 //                 "src_spec": "S1,S0", "dst_spec": "S0,R",
 //                 "src": {"mesh": "1x4", "devices": [4, 5, 6, 7]}}]}   per-tensor src/dst override
@@ -125,7 +126,7 @@ class manifest_reader {
     m.src = mesh_of(required(doc, "src", "the manifest"), "src", {});
     if (m.same_mesh) {
       m.dst = doc.find("dst") ? mesh_of(*doc.find("dst"), "dst", {}) : m.src;
-      same_devices(m.src, m.dst, "dst");
+      same_devices(m.src, m.dst, doc.find("dst"), "dst");
     } else {
       m.dst = mesh_of(required(doc, "dst", "the manifest"), "dst", after(m.src.devices));
     }
@@ -197,10 +198,14 @@ class manifest_reader {
     }
     return out;
   }
-  static void same_devices(const manifest_mesh& src, manifest_mesh& dst, const std::string& what) {
+  // same_mesh puts the destination on the source's devices; a "devices" list that names others
+  // contradicts it and is refused (it was dropped unsaid).
+  static void same_devices(const manifest_mesh& src, manifest_mesh& dst, const json::value* dst_json, const std::string& what) {
     if (src.devices.size() != dst.devices.size())
       throw error(what + ".mesh: same_mesh needs as many devices as the source mesh (" + std::to_string(src.devices.size()) +
                   "), got " + std::to_string(dst.devices.size()));
+    if (dst_json && dst_json->find("devices") && dst.devices != src.devices)
+      throw error(what + ".devices: same_mesh puts the destination on the source's devices, and this list names others");
     dst.devices = src.devices;
   }
   static void count(manifest& m, const manifest_mesh& x) {
@@ -224,7 +229,7 @@ class manifest_reader {
     manifest_mesh dst;
     if (m.same_mesh) {
       dst = t.find("dst") ? mesh_of(*t.find("dst"), where + ": dst", {}) : m.dst;
-      same_devices(src, dst, where + ": dst");
+      same_devices(src, dst, t.find("dst"), where + ": dst");
     } else {
       dst = t.find("dst") ? mesh_of(*t.find("dst"), where + ": dst", after(src.devices)) : m.dst;
     }

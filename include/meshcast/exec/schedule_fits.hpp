@@ -113,8 +113,14 @@ void check_forward(const schedule& s, std::size_t i, Bad bad) {
 /// The model of one transfer: the executor orders its rounds by these times, so a time that is
 /// not a finite number of seconds (NaN compares false with every time) would stall it.
 template <class Bad>
-void check_model_fits(std::size_t i, const transfer_model& m, Bad bad) {
+void check_model_fits(std::size_t i, const transfer& t, const transfer_model& m, Bad bad) {
   if (m.holders.size() != m.resources.size()) bad(i, "has a model whose resources and holders differ in number");
+  // The executor passes NIC tokens between holders as ranks: one outside the transfer (-7, or
+  // past the communicator) was an MPI abort, not an error.
+  for (std::size_t k = 0; k < m.holders.size(); ++k)
+    if (m.resources[k] < 0 || (m.holders[k] != t.sender &&
+                               std::find(t.receivers.begin(), t.receivers.end(), m.holders[k]) == t.receivers.end()))
+      bad(i, "has a model whose resource is negative or held by a device that neither sends nor receives it");
   if (m.hold_from.size() != m.hold_until.size() || (!m.hold_from.empty() && m.hold_from.size() != m.resources.size()))
     bad(i, "has a model whose hold times do not match its resources");
   auto seconds = [](double x) { return std::isfinite(x) && x >= 0; };
@@ -155,7 +161,7 @@ inline void check_schedule_fits(std::span<const plan> plans, const schedule& s) 
     for (std::int32_t w : t.waits_for)
       if (w < 0 || static_cast<std::size_t>(w) >= i) bad(i, "waits for a transfer that does not come before it");
     if (t.kind == transfer_kind::forward) detail::check_forward(s, i, bad);
-    if (!s.model.empty()) detail::check_model_fits(i, s.model[i], bad);
+    if (!s.model.empty()) detail::check_model_fits(i, t, s.model[i], bad);
     if (t.piece_bytes < 0 || (t.piece_bytes > 0 && t.kind != transfer_kind::chain)) bad(i, "has a piece size but is no chain");
     if (t.piece_bytes > 0 && static_cast<std::size_t>(t.bytes / t.piece_bytes) >= max_chain_pieces)
       bad(i, "cuts its chain into more than " + std::to_string(max_chain_pieces) + " pieces");

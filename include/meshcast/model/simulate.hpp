@@ -9,9 +9,12 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
+#include "../core/error.hpp"
 #include "network.hpp"
 #include "op.hpp"
 #include "ordered_engine.hpp"
@@ -19,9 +22,34 @@
 
 namespace meshcast {
 
+namespace detail {
+// What the models index by: a model per transfer, each dependency an earlier transfer, each
+// resource inside `rs` with its hold times beside it. A hand-made schedule that broke one of
+// these was read out of bounds (found by review); solve() and the executor's checks make none.
+inline void check_simulable(const std::vector<transfer>& transfers, const std::vector<transfer_model>& model,
+                            const resource_space& rs) {
+  if (model.size() != transfers.size())
+    throw error("simulate: the schedule has " + std::to_string(transfers.size()) + " transfers but " +
+                std::to_string(model.size()) + " models");
+  for (std::size_t i = 0; i < transfers.size(); ++i) {
+    for (std::int32_t w : transfers[i].waits_for)
+      if (w < 0 || static_cast<std::size_t>(w) >= i)
+        throw error("simulate: transfer " + std::to_string(i) + " waits for a transfer that does not come before it");
+    const transfer_model& m = model[i];
+    if (!m.hold_from.empty() && (m.hold_from.size() != m.resources.size() || m.hold_until.size() != m.resources.size()))
+      throw error("simulate: transfer " + std::to_string(i) + " has hold times that do not match its resources");
+    for (int r : m.resources)
+      if (r < 0 || r >= rs.size())
+        throw error("simulate: transfer " + std::to_string(i) + " occupies resource " + std::to_string(r) +
+                    ", outside the network's " + std::to_string(rs.size()));
+  }
+}
+}  // namespace detail
+
 /// Ordered model over a schedule's transfers and their models; returns the makespan.
 inline double simulate_ordered(const std::vector<transfer>& transfers, std::vector<transfer_model>& model,
                                const resource_space& rs) {
+  detail::check_simulable(transfers, model, rs);
   resource_clock clock(rs.size());
   for (std::size_t i = 0; i < model.size(); ++i) {
     double ready = 0;
@@ -34,6 +62,8 @@ inline double simulate_ordered(const std::vector<transfer>& transfers, std::vect
 /// Concurrent model (see the file comment); returns the makespan.
 inline double simulate_concurrent(const std::vector<transfer>& transfers, std::vector<transfer_model>& model,
                                   const network& net, const resource_space& rs) {
+  detail::check_simulable(transfers, model, rs);
+  if (rs.ports > net.port_count()) throw error("simulate: the resource space has more ports than the network");
   const std::size_t n = transfers.size();
   constexpr double inf = std::numeric_limits<double>::infinity();
   auto capacity = [&](int r) { return rs.is_egress(r) ? net.egress_bps(rs.port_of(r)) : net.ingress_bps(rs.port_of(r)); };

@@ -10,9 +10,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -79,6 +81,17 @@ inline bool bucketable(const schedule& s, std::size_t max_bytes) {
 inline schedule bucketed(const schedule& s, const network& net, std::size_t max_bytes,
                          std::span<const std::shared_ptr<const plan>> plans = {}) {
   if (max_bytes == 0 || s.model.size() != s.transfers.size() || !detail::bucketable(s, max_bytes)) return s;
+  // Devices and dependencies index the network and the schedule: a hand-made schedule is checked
+  // first (a sender of 2^19 was read past the network's hosts).
+  for (std::size_t i = 0; i < s.transfers.size(); ++i) {
+    const transfer& t = s.transfers[i];
+    bool fits = t.sender >= 0 && t.sender < net.device_count() && !t.receivers.empty();
+    for (index_t r : t.receivers) fits = fits && r >= 0 && r < net.device_count();
+    for (std::int32_t w : t.waits_for) fits = fits && w >= 0 && static_cast<std::size_t>(w) < i;
+    if (!fits)
+      throw error("bucketed: transfer " + std::to_string(i) +
+                  " names a device outside the network, no receiver, or waits for a transfer that does not come before it");
+  }
   schedule out = s;
   out.transfers.clear();
   out.model.clear();

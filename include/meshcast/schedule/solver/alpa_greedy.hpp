@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "../../core/detail/deadline.hpp"
@@ -21,6 +22,8 @@ struct alpa_greedy {
   const char* supports(const instance&) const { return nullptr; }
 
   solver_result solve(const instance& in, const solver_options& options) const {
+    // No trial places no unit: it spun until the time limit, then read an emptied vector.
+    if (trials < 1) throw error("alpa_greedy::trials is " + std::to_string(trials) + "; it needs at least 1");
     const detail::deadline stop(options.time_limit_s);
     const network& net = *in.net;
     solver_result r;

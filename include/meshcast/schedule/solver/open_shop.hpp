@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "../../core/detail/deadline.hpp"
@@ -24,7 +25,10 @@ namespace meshcast {
 
 struct open_shop {
   static constexpr std::string_view name = "open_shop";
-  int rounds = 256;  ///< target number of chunks on the busiest port (fewer when latency dominates)
+  int rounds = 256;  ///< target number of chunks on the busiest port (fewer when latency dominates), 1..max_rounds
+  /// The most rounds: the chunks grow with them (INT_MAX made 11 million chunks, 16 GB and 53 s
+  /// under a 0.2 s limit on a network without latency, which caps nothing).
+  static constexpr int max_rounds = 4096;
 
   const char* supports(const instance& in) const {
     if (!in.point_to_point)
@@ -33,6 +37,8 @@ struct open_shop {
   }
 
   solver_result solve(const instance& in, const solver_options& options) const {
+    if (rounds < 1 || rounds > max_rounds)
+      throw error("open_shop::rounds is " + std::to_string(rounds) + "; it must be 1 to " + std::to_string(max_rounds));
     const detail::deadline stop(options.time_limit_s);
     const network& net = *in.net;
     const resource_space& rs = in.resources;
@@ -57,6 +63,7 @@ struct open_shop {
 
     for (std::size_t u = 0; u < in.units.size(); ++u) {
       const unit& un = in.units[u];
+      const bool hurry = stop.expired();  // out of time: the rest go whole, uncut
       if (!un.has_choice() && !any_nic(un.options[0], rs)) {
         detail::emit(in, u, 0, out.ops);  // local and intra-host work goes first
         continue;
@@ -99,7 +106,7 @@ struct open_shop {
           // one time: pieces would go eagerly or drift apart by a row and run one after the
           // other (a same-mesh transpose's rounds took twice as long), so such a transfer
           // stays whole.
-          if (model.connection >= 0 && block_bytes > net.eager_bytes()) n = 1;
+          if ((model.connection >= 0 && block_bytes > net.eager_bytes()) || hurry) n = 1;
           auto pieces = slice_along(blocks[k], d, n);
           for (const box& piece : pieces) {
             op c = model;

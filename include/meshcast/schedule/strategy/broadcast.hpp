@@ -21,6 +21,8 @@ struct broadcast {
 
   void remote_ops(const network& net, const resource_space& rs, index_t task, const box& region, index_t bytes,
                   index_t sender, std::span<const index_t> remote, std::vector<op>& out) const {
+    if (how != transfer_kind::chain && how != transfer_kind::group_broadcast)  // as the other enums are checked
+      throw error("broadcast::how must be transfer_kind::chain or transfer_kind::group_broadcast");
     if (remote.empty()) return;
     if (remote.size() == 1 && how == transfer_kind::chain) {
       // A chain of one receiver is a point-to-point transfer: sent as one message, not in chunks
