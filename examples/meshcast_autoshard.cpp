@@ -11,6 +11,7 @@
 #include <meshcast/autoshard.hpp>
 #include <meshcast/core/detail/read_document.hpp>
 
+#include "cli/ignored_members.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/flag_values.hpp"
 
@@ -221,9 +222,7 @@ int main(int argc, char** argv) {
     };
     // Members the formats ignore, named on stderr: a misspelt "spec" would drop a constraint unseen.
     auto warn_ignored = [](const std::string& path, const std::vector<std::string>& members) {
-      for (const std::string& m : members)
-        std::fprintf(stderr, "meshcast-autoshard: warning: %s: member \"%s\" is not one meshcast reads; ignored\n",
-                     meshcast::detail::printable(path, path.size()).c_str(), m.c_str());
+      meshcast::cli::warn_ignored(stderr, "meshcast-autoshard", path, members, "meshcast reads");
     };
     const std::string graph_text = meshcast::detail::read_document(graph_path, "the graph file");
     const json::value graph_doc = in_file(graph_path, [&] { return json::parse(graph_text); });

@@ -51,6 +51,7 @@
 // The program's parts (examples/pipeline_mpi/): flags, clocks, collectives, compute, transfers,
 // runners, one run of the lists, and rank 0's report.
 #include "cli/end_job.hpp"
+#include "cli/ignored_members.hpp"
 #include "pipeline_mpi/clock.hpp"
 #include "pipeline_mpi/collectives.hpp"
 #include "pipeline_mpi/compute.hpp"
@@ -123,10 +124,7 @@ int main(int argc, char** argv) {
     } catch (const error& e) {
       throw error(meshcast::detail::printable(f.file, f.file.size()) + ": " + e.what());
     }
-    if (rank == 0)
-      for (const std::string& m : file.ignored)  // as meshcast-pipeline warns
-        std::fprintf(stderr, "meshcast-pipeline-mpi: warning: %s: member \"%s\" is not one a pipeline file has; ignored\n",
-                     meshcast::detail::printable(f.file, f.file.size()).c_str(), m.c_str());
+    if (rank == 0) meshcast::cli::warn_ignored(stderr, "meshcast-pipeline-mpi", f.file, file.ignored, "a pipeline file has");
     pl::description& d = file.d;
     k = f.ranks_per_stage;
     if (static_cast<long long>(d.stage_count()) * k != size)

@@ -17,6 +17,7 @@
 #include <meshcast/pipeline.hpp>
 
 #include "flag_values.hpp"
+#include "ignored_members.hpp"
 #include "json_writer.hpp"
 
 namespace meshcast::cli {
@@ -187,9 +188,7 @@ int pipeline_main(int argc, char** argv, std::FILE* out = stdout, std::FILE* err
           "[--time-limit-ms N] [--search-limit-ms N] [--seed N])");
     if (!pipeline::has_policy<Policies>(policy)) pipeline::visit_policy<Policies>(policy, [](auto) {});  // throws
     const pipeline::parsed_pipeline parsed = pipeline::load_parsed(file);
-    for (const std::string& m : parsed.ignored)  // the format ignores them; a misspelt "edges" should not pass unseen
-      std::fprintf(err, "meshcast-pipeline: warning: %s: member \"%s\" is not one a pipeline file has; ignored\n",
-                   detail::printable(file, file.size()).c_str(), m.c_str());
+    warn_ignored(err, "meshcast-pipeline", file, parsed.ignored, "a pipeline file has");
     const pipeline::description& d = parsed.d;
     const pipeline::timeline t =
         pipeline::visit_policy<Policies>(policy, [&](auto p) {
