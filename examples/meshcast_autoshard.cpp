@@ -264,7 +264,7 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "meshcast-autoshard: error: out of memory\n");
-    return 1;
+    return 2;  // an input too large for this machine, like meshcast-plan's
   } catch (const std::exception& e) {
     std::fprintf(stderr, "meshcast-autoshard: error: %s\n", e.what());
     return 2;

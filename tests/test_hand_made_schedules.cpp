@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -84,4 +85,58 @@ TEST_CASE("solver parameters that cannot work are refused, naming them") {
   CHECK_NOTHROW(solve(f.in, open_shop{.rounds = open_shop::max_rounds}));
   CHECK(mentions(thrown([&] { make_instance(f.p, f.net, broadcast{.how = transfer_kind::point_to_point}); }),
             "broadcast::how must be transfer_kind::chain or transfer_kind::group_broadcast"));
+}
+
+// The lower layers' review (2026-12-07): simulate trusted a hand-made model's times (NaN gave a
+// makespan of 0, inf stopped the concurrent model early), its connection slots (2^26 grew a 1.5 GB
+// table) and its resource space (2^31 devices wrapped to 4 resources).
+TEST_CASE("hand-made schedules: simulate refuses times that are not seconds, in both modes") {
+  schedule_fixture f;
+  const char* why = "not a finite, non-negative number of seconds";
+  for (execution mode : {execution::ordered, execution::concurrent}) {
+    schedule good = f.s;
+    good.mode = mode;
+    const double expected = simulate(good, f.net, f.in.resources);
+    CHECK(expected > 0);
+    for (double bad_time : {std::numeric_limits<double>::quiet_NaN(), -1e9, std::numeric_limits<double>::infinity()}) {
+      schedule dur = good, lat = good;
+      dur.model.front().duration = bad_time;
+      lat.model.back().latency_s = bad_time;
+      CHECK(mentions(thrown([&] { simulate(dur, f.net, f.in.resources); }), why));
+      CHECK(mentions(thrown([&] { simulate(lat, f.net, f.in.resources); }), why));
+    }
+    schedule reversed = good;
+    transfer_model& m = reversed.model.front();
+    m.hold_from.assign(m.resources.size(), 0.5 * m.duration);
+    m.hold_until.assign(m.resources.size(), 0.25 * m.duration);
+    CHECK(mentions(thrown([&] { simulate(reversed, f.net, f.in.resources); }), "a hold that ends before it starts"));
+  }
+}
+
+TEST_CASE("hand-made schedules: connection slots far apart simulate as the same slots dense, and are given back") {
+  schedule_fixture f;
+  // Transfers 2k and 2k + 1 are the two directions of one connection (slots k and k ^ 1).
+  schedule dense = f.s;
+  for (std::size_t i = 0; i < dense.model.size(); ++i) dense.model[i].connection = static_cast<int>(i);
+  const double expected = simulate(dense, f.net, f.in.resources);
+  const int n = static_cast<int>(dense.model.size());
+  for (int base : {1 << 26, (INT_MAX - n - 1) & ~1}) {
+    schedule sparse = dense;
+    for (transfer_model& m : sparse.model) m.connection += base;
+    std::vector<int> given;
+    for (const transfer_model& m : sparse.model) given.push_back(m.connection);
+    CHECK(simulate(sparse, f.net, f.in.resources) == doctest::Approx(expected));
+    std::vector<int> after;
+    for (const transfer_model& m : sparse.model) after.push_back(m.connection);
+    CHECK(after == given);
+  }
+}
+
+TEST_CASE("hand-made schedules: simulate refuses a resource space whose size does not fit an int") {
+  schedule_fixture f;
+  for (index_t devices : {index_t{1} << 30, index_t{1} << 31, index_t{-1}}) {
+    resource_space rs{f.in.resources.ports, devices};
+    CHECK(mentions(thrown([&] { simulate(f.s, f.net, rs); }), "a resource space of"));
+  }
+  CHECK(mentions(thrown([&] { simulate(f.s, f.net, resource_space{-1, 4}); }), "a resource space of"));
 }

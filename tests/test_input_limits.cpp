@@ -7,6 +7,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <meshcast/core/detail/json.hpp>
@@ -144,4 +145,48 @@ TEST_CASE("input limits: a JSON value takes at most 40 bytes, its copies share w
   CHECK(doc.at("more", "doc").at("x", "more").as_bool("x"));
   CHECK(doc.find("absent") == nullptr);
   CHECK(ids[0].find("x") == nullptr);
+}
+
+// The lower layers' review (2026-12-07). make_plan built every task before any budget looked: an
+// N-device S0,R -> R,S0 makes N * N tasks (2048 devices: 0.7 GB; max_devices: 2^40 tasks and a
+// bad_alloc). A default layout<mesh<dyn, 4>, ...> held an axis of 0 devices and tile() divided by it.
+// cut_region trusted box::volume, which wrapped: a 2^32 x 2^32 region came back as one piece.
+TEST_CASE("input limits: a plan past max_plan_tasks is refused before its tasks are built") {
+  auto transpose = [](index_t n) {
+    const std::string mesh = std::to_string(n);
+    return make_plan(dynamic_layout(parse_mesh(mesh), dynamic_spec("S0,R"), dynamic_shape{n, n}),
+                     dynamic_layout(parse_mesh(mesh), dynamic_spec("R,S0"), dynamic_shape{n, n}),
+                     {.devices = device_map::same()});
+  };
+  CHECK(transpose(64).tasks.size() == 64 * 64);
+  const std::string why = thrown([&] { (void)transpose(8192); });  // 2^26 tasks
+  CHECK(why.find("makes more than 16777216 send tasks (meshcast::max_plan_tasks)") != std::string::npos);
+  CHECK(why.find("on mesh 8192 as S0,R") != std::string::npos);
+  const std::string huge = thrown([&] { (void)transpose(max_devices); });  // 2^40 tasks: counted, not built
+  CHECK(huge.find("meshcast::max_plan_tasks") != std::string::npos);
+}
+
+TEST_CASE("input limits: only a layout known whole at compile time is default-constructible") {
+  static_assert(std::is_default_constructible_v<layout<mesh<2, 4>, spec<S<0>, R>, shape<8, 8>>>);
+  static_assert(!std::is_default_constructible_v<layout<mesh<dyn, 4>, spec<S<0>, R>, shape<8, 8>>>,
+                "a default dyn axis holds 0 devices");
+  static_assert(!std::is_default_constructible_v<layout<mesh<2, 4>, spec<S<0>, R>, shape<dyn, 8>>>,
+                "a default dyn dim holds 0 elements");
+  CHECK(layout<mesh<2, 4>, spec<S<0>, R>, shape<8, 8>>{}.tile(5) ==
+        layout(mesh<2, 4>{}, spec<S<0>, R>{}, shape<8, 8>{}).tile(5));
+}
+
+TEST_CASE("input limits: cut_region refuses a region too large to count") {
+  box region;
+  region.rank = 2;
+  region.dims[0] = {0, index_t{1} << 32};
+  region.dims[1] = {0, index_t{1} << 32};
+  std::vector<box> out;
+  CHECK(thrown([&] { (void)cut_region(region, 1024, out); }).find("has more elements than fit in 64 bits") !=
+        std::string::npos);
+  CHECK(out.empty());
+  region.dims[0] = {0, 4};
+  region.dims[1] = {0, 6};
+  REQUIRE(cut_region(region, 12, out));
+  CHECK(out.size() == 2);
 }

@@ -3,7 +3,9 @@
 
 #include <meshcast/core/detail/json.hpp>
 #include <algorithm>
+#include <clocale>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -175,4 +177,28 @@ TEST_CASE("json: raw string bytes follow scan_utf8, checked against every code p
   }
   CHECK(wrong == 0);
   CHECK(checked == 128 + 128 * 256 + 32 * 11 * 11 + 16 * 11 * 11 * 4);  // every non-ASCII text
+}
+
+// Numbers were read with strtod, which takes the decimal point of the program's locale: a program
+// that called setlocale under a decimal-comma locale read 12.5e9 as 12 and refused 0.5 (found by
+// review). ctest's unit.json_locale makes such a locale and names it in
+// MESHCAST_TEST_DECIMAL_COMMA_LOCALE, so that there the case cannot skip.
+TEST_CASE("json: numbers read the same under a decimal-comma locale") {
+  const char* named = std::getenv("MESHCAST_TEST_DECIMAL_COMMA_LOCALE");
+  const std::string before = std::setlocale(LC_NUMERIC, nullptr);
+  if (!std::setlocale(LC_NUMERIC, named ? named : "de_DE.UTF-8")) {
+    if (named) FAIL_CHECK("the locale " << named << " is not available");
+    else MESSAGE("no de_DE.UTF-8 locale here: unit.json_locale runs this case under one it makes");
+    return;
+  }
+  struct restore {
+    std::string name;
+    ~restore() { std::setlocale(LC_NUMERIC, name.c_str()); }
+  } back{before};
+  CHECK(std::localeconv()->decimal_point == std::string(","));  // the locale really uses a comma
+  CHECK(json::parse("1.5").as_double("x") == 1.5);
+  CHECK(json::parse("12.5e9").as_double("x") == 12.5e9);
+  CHECK(json::parse("0.5").as_double("x") == 0.5);
+  CHECK(json::parse("-2.25E-3").as_double("x") == -2.25e-3);
+  CHECK_THROWS_WITH_AS(json::parse("1e400"), doctest::Contains("out of range"), error);
 }

@@ -931,7 +931,8 @@ struct layout_value {
   spec_value spec;
   extents_value shape;
 
-  constexpr index_t device_count() const noexcept { return mesh.product(); }
+  // Not noexcept: the product of a hand-built, unvalidated mesh throws on overflow (was terminate).
+  constexpr index_t device_count() const { return mesh.product(); }
 
   /// Number of chunks dim d is split into (1 when replicated).
   constexpr index_t chunk_count(int d) const noexcept {
@@ -1009,8 +1010,10 @@ class layout {
   using spec_type = Spec;
   using shape_type = Shape;
 
-  constexpr layout() requires(std::is_default_constructible_v<Mesh> && Spec::is_static() &&
-                              std::is_default_constructible_v<Shape>) = default;
+  // Only a layout known whole at compile time is valid unconstructed: a default mesh<dyn, 4> has an
+  // axis of 0 devices, and tile() divided by it (found by review).
+  constexpr layout() requires(std::is_default_constructible_v<Mesh> && Mesh::is_static() && Spec::is_static() &&
+                              std::is_default_constructible_v<Shape> && Shape::is_static()) = default;
   constexpr layout(Mesh m, Spec s, Shape t) : mesh_(m), spec_(s), shape_(t) { validate(value()); }
 
   constexpr const Mesh& mesh() const noexcept { return mesh_; }
@@ -1193,6 +1196,11 @@ struct replica_groups {
   constexpr index_t size() const noexcept { return static_cast<index_t>(offsets.size()) - 1; }
 };
 
+/// The most send tasks one plan may hold (a 4096-device S0 -> S1 transpose has this many). Past it
+/// the tasks alone would take gigabytes before any budget downstream could refuse them: an N-device
+/// S0,R -> R,S0 makes N * N tasks, and 2^40 at max_devices.
+inline constexpr index_t max_plan_tasks = index_t{1} << 24;
+
 struct plan_options {
   index_t element_bytes = 4;
   device_map devices{};
@@ -1279,6 +1287,26 @@ constexpr replica_groups group_by_tile(const layout_value& l, const std::vector<
   return g;
 }
 
+// Refuses a plan of more than max_plan_tasks tasks before building any. Tiles are products of
+// ranges, so the tasks number the product over dims of the (source chunk, destination chunk) pairs
+// that meet: a bound counted in O(chunks), never larger than the count the enumeration reaches.
+constexpr void check_task_count(const layout_value& src, const layout_value& dst, const std::array<index_t, max_rank>& src_k,
+                                const std::array<index_t, max_rank>& dst_q) {
+  index_t tasks = 1;
+  bool fits = true;
+  for (int d = 0; d < src.shape.rank && fits; ++d) {
+    index_t pairs = 0;
+    for (index_t j = 0; j < src_k[d]; ++j) {
+      const range r = chunk_range(src.shape[d], src_k[d], j);
+      if (!r.empty()) pairs += (r.hi - 1) / dst_q[d] - r.lo / dst_q[d] + 1;  // <= the dim's extent: no overflow
+    }
+    fits = product_fits(tasks, pairs, tasks) && tasks <= max_plan_tasks;
+  }
+  if (!fits)
+    throw error("resharding " + src.to_string() + " to " + dst.to_string() + " makes more than " +
+                std::to_string(max_plan_tasks) + " send tasks (meshcast::max_plan_tasks); split the tensor or the meshes");
+}
+
 // The source devices a plan was given: one distinct id in [0, max_devices) per mesh position.
 constexpr std::vector<index_t> listed_sources(const std::vector<index_t>& ids, index_t n) {
   if (static_cast<index_t>(ids.size()) != n)
@@ -1343,6 +1371,7 @@ constexpr plan make_plan(const layout_value& src, const layout_value& dst, const
     dst_q[d] = chunk_size(src.shape[d], dst_k[d]);
   }
 
+  detail::check_task_count(src, dst, src_k, dst_q);
   // For each source tile, the destination chunks it meets form a contiguous run along every dim,
   // so the tasks are enumerated directly: the work is proportional to the number of tasks.
   const index_t src_keys = p.src_groups.size();
@@ -1443,9 +1472,14 @@ inline bool cut_region(const box& region, index_t max_elements, std::vector<box>
     throw error("cut_region: a region of rank " + std::to_string(region.rank) + "; ranks are 1.." + std::to_string(max_rank));
   if (max_elements < 1)  // no dim's slabs would fit: the walk below would pass the last dim
     throw error("cut_region: pieces of at most " + std::to_string(max_elements) + " elements; a piece holds at least one");
+  // box::volume does not check: a 2^32 x 2^32 region wrapped to one piece of 2^64 elements (found
+  // by review).
+  index_t inner = 1;
+  for (int k = 0; k < region.rank; ++k)
+    if (!detail::product_fits(inner, region.dims[k].size(), inner))
+      throw error("cut_region: the region " + region.to_string() + " has more elements than fit in 64 bits");
   // The outermost dim d whose slabs (one index of it and of every dim before it) fit.
   int d = -1;
-  index_t inner = region.volume();
   while (inner > max_elements) {
     ++d;
     inner /= region[d].size();
@@ -5943,8 +5977,10 @@ decltype(auto) visit_solver(std::string_view name, F&& f) {
 //   TCP flows share a link); transfers that cross no NIC take their own (intra-host) time.
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -5957,6 +5993,12 @@ namespace detail {
 // these was read out of bounds (found by review); solve() and the executor's checks make none.
 inline void check_simulable(const std::vector<transfer>& transfers, const std::vector<transfer_model>& model,
                             const resource_space& rs) {
+  // size() counts in int: a caller's space of 2^31 devices wrapped to 4 resources (found by review).
+  if (rs.ports < 0 || rs.devices < 0 || rs.devices > max_devices ||
+      2 * static_cast<index_t>(rs.ports) + 2 * rs.devices > std::numeric_limits<int>::max())
+    throw error("simulate: a resource space of " + std::to_string(rs.ports) + " ports and " + std::to_string(rs.devices) +
+                " devices; each must be 0 or more, at most " + std::to_string(max_devices) +
+                " devices, and twice their sum must fit an int");
   if (model.size() != transfers.size())
     throw error("simulate: the schedule has " + std::to_string(transfers.size()) + " transfers but " +
                 std::to_string(model.size()) + " models");
@@ -5971,14 +6013,54 @@ inline void check_simulable(const std::vector<transfer>& transfers, const std::v
       if (r < 0 || r >= rs.size())
         throw error("simulate: transfer " + std::to_string(i) + " occupies resource " + std::to_string(r) +
                     ", outside the network's " + std::to_string(rs.size()));
+    // The models add these to their clocks: NaN was dropped by max (a makespan of 0), a negative
+    // time ended a transfer before it started, an infinite one stopped the concurrent model early.
+    auto seconds = [](double x) { return std::isfinite(x) && x >= 0; };
+    bool fine = seconds(m.duration) && seconds(m.latency_s);
+    for (std::size_t k = 0; k < m.hold_from.size(); ++k)
+      fine = fine && seconds(m.hold_from[k]) && seconds(m.hold_until[k]) && m.hold_from[k] <= m.hold_until[k];
+    if (!fine)
+      throw error("simulate: transfer " + std::to_string(i) +
+                  " has a duration, latency or hold time that is not a finite, non-negative number of seconds,"
+                  " or a hold that ends before it starts");
   }
 }
+
+// The ordered engine indexes connection slots by number (dense from connection_map); a hand-made
+// slot of 2^26 grew its table to 1.5 GB (found by review). Sparse slots are renumbered densely for
+// the run, each pair's two directions staying k and k ^ 1, and given back after.
+class dense_connections {
+ public:
+  explicit dense_connections(std::vector<transfer_model>& model) : model_(model) {
+    int highest = -1;
+    for (const transfer_model& m : model) highest = std::max(highest, m.connection);
+    if (highest < 0 || static_cast<std::size_t>(highest) < 2 * model.size()) return;
+    std::map<int, int> pair_slot;  // caller's pair (slot / 2) -> dense first slot
+    saved_.reserve(model.size());
+    for (transfer_model& m : model) {
+      saved_.push_back(m.connection);
+      if (m.connection < 0) continue;
+      const auto [it, fresh] = pair_slot.try_emplace(m.connection / 2, 2 * static_cast<int>(pair_slot.size()));
+      m.connection = it->second + (m.connection & 1);
+    }
+  }
+  ~dense_connections() {
+    for (std::size_t i = 0; i < saved_.size(); ++i) model_[i].connection = saved_[i];
+  }
+  dense_connections(const dense_connections&) = delete;
+  dense_connections& operator=(const dense_connections&) = delete;
+
+ private:
+  std::vector<transfer_model>& model_;
+  std::vector<int> saved_;  // empty: nothing renumbered
+};
 }  // namespace detail
 
 /// Ordered model over a schedule's transfers and their models; returns the makespan.
 inline double simulate_ordered(const std::vector<transfer>& transfers, std::vector<transfer_model>& model,
                                const resource_space& rs) {
   detail::check_simulable(transfers, model, rs);
+  const detail::dense_connections slots(model);
   resource_clock clock(rs.size());
   for (std::size_t i = 0; i < model.size(); ++i) {
     double ready = 0;
@@ -6068,7 +6150,8 @@ inline double simulate_concurrent(const std::vector<transfer>& transfers, std::v
     double step = inf;
     for (const flow& f : flows) step = std::min(step, f.remaining / f.rate);
     for (const auto& [at, i] : timers) step = std::min(step, at - t);
-    if (!(step < inf)) break;  // nothing can move: cannot happen with a valid schedule
+    if (!(step < inf))  // nothing can move: the checks above leave no schedule that does this
+      throw error("simulate: " + std::to_string(n - done) + " transfers of the concurrent model never complete");
     step = std::max(step, 0.0);
     std::vector<std::size_t> ended;
     for (flow& f : flows) {

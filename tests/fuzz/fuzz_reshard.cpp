@@ -3,10 +3,13 @@
 // that holds it (checked element by element by the independent checker of the unit tests). Only
 // the plan and the network may refuse their input (meshcast::error); once both stand, building the
 // instance and solving it must succeed: `solve` reports a built-in solver's invalid schedule as
-// meshcast::error, which here is a finding, not a refusal.
+// meshcast::error, which here is a finding, not a refusal. Then, at times, the answer with parts of
+// its model changed, as a hand-made schedule: simulate refuses it or gives a finite makespan.
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstdio>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,6 +32,55 @@ spec_value spec_from(fuzz::provider& in, int mesh_rank, int tensor_rank) {
   return v;
 }
 
+// A value a hand-made model might hold: ordinary, or one that once broke simulate (NaN, negative,
+// infinite, huge).
+double odd_seconds(fuzz::provider& in) {
+  switch (in.pick(0, 5)) {
+    case 0: return std::numeric_limits<double>::quiet_NaN();
+    case 1: return -1e-3 * in.pick(1, 100);
+    case 2: return std::numeric_limits<double>::infinity();
+    case 3: return 1e300;
+    default: return 1e-6 * in.pick(0, 1000);
+  }
+}
+
+// Hand-made schedules: the solver's answer with parts of its model changed. simulate and
+// check_schedule_fits either refuse it (meshcast::error) or give a finite makespan; never a crash,
+// a read out of bounds or a table as large as a slot number (the lower layers' review).
+void mutate_and_simulate(fuzz::provider& in, const plan& p, const network& net, const instance& inst, schedule s) {
+  if (s.model.empty()) return;
+  for (int k = in.pick(1, 3); k > 0; --k) {
+    transfer_model& m = s.model[static_cast<std::size_t>(in.pick(0, static_cast<int>(s.model.size()) - 1))];
+    switch (in.pick(0, 5)) {
+      case 0: m.duration = odd_seconds(in); break;
+      case 1: m.latency_s = odd_seconds(in); break;
+      case 2: m.connection = in.flag() ? std::numeric_limits<int>::max() - in.pick(0, 3) : in.pick(-3, 1 << 20); break;
+      case 3:
+        if (!m.resources.empty()) m.resources[0] = in.pick(-3, 1 << 20);
+        break;
+      case 4:
+        m.hold_from.assign(m.resources.size() + static_cast<std::size_t>(in.pick(0, 1)), odd_seconds(in));
+        m.hold_until.assign(m.resources.size(), odd_seconds(in));
+        break;
+      default: s.transfers[static_cast<std::size_t>(&m - s.model.data())].waits_for.push_back(in.pick(-2, static_cast<int>(s.model.size())));
+    }
+  }
+  resource_space rs = inst.resources;
+  if (in.pick(0, 7) == 0) rs.devices = in.flag() ? index_t{1} << in.pick(20, 40) : -in.pick(1, 5);
+  try {
+    const double makespan = simulate(s, net, rs);
+    if (!std::isfinite(makespan) || makespan < 0) {
+      std::fprintf(stderr, "simulate returned a makespan of %g\n", makespan);
+      std::abort();
+    }
+  } catch (const error&) {
+  }
+  try {
+    check_schedule_fits(p, s);
+  } catch (const error&) {
+  }
+}
+
 template <class Strategy>
 void run(fuzz::provider& in, const plan& p, const std::vector<index_t>& hosts, const network& net, Strategy st) {
   const bool split = in.flag();
@@ -44,6 +96,7 @@ void run(fuzz::provider& in, const plan& p, const std::vector<index_t>& hosts, c
       std::fprintf(stderr, "solver %s strategy %s: %s\n", s.solver.c_str(), s.strategy.c_str(), problem.c_str());
       std::abort();
     }
+    if (in.flag()) mutate_and_simulate(in, p, net, inst, std::move(s));
   };
   switch (in.pick(0, 6)) {
     case 0: check(naive{}); break;

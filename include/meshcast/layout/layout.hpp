@@ -23,7 +23,8 @@ struct layout_value {
   spec_value spec;
   extents_value shape;
 
-  constexpr index_t device_count() const noexcept { return mesh.product(); }
+  // Not noexcept: the product of a hand-built, unvalidated mesh throws on overflow (was terminate).
+  constexpr index_t device_count() const { return mesh.product(); }
 
   /// Number of chunks dim d is split into (1 when replicated).
   constexpr index_t chunk_count(int d) const noexcept {
@@ -101,8 +102,10 @@ class layout {
   using spec_type = Spec;
   using shape_type = Shape;
 
-  constexpr layout() requires(std::is_default_constructible_v<Mesh> && Spec::is_static() &&
-                              std::is_default_constructible_v<Shape>) = default;
+  // Only a layout known whole at compile time is valid unconstructed: a default mesh<dyn, 4> has an
+  // axis of 0 devices, and tile() divided by it (found by review).
+  constexpr layout() requires(std::is_default_constructible_v<Mesh> && Mesh::is_static() && Spec::is_static() &&
+                              std::is_default_constructible_v<Shape> && Shape::is_static()) = default;
   constexpr layout(Mesh m, Spec s, Shape t) : mesh_(m), spec_(s), shape_(t) { validate(value()); }
 
   constexpr const Mesh& mesh() const noexcept { return mesh_; }

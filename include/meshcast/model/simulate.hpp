@@ -9,8 +9,10 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,6 +30,12 @@ namespace detail {
 // these was read out of bounds (found by review); solve() and the executor's checks make none.
 inline void check_simulable(const std::vector<transfer>& transfers, const std::vector<transfer_model>& model,
                             const resource_space& rs) {
+  // size() counts in int: a caller's space of 2^31 devices wrapped to 4 resources (found by review).
+  if (rs.ports < 0 || rs.devices < 0 || rs.devices > max_devices ||
+      2 * static_cast<index_t>(rs.ports) + 2 * rs.devices > std::numeric_limits<int>::max())
+    throw error("simulate: a resource space of " + std::to_string(rs.ports) + " ports and " + std::to_string(rs.devices) +
+                " devices; each must be 0 or more, at most " + std::to_string(max_devices) +
+                " devices, and twice their sum must fit an int");
   if (model.size() != transfers.size())
     throw error("simulate: the schedule has " + std::to_string(transfers.size()) + " transfers but " +
                 std::to_string(model.size()) + " models");
@@ -42,14 +50,54 @@ inline void check_simulable(const std::vector<transfer>& transfers, const std::v
       if (r < 0 || r >= rs.size())
         throw error("simulate: transfer " + std::to_string(i) + " occupies resource " + std::to_string(r) +
                     ", outside the network's " + std::to_string(rs.size()));
+    // The models add these to their clocks: NaN was dropped by max (a makespan of 0), a negative
+    // time ended a transfer before it started, an infinite one stopped the concurrent model early.
+    auto seconds = [](double x) { return std::isfinite(x) && x >= 0; };
+    bool fine = seconds(m.duration) && seconds(m.latency_s);
+    for (std::size_t k = 0; k < m.hold_from.size(); ++k)
+      fine = fine && seconds(m.hold_from[k]) && seconds(m.hold_until[k]) && m.hold_from[k] <= m.hold_until[k];
+    if (!fine)
+      throw error("simulate: transfer " + std::to_string(i) +
+                  " has a duration, latency or hold time that is not a finite, non-negative number of seconds,"
+                  " or a hold that ends before it starts");
   }
 }
+
+// The ordered engine indexes connection slots by number (dense from connection_map); a hand-made
+// slot of 2^26 grew its table to 1.5 GB (found by review). Sparse slots are renumbered densely for
+// the run, each pair's two directions staying k and k ^ 1, and given back after.
+class dense_connections {
+ public:
+  explicit dense_connections(std::vector<transfer_model>& model) : model_(model) {
+    int highest = -1;
+    for (const transfer_model& m : model) highest = std::max(highest, m.connection);
+    if (highest < 0 || static_cast<std::size_t>(highest) < 2 * model.size()) return;
+    std::map<int, int> pair_slot;  // caller's pair (slot / 2) -> dense first slot
+    saved_.reserve(model.size());
+    for (transfer_model& m : model) {
+      saved_.push_back(m.connection);
+      if (m.connection < 0) continue;
+      const auto [it, fresh] = pair_slot.try_emplace(m.connection / 2, 2 * static_cast<int>(pair_slot.size()));
+      m.connection = it->second + (m.connection & 1);
+    }
+  }
+  ~dense_connections() {
+    for (std::size_t i = 0; i < saved_.size(); ++i) model_[i].connection = saved_[i];
+  }
+  dense_connections(const dense_connections&) = delete;
+  dense_connections& operator=(const dense_connections&) = delete;
+
+ private:
+  std::vector<transfer_model>& model_;
+  std::vector<int> saved_;  // empty: nothing renumbered
+};
 }  // namespace detail
 
 /// Ordered model over a schedule's transfers and their models; returns the makespan.
 inline double simulate_ordered(const std::vector<transfer>& transfers, std::vector<transfer_model>& model,
                                const resource_space& rs) {
   detail::check_simulable(transfers, model, rs);
+  const detail::dense_connections slots(model);
   resource_clock clock(rs.size());
   for (std::size_t i = 0; i < model.size(); ++i) {
     double ready = 0;
@@ -139,7 +187,8 @@ inline double simulate_concurrent(const std::vector<transfer>& transfers, std::v
     double step = inf;
     for (const flow& f : flows) step = std::min(step, f.remaining / f.rate);
     for (const auto& [at, i] : timers) step = std::min(step, at - t);
-    if (!(step < inf)) break;  // nothing can move: cannot happen with a valid schedule
+    if (!(step < inf))  // nothing can move: the checks above leave no schedule that does this
+      throw error("simulate: " + std::to_string(n - done) + " transfers of the concurrent model never complete");
     step = std::max(step, 0.0);
     std::vector<std::size_t> ended;
     for (flow& f : flows) {

@@ -31,6 +31,11 @@ struct replica_groups {
   constexpr index_t size() const noexcept { return static_cast<index_t>(offsets.size()) - 1; }
 };
 
+/// The most send tasks one plan may hold (a 4096-device S0 -> S1 transpose has this many). Past it
+/// the tasks alone would take gigabytes before any budget downstream could refuse them: an N-device
+/// S0,R -> R,S0 makes N * N tasks, and 2^40 at max_devices.
+inline constexpr index_t max_plan_tasks = index_t{1} << 24;
+
 struct plan_options {
   index_t element_bytes = 4;
   device_map devices{};
@@ -117,6 +122,26 @@ constexpr replica_groups group_by_tile(const layout_value& l, const std::vector<
   return g;
 }
 
+// Refuses a plan of more than max_plan_tasks tasks before building any. Tiles are products of
+// ranges, so the tasks number the product over dims of the (source chunk, destination chunk) pairs
+// that meet: a bound counted in O(chunks), never larger than the count the enumeration reaches.
+constexpr void check_task_count(const layout_value& src, const layout_value& dst, const std::array<index_t, max_rank>& src_k,
+                                const std::array<index_t, max_rank>& dst_q) {
+  index_t tasks = 1;
+  bool fits = true;
+  for (int d = 0; d < src.shape.rank && fits; ++d) {
+    index_t pairs = 0;
+    for (index_t j = 0; j < src_k[d]; ++j) {
+      const range r = chunk_range(src.shape[d], src_k[d], j);
+      if (!r.empty()) pairs += (r.hi - 1) / dst_q[d] - r.lo / dst_q[d] + 1;  // <= the dim's extent: no overflow
+    }
+    fits = product_fits(tasks, pairs, tasks) && tasks <= max_plan_tasks;
+  }
+  if (!fits)
+    throw error("resharding " + src.to_string() + " to " + dst.to_string() + " makes more than " +
+                std::to_string(max_plan_tasks) + " send tasks (meshcast::max_plan_tasks); split the tensor or the meshes");
+}
+
 // The source devices a plan was given: one distinct id in [0, max_devices) per mesh position.
 constexpr std::vector<index_t> listed_sources(const std::vector<index_t>& ids, index_t n) {
   if (static_cast<index_t>(ids.size()) != n)
@@ -181,6 +206,7 @@ constexpr plan make_plan(const layout_value& src, const layout_value& dst, const
     dst_q[d] = chunk_size(src.shape[d], dst_k[d]);
   }
 
+  detail::check_task_count(src, dst, src_k, dst_q);
   // For each source tile, the destination chunks it meets form a contiguous run along every dim,
   // so the tasks are enumerated directly: the work is proportional to the number of tasks.
   const index_t src_keys = p.src_groups.size();

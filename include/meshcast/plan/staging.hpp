@@ -34,9 +34,14 @@ inline bool cut_region(const box& region, index_t max_elements, std::vector<box>
     throw error("cut_region: a region of rank " + std::to_string(region.rank) + "; ranks are 1.." + std::to_string(max_rank));
   if (max_elements < 1)  // no dim's slabs would fit: the walk below would pass the last dim
     throw error("cut_region: pieces of at most " + std::to_string(max_elements) + " elements; a piece holds at least one");
+  // box::volume does not check: a 2^32 x 2^32 region wrapped to one piece of 2^64 elements (found
+  // by review).
+  index_t inner = 1;
+  for (int k = 0; k < region.rank; ++k)
+    if (!detail::product_fits(inner, region.dims[k].size(), inner))
+      throw error("cut_region: the region " + region.to_string() + " has more elements than fit in 64 bits");
   // The outermost dim d whose slabs (one index of it and of every dim before it) fit.
   int d = -1;
-  index_t inner = region.volume();
   while (inner > max_elements) {
     ++d;
     inner /= region[d].size();

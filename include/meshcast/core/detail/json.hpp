@@ -4,9 +4,11 @@
 // finite, and every failure is a `meshcast::error` naming the line and column.
 #pragma once
 
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <system_error>
 #include <limits>
 #include <memory>
 #include <set>
@@ -340,9 +342,13 @@ class parser {
       while (at_ < s_.size() && s_[at_] >= '0' && s_[at_] <= '9') ++at_;
     }
     const std::string text(s_.substr(begin, at_ - begin));
-    const double d = std::strtod(text.c_str(), nullptr);
+    // from_chars, not strtod: strtod reads the decimal point of the program's locale, and under a
+    // decimal comma read 12.5e9 as 12 (found by review).
+    double d = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), d);
     // Out of range: too large, or so small that it reads as zero though a digit is not zero.
-    if (!std::isfinite(d) || (d == 0 && text.find_first_of("123456789") < text.find_first_of("eE"))) {
+    if (ec != std::errc{} || end != text.data() + text.size() || !std::isfinite(d) ||
+        (d == 0 && text.find_first_of("123456789") < text.find_first_of("eE"))) {
       at_ = begin;
       fail("number " + text + " is out of range");
     }
