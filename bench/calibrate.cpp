@@ -146,6 +146,11 @@ int main(int argc, char** argv) {
     barrier();
     best_fan = std::min(best_fan, now() - t0);
   }
+  if (rank == 0 && latency < 0)  // reported as 0 below, which a user would pass to --latency-us: said, not silent
+    std::fprintf(stderr,
+                 "meshcast-calibrate: note: the latency fit came out negative (%.1f us): the small and large "
+                 "messages' times do not lie on one line; latency_us says 0, one_way_small_us is the better guide\n",
+                 latency * 1e6);
   if (rank == 0)
     std::printf("{\"payload_gbps\": %.6f, \"latency_us\": %.1f, \"one_way_small_us\": %.1f, \"large_message_mib\": %zu, "
                 "\"fan_out\": %d, \"fan_out_gbps\": %.6f}\n",

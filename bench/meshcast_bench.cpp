@@ -180,6 +180,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i)
     if (std::string_view(argv[i]) == "--help") argv[i] = const_cast<char*>("-h");
   meshcast::benchmark_session session(argc, argv);  // takes Google Benchmark's flags out of argv
+  if (session.failed()) return 2;                    // a Google Benchmark flag it refused, named by every rank
   try {
     bench_flags f = parse(argc, argv);
     if (f.plan.help) {

@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -238,6 +239,14 @@ int main(int argc, char** argv) {
                       .latency_us = latency_us,
                       .timeout_s = 600};
     const std::vector<plan> plans = make_plans(m.tensors, {}, m.device_count);
+    // The plain-MPI ways gather a whole tensor with int counts (MPI's): a tensor past 2^31 - 1
+    // bytes failed in a vector's size, or would wrap to a small count (found by review).
+    if (way != "batch" && way != "serial")
+      for (std::size_t k = 0; k < plans.size(); ++k)
+        if (plans[k].tensor_bytes() > std::numeric_limits<int>::max())
+          throw error("tensor " + std::to_string(k) + " has " + std::to_string(plans[k].tensor_bytes()) +
+                      " bytes; the way '" + way + "' counts a tensor's bytes in an int (MPI's count), at most " +
+                      std::to_string(std::numeric_limits<int>::max()) + ": use --way batch or serial");
     std::vector<tensor_data> ts;
     for (std::size_t k = 0; k < plans.size(); ++k) {
       const plan& p = plans[k];

@@ -103,8 +103,8 @@ int reshard_manifest_main(int argc, char** argv) {
     }
     if (help) {
       if (rank == 0)
-        std::printf("usage: mpiexec -n <devices> meshcast-reshard --manifest FILE [--devices-per-host N] [--dump DIR]\n"
-                    "       [--timeout-s S] [--repeat N] [--exec-trace FILE] [--json] [schedule options]\n%s",
+        std::printf("usage: mpiexec -n <devices> meshcast-reshard --manifest FILE [--devices-per-host N] [--json] [schedule "
+                    "options] [--dump DIR] [--timeout-s S] [--repeat N] [--exec-trace FILE]\n%s",
                     schedule_flags_help<Solvers, Strategies>().c_str());
       return finish(0);
     }

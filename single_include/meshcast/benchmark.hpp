@@ -26,14 +26,133 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
+// ---- begin meshcast/api/benchmark_checks.hpp ----
+// What a benchmark session checks before Google Benchmark sees it (found by review): the
+// --benchmark_* flags whose values Google Benchmark takes on trust (min_time=nan or inf ran for
+// ever, a bad format word printed the usage and exited with status 0 on every rank, random
+// interleaving ran different benchmarks on different ranks at once), and each job a user
+// registers (a NaN counter was written into the JSON as NaN, a NaN timeout failed only at run time
+// without naming the benchmark, two jobs of one name were both registered).
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include <meshcast/meshcast.hpp>
 #include <meshcast/benchmark_job.hpp>
+
+namespace meshcast::detail {
+
+/// The most repetitions a session runs: each repeats every benchmark for its min_time.
+inline constexpr long long max_benchmark_repetitions = 100000;
+
+inline bool has_control_character(std::string_view s) {
+  return std::any_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+}
+
+/// Throws naming the job unless its name, label, timeout and counters can be reported.
+inline void check_job(const std::string& name, const timed_job& job, const std::vector<std::string>& taken) {
+  if (name.empty()) throw error("a benchmark needs a name (Google Benchmark would report it as its suffixes alone)");
+  const std::string who = "benchmark '" + printable(name) + "'";
+  // Control characters went raw into the JSON report, which then did not parse.
+  if (has_control_character(name)) throw error(who + ": its name holds a control character");
+  if (std::find(taken.begin(), taken.end(), name) != taken.end()) throw error(who + " is registered twice");
+  if (!job.run || !job.wrong) throw error(who + ": a timed_job needs run and wrong");
+  if (has_control_character(job.label)) throw error(who + ": its label holds a control character");
+  checked_seconds(job.timeout_s, who + ": timed_job::timeout_s");
+  const std::pair<double, const char*> counters[] = {
+      {job.bytes, "bytes"}, {job.busiest_bytes, "busiest_bytes"}, {job.predicted_s, "predicted_s"}, {job.bound_s, "bound_s"}};
+  for (const auto& [value, field] : counters)
+    if (!(std::isfinite(value) && value >= 0))
+      throw error(who + ": timed_job::" + field + " is " + number(value) + "; it must be a finite number >= 0");
+}
+
+namespace benchmark_flag {
+// The value of `--benchmark_<name>=value`, or of a bare boolean `--benchmark_<name>` ("true").
+inline bool value_of(std::string_view arg, std::string_view name, std::string_view& value) {
+  const std::string flag = "--benchmark_" + std::string(name);
+  if (arg == flag) {
+    value = "true";
+    return true;
+  }
+  if (arg.size() <= flag.size() || arg.substr(0, flag.size()) != flag || arg[flag.size()] != '=') return false;
+  value = arg.substr(flag.size() + 1);
+  return true;
+}
+
+// Google Benchmark's reading of a boolean: false only for 0, f, n, false, no and off.
+inline bool truthy(std::string_view v) {
+  std::string low(v);
+  for (char& c : low) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return !(low == "0" || low == "f" || low == "n" || low == "false" || low == "no" || low == "off");
+}
+
+inline bool read_double(std::string_view v, double& out) {
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  return ec == std::errc{} && end == v.data() + v.size();
+}
+
+[[noreturn]] inline void refuse(std::string_view arg, const std::string& why) {
+  throw error("Google Benchmark's flag '" + printable(arg) + "': " + why);
+}
+
+// A time in seconds (Google Benchmark 1.8 takes "0.5s" too) or, from 1.8, an iteration count "100x".
+inline void check_min_time(std::string_view arg, std::string_view v, bool zero_allowed) {
+  if (!v.empty() && v.back() == 'x') {
+    double n = 0;
+    if (!read_double(v.substr(0, v.size() - 1), n) || !(n >= 1 && n <= 1e9) || n != std::floor(n))
+      refuse(arg, "an iteration count must be a whole number from 1 to 1e9");
+    return;
+  }
+  if (!v.empty() && v.back() == 's') v.remove_suffix(1);
+  double s = 0;
+  if (!read_double(v, s) || !(s <= max_time_limit_s) || !(zero_allowed ? s >= 0 : s > 0))
+    refuse(arg, std::string("it must be a finite number of seconds, ") + (zero_allowed ? "from 0" : "above 0") + " and at most 1e6");
+}
+}  // namespace benchmark_flag
+
+/// Throws naming the first --benchmark_* flag of argv whose value Google Benchmark would not
+/// refuse but that would hang the session, run nothing in silence or desynchronise the ranks.
+inline void check_benchmark_flags(int argc, char** argv) {
+  using namespace benchmark_flag;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    std::string_view v;
+    if (value_of(arg, "min_time", v)) {
+      check_min_time(arg, v, false);
+    } else if (value_of(arg, "min_warmup_time", v)) {
+      check_min_time(arg, v, true);
+    } else if (value_of(arg, "repetitions", v)) {
+      double n = 0;
+      if (!read_double(v, n) || !(n >= 1 && n <= static_cast<double>(max_benchmark_repetitions)) || n != std::floor(n))
+        refuse(arg, "repetitions must be a whole number from 1 to " + std::to_string(max_benchmark_repetitions));
+    } else if (value_of(arg, "enable_random_interleaving", v)) {
+      if (truthy(v)) refuse(arg, "each rank would shuffle the benchmarks its own way and run another one at once");
+    } else if (value_of(arg, "format", v) || value_of(arg, "out_format", v)) {
+      if (v != "console" && v != "json" && v != "csv") refuse(arg, "the format is one of console, json and csv");
+    } else if (value_of(arg, "time_unit", v)) {
+      if (v != "ns" && v != "us" && v != "ms" && v != "s") refuse(arg, "the unit is one of ns, us, ms and s");
+    }
+  }
+}
+
+}  // namespace meshcast::detail
+// ---- end meshcast/api/benchmark_checks.hpp ----
 #include <meshcast/mpi.hpp>
 
 namespace meshcast {
@@ -72,8 +191,10 @@ class benchmark_session {
       MPI_Init(&argc, &argv);
       owns_mpi_ = true;
     }
-    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
-    MPI_Comm_rank(comm_, &rank_);
+    if (comm_ != MPI_COMM_NULL) {
+      MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+      MPI_Comm_rank(comm_, &rank_);
+    }
     int kept = 1;
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
@@ -81,6 +202,17 @@ class benchmark_session {
       argv[kept++] = argv[i];
     }
     argc = kept;
+    try {  // before Initialize, which exits with status 0 on a bad word and loops on min_time=nan
+      if (comm_ == MPI_COMM_NULL) throw error("benchmark_session: the communicator is MPI_COMM_NULL");
+      detail::check_benchmark_flags(argc, argv);
+    } catch (const error& e) {
+      report_failure("the session", e);
+      // Google Benchmark sees none of its flags; the program's own stay. run() returns 2 at once.
+      argc = static_cast<int>(std::remove_if(argv + 1, argv + argc, [](const char* a) {
+                                return std::string_view(a).rfind("--benchmark_", 0) == 0;
+                              }) - argv);
+      if (comm_ == MPI_COMM_NULL) comm_ = MPI_COMM_SELF;
+    }
     ::benchmark::Initialize(&argc, argv);
   }
   benchmark_session(const benchmark_session&) = delete;
@@ -114,7 +246,17 @@ class benchmark_session {
     auto r = std::make_shared<batch_resharder<Solver, Strategy>>(
         comm_, std::vector<tensor_layouts>{tensor_layouts{src.value(), dst.value(), element_bytes}}, options);
     const plan& p = r->plans()[0];
-    auto data = std::make_shared<detail::checked_buffers>(p, rank_, r->source_elements(), r->destination_elements());
+    // The buffers are a rank's own: one that cannot allocate them fails alone, and its peers went
+    // on to the next collective and waited there for ever (found by review). Every rank agrees.
+    std::shared_ptr<detail::checked_buffers> data;
+    std::string problem;
+    try {
+      data = std::make_shared<detail::checked_buffers>(p, rank_, r->source_elements(), r->destination_elements());
+    } catch (const std::bad_alloc&) {
+      problem = "out of memory for the checked source, destination and expected buffers";
+    }
+    if (!all_ok(comm_, problem.empty(), options.timeout_s, "agreeing that every rank holds its buffers"))
+      throw error(problem.empty() ? "another rank could not allocate its buffers" : problem);
     timed_job job;
     job.run = [r, data] {
       const std::span<const std::byte> in(data->in);
@@ -131,8 +273,9 @@ class benchmark_session {
   /// Registers any job (a hand-written MPI collective beside meshcast's reshard, say) under the
   /// same timing and counters. `run` is collective: every rank calls it.
   const timed_job* add(const std::string& name, timed_job job) {
-    if (!job.run || !job.wrong) throw error("benchmark '" + name + "': a timed_job needs run and wrong");
-    auto c = std::make_unique<job_case>(job_case{std::move(job), -1});
+    detail::check_job(name, job, names_);
+    names_.push_back(name);
+    auto c = std::make_unique<job_case>(job_case{std::move(job), -1, name});
     job_case* raw = c.get();
     cases_.push_back(std::move(c));
     ::benchmark::RegisterBenchmark(name.c_str(), [this, raw](::benchmark::State& s) { time(*raw, s); })->UseManualTime();
@@ -147,6 +290,8 @@ class benchmark_session {
   }
 
   int rank() const noexcept { return rank_; }
+  /// Whether a failure was reported (the session's flags, a job's setup): run() will return 2.
+  bool failed() const noexcept { return failed_; }
   MPI_Comm communicator() const noexcept { return comm_; }
 
   /// Runs every registered benchmark (Google Benchmark's filter applies) and reports on rank 0.
@@ -169,6 +314,7 @@ class benchmark_session {
   struct job_case {
     timed_job job;
     double wrong = -1;  // of the checked run, summed over ranks; -1: not checked yet
+    std::string name;
   };
 
   // One benchmark: the checked run once, then timed runs, each barrier to slowest rank.
@@ -191,7 +337,16 @@ class benchmark_session {
         j.run();
         mine = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       }
-      const double slowest = detail::bounded_max(comm_, mine, j.timeout_s);
+      // A time that is not a positive number of seconds made Google Benchmark raise the iteration
+      // count to 1e9 (0, negative, NaN) or report Infinity (found by review). A rank's bad time
+      // is sent as infinity, so that the maximum tells every rank and all of them stop.
+      const bool seconds = std::isfinite(mine) && mine > 0;
+      const double slowest = detail::bounded_max(comm_, seconds ? mine : HUGE_VAL, j.timeout_s);
+      if (!std::isfinite(slowest))
+        throw error("benchmark '" + detail::printable(c.name) + "': " +
+                    (seconds ? std::string("another rank's") : "this rank's") + " timed run took " +
+                    (seconds ? std::string("a time") : detail::number(mine) + " s") +
+                    ", which is not a positive, finite number of seconds");
       s.SetIterationTime(slowest);
       total += slowest;
     }
@@ -210,6 +365,7 @@ class benchmark_session {
   int rank_ = 0;
   bool owns_mpi_ = false, failed_ = false, wrong_ = false;
   std::vector<std::unique_ptr<job_case>> cases_;
+  std::vector<std::string> names_;
 };
 
 }  // namespace meshcast

@@ -1,17 +1,58 @@
 // <meshcast/benchmark.hpp> as a user writes it (README, "Benchmark your own layouts"): the
 // contract's session over as many ranks as it is started on (2 or 4), a static-layout case at 4,
 // and with --mismatch a layout that does not fit the rank count (every rank must fail with an
-// error). tests/mpi/check_benchmark_session.py runs it and checks rank 0's JSON.
+// error). tests/mpi/check_benchmark_session.py runs it and checks rank 0's JSON. With --zero-time, a
+// job whose timed run reports 0 s (Google Benchmark then raised its iterations to 1e9); with
+// --bad-jobs, jobs add() must refuse, each refusal printed by rank 0.
 #include <meshcast/benchmark.hpp>
 
+#include <cstdio>
 #include <cstring>
+#include <limits>
 #include <memory>
+#include <string>
 
 int main(int argc, char** argv) {
-  bool mismatch = false;
-  for (int i = 1; i < argc; ++i)
-    if (std::strcmp(argv[i], "--mismatch") == 0) mismatch = true;
+  bool mismatch = false, zero_time = false, bad_jobs = false;
+  for (int i = 1; i < argc; ++i) {
+    mismatch = mismatch || std::strcmp(argv[i], "--mismatch") == 0;
+    zero_time = zero_time || std::strcmp(argv[i], "--zero-time") == 0;
+    bad_jobs = bad_jobs || std::strcmp(argv[i], "--bad-jobs") == 0;
+  }
   meshcast::benchmark_session session(argc, argv);
+  meshcast::timed_job noop;
+  noop.run = [] {};
+  noop.wrong = []() -> std::size_t { return 0; };
+  if (zero_time) {
+    noop.run_timed = [] { return 0.0; };
+    session.add("zero_time", noop);
+    return session.run();
+  }
+  if (bad_jobs) {
+    int refused = 0;
+    auto expect_refusal = [&](const std::string& name, const meshcast::timed_job& job) {
+      try {
+        session.add(name, job);
+      } catch (const meshcast::error& e) {
+        ++refused;
+        if (session.rank() == 0) std::printf("refused: %s\n", e.what());
+      }
+    };
+    session.add("first", noop);
+    expect_refusal("first", noop);
+    expect_refusal("", noop);
+    expect_refusal("control\x01", noop);
+    meshcast::timed_job bad = noop;
+    bad.bytes = std::numeric_limits<double>::quiet_NaN();
+    expect_refusal("nan_bytes", bad);
+    bad = noop;
+    bad.timeout_s = -1;
+    expect_refusal("negative_timeout", bad);
+    bad = noop;
+    bad.label = "a\x01b";
+    expect_refusal("control_label", bad);
+    return refused == 6 ? 0 : 1;
+  }
   int n = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   if (mismatch) ++n;  // one device more than there are ranks

@@ -60,6 +60,38 @@ errors = [line for line in r.stderr.splitlines() if "meshcast benchmark (rank" i
 check(r.returncode != 0, f"mismatch: exit {r.returncode}")
 check(len({line.split(')')[0] for line in errors}) == 2 and all("communicator has 2 ranks" in line for line in errors),
       f"mismatch: every rank should say why: {r.stderr[-600:]!r}")
+# Google Benchmark flags it took on trust (found by review): nan and inf min_time and 10^8
+# repetitions ran for ever, a bad format word exited 0 on every rank, random interleaving ran
+# different benchmarks on different ranks at once. Each is now refused by every rank, exit 2.
+for flag in ["--benchmark_min_time=nan", "--benchmark_min_time=inf", "--benchmark_min_time=-1",
+             "--benchmark_repetitions=100000000", "--benchmark_repetitions=0",
+             "--benchmark_enable_random_interleaving=true", "--benchmark_format=xml", "--benchmark_time_unit=xs"]:
+    try:
+        r = subprocess.run([mpiexec, "-n", "2", program, flag], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        check(False, f"{flag}: still running after 60 s")
+        continue
+    named = [line for line in r.stderr.splitlines() if "meshcast benchmark (rank" in line and flag in line]
+    check(r.returncode == 2 and len(named) == 2, f"{flag}: exit {r.returncode}, {len(named)} ranks named it: {r.stderr[-400:]!r}")
+
+# A timed run of 0 s: every rank stops with an error naming the benchmark (was 1e9 iterations).
+try:
+    r = subprocess.run([mpiexec, "-n", "2", program, "--zero-time", "--benchmark_min_time=0.05"],
+                       capture_output=True, text=True, timeout=60)
+    named = [line for line in r.stderr.splitlines() if "'zero_time'" in line and "not a positive, finite" in line]
+    check(r.returncode == 2 and len(named) == 2, f"zero time: exit {r.returncode}: {r.stderr[-400:]!r}")
+except subprocess.TimeoutExpired:
+    check(False, "zero time: still running after 60 s")
+
+# Jobs add() refuses, naming them: a duplicate, an empty name, control characters, a NaN counter,
+# a negative timeout.
+r = subprocess.run([mpiexec, "-n", "2", program, "--bad-jobs"], capture_output=True, text=True, timeout=120)
+refusals = [line for line in r.stdout.splitlines() if line.startswith("refused: ")]
+check(r.returncode == 0 and len(refusals) == 6, f"bad jobs: exit {r.returncode}, refusals {refusals}: {r.stderr[-400:]!r}")
+for part in ["'first' is registered twice", "needs a name", "name holds a control character", "timed_job::bytes is nan",
+             "timed_job::timeout_s", "label holds a control character"]:
+    check(any(part in line for line in refusals), f"bad jobs: no refusal says {part!r}: {refusals}")
+
 if failures:
     print(f"{len(failures)} failures")
     sys.exit(1)

@@ -20,13 +20,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "benchmark_checks.hpp"
 #include "benchmark_job.hpp"
 #include "mpi.hpp"
 
@@ -66,8 +69,10 @@ class benchmark_session {
       MPI_Init(&argc, &argv);
       owns_mpi_ = true;
     }
-    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
-    MPI_Comm_rank(comm_, &rank_);
+    if (comm_ != MPI_COMM_NULL) {
+      MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+      MPI_Comm_rank(comm_, &rank_);
+    }
     int kept = 1;
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
@@ -75,6 +80,17 @@ class benchmark_session {
       argv[kept++] = argv[i];
     }
     argc = kept;
+    try {  // before Initialize, which exits with status 0 on a bad word and loops on min_time=nan
+      if (comm_ == MPI_COMM_NULL) throw error("benchmark_session: the communicator is MPI_COMM_NULL");
+      detail::check_benchmark_flags(argc, argv);
+    } catch (const error& e) {
+      report_failure("the session", e);
+      // Google Benchmark sees none of its flags; the program's own stay. run() returns 2 at once.
+      argc = static_cast<int>(std::remove_if(argv + 1, argv + argc, [](const char* a) {
+                                return std::string_view(a).rfind("--benchmark_", 0) == 0;
+                              }) - argv);
+      if (comm_ == MPI_COMM_NULL) comm_ = MPI_COMM_SELF;
+    }
     ::benchmark::Initialize(&argc, argv);
   }
   benchmark_session(const benchmark_session&) = delete;
@@ -108,7 +124,17 @@ class benchmark_session {
     auto r = std::make_shared<batch_resharder<Solver, Strategy>>(
         comm_, std::vector<tensor_layouts>{tensor_layouts{src.value(), dst.value(), element_bytes}}, options);
     const plan& p = r->plans()[0];
-    auto data = std::make_shared<detail::checked_buffers>(p, rank_, r->source_elements(), r->destination_elements());
+    // The buffers are a rank's own: one that cannot allocate them fails alone, and its peers went
+    // on to the next collective and waited there for ever (found by review). Every rank agrees.
+    std::shared_ptr<detail::checked_buffers> data;
+    std::string problem;
+    try {
+      data = std::make_shared<detail::checked_buffers>(p, rank_, r->source_elements(), r->destination_elements());
+    } catch (const std::bad_alloc&) {
+      problem = "out of memory for the checked source, destination and expected buffers";
+    }
+    if (!all_ok(comm_, problem.empty(), options.timeout_s, "agreeing that every rank holds its buffers"))
+      throw error(problem.empty() ? "another rank could not allocate its buffers" : problem);
     timed_job job;
     job.run = [r, data] {
       const std::span<const std::byte> in(data->in);
@@ -125,8 +151,9 @@ class benchmark_session {
   /// Registers any job (a hand-written MPI collective beside meshcast's reshard, say) under the
   /// same timing and counters. `run` is collective: every rank calls it.
   const timed_job* add(const std::string& name, timed_job job) {
-    if (!job.run || !job.wrong) throw error("benchmark '" + name + "': a timed_job needs run and wrong");
-    auto c = std::make_unique<job_case>(job_case{std::move(job), -1});
+    detail::check_job(name, job, names_);
+    names_.push_back(name);
+    auto c = std::make_unique<job_case>(job_case{std::move(job), -1, name});
     job_case* raw = c.get();
     cases_.push_back(std::move(c));
     ::benchmark::RegisterBenchmark(name.c_str(), [this, raw](::benchmark::State& s) { time(*raw, s); })->UseManualTime();
@@ -141,6 +168,8 @@ class benchmark_session {
   }
 
   int rank() const noexcept { return rank_; }
+  /// Whether a failure was reported (the session's flags, a job's setup): run() will return 2.
+  bool failed() const noexcept { return failed_; }
   MPI_Comm communicator() const noexcept { return comm_; }
 
   /// Runs every registered benchmark (Google Benchmark's filter applies) and reports on rank 0.
@@ -163,6 +192,7 @@ class benchmark_session {
   struct job_case {
     timed_job job;
     double wrong = -1;  // of the checked run, summed over ranks; -1: not checked yet
+    std::string name;
   };
 
   // One benchmark: the checked run once, then timed runs, each barrier to slowest rank.
@@ -185,7 +215,16 @@ class benchmark_session {
         j.run();
         mine = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       }
-      const double slowest = detail::bounded_max(comm_, mine, j.timeout_s);
+      // A time that is not a positive number of seconds made Google Benchmark raise the iteration
+      // count to 1e9 (0, negative, NaN) or report Infinity (found by review). A rank's bad time
+      // is sent as infinity, so that the maximum tells every rank and all of them stop.
+      const bool seconds = std::isfinite(mine) && mine > 0;
+      const double slowest = detail::bounded_max(comm_, seconds ? mine : HUGE_VAL, j.timeout_s);
+      if (!std::isfinite(slowest))
+        throw error("benchmark '" + detail::printable(c.name) + "': " +
+                    (seconds ? std::string("another rank's") : "this rank's") + " timed run took " +
+                    (seconds ? std::string("a time") : detail::number(mine) + " s") +
+                    ", which is not a positive, finite number of seconds");
       s.SetIterationTime(slowest);
       total += slowest;
     }
@@ -204,6 +243,7 @@ class benchmark_session {
   int rank_ = 0;
   bool owns_mpi_ = false, failed_ = false, wrong_ = false;
   std::vector<std::unique_ptr<job_case>> cases_;
+  std::vector<std::string> names_;
 };
 
 }  // namespace meshcast
