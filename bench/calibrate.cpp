@@ -23,12 +23,25 @@
 namespace {
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-// Blocking in the way the executor waits: MPI_Test with a short spin, then sleeps.
+double timeout_s = 600;  // --timeout-s: how long one wait may last
+
+// Blocking in the way the executor waits: MPI_Test with a short spin, then sleeps. A wait has a
+// deadline (it spun for ever on a peer that was gone, found by review): past it, this rank says so
+// and ends the job.
 void wait(MPI_Request& r) {
   int done = 0, spins = 0;
+  const double until = now() + timeout_s;
   while (true) {
     MPI_Test(&r, &done, MPI_STATUS_IGNORE);
     if (done) return;
+    if (now() > until) {
+      int rank = 0;
+      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+      std::fprintf(stderr, "meshcast-calibrate (rank %d): error: a transfer or barrier did not complete within %g s "
+                   "(--timeout-s)\n", rank, timeout_s);
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
     if (++spins > 64) {
       struct timespec ts{0, 50'000};
       nanosleep(&ts, nullptr);
@@ -44,7 +57,8 @@ void barrier() {
 }  // namespace
 
 constexpr const char* usage =
-    "usage: mpiexec -n N meshcast-calibrate [--mib 32] [--peer R]   (N >= 2; --mib 1..2047; R a rank other than 0)\n";
+    "usage: mpiexec -n N meshcast-calibrate [--mib 32] [--peer R] [--timeout-s 600]   (N >= 2; --mib 1..2047; R a rank\n"
+    "       other than 0; --timeout-s 0.001..1e6, the longest one transfer or barrier may take)\n";
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
@@ -54,7 +68,7 @@ int main(int argc, char** argv) {
   std::size_t mib = 32;
   int other = 1;
   try {
-    const meshcast_bench::flags f(argc, argv, {"--mib", "--peer"});
+    const meshcast_bench::flags f(argc, argv, {"--mib", "--peer", "--timeout-s"});
     if (f.help()) {
       if (rank == 0) std::fputs(usage, stdout);
       MPI_Finalize();
@@ -62,13 +76,16 @@ int main(int argc, char** argv) {
     }
     mib = static_cast<std::size_t>(f.count("--mib", 32, 1, 2047));  // the byte count must fit an int
     other = static_cast<int>(f.count("--peer", 1, 1, 1 << 30));
+    timeout_s = f.real("--timeout-s", 600, 0.001, 1e6);
   } catch (const std::exception& e) {
     if (rank == 0) std::fprintf(stderr, "meshcast-calibrate: %s\n%s", e.what(), usage);
     MPI_Finalize();
     return 2;
   }
   if (size < 2 || other >= size) {
-    if (rank == 0) std::fprintf(stderr, "meshcast-calibrate: run with at least 2 ranks; --peer names a rank other than 0\n");
+    if (rank == 0)
+      std::fprintf(stderr, "meshcast-calibrate: run with at least 2 ranks (%d here); --peer names a rank other than 0 (%d given)\n",
+                   size, other);
     MPI_Finalize();
     return 2;
   }
