@@ -62,7 +62,7 @@ namespace meshcast::detail {
 inline constexpr long long max_benchmark_repetitions = 100000;
 
 inline bool has_control_character(std::string_view s) {
-  return std::any_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+  return std::any_of(s.begin(), s.end(), [](char c) { return ascii_control(static_cast<unsigned char>(c)); });
 }
 
 /// Throws naming the job unless its name, label, timeout and counters can be reported.
