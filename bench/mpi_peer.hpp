@@ -250,8 +250,8 @@ inline std::function<void()> isend(std::shared_ptr<peer_state> st) {
 }
 }  // namespace detail_peer
 
-/// The MPI peer's job for plan `p` on `comm` (one rank per device, device d = rank d): built
-/// collectively (communicators are made here), data checked like meshcast's. `bound_s` is the
+/// The MPI peer's job for plan `p` on `comm` (one rank per device, device d = rank d), data checked
+/// like meshcast's; its buffers and communicators are made (collectively) before its first run. `bound_s` is the
 /// physical bound of the same job, for the counters.
 inline timed_job mpi_peer_job(const plan& p, MPI_Comm comm, double bound_s, double timeout_s, peer_kind* kind_out = nullptr) {
   int me = 0, n = 0;
@@ -259,18 +259,49 @@ inline timed_job mpi_peer_job(const plan& p, MPI_Comm comm, double bound_s, doub
   if (n != p.device_count)
     throw error("the MPI peer needs " + std::to_string(p.device_count) + " ranks, one per device, and runs on " + std::to_string(n));
   const std::size_t eb = static_cast<std::size_t>(p.element_bytes);
-  auto st = std::make_shared<detail_peer::peer_state>(p, comm, me, static_cast<std::size_t>(p.source_tile(me).volume()),
-                                                      static_cast<std::size_t>(p.destination_tile(me).volume()), timeout_s);
-  st->pieces = peer_pieces(p);
+  const std::vector<peer_piece> pieces = peer_pieces(p);
   const peer_kind k = peer_for(p);
   if (kind_out) *kind_out = k;
+  // The buffers and communicators are made when the session first runs the job and freed when it
+  // moves on (timed_job::acquire), as meshcast's own jobs do.
+  struct held {
+    std::shared_ptr<detail_peer::peer_state> st;
+    std::function<void()> run;
+  };
+  auto h = std::make_shared<held>();
+  auto acquire = [h, p, comm, me, timeout_s, pieces, k] {
+    if (h->st) return;
+    std::shared_ptr<detail_peer::peer_state> st;
+    detail::acquire_on_every_rank(comm, st, timeout_s, [&] {
+      auto made = std::make_shared<detail_peer::peer_state>(p, comm, me, static_cast<std::size_t>(p.source_tile(me).volume()),
+                                                            static_cast<std::size_t>(p.destination_tile(me).volume()), timeout_s);
+      made->pieces = pieces;
+      made->data.clear();  // poisoned, so that an element a run leaves unwritten counts as wrong
+      return made;
+    });
+    h->run = k == peer_kind::allgatherv ? detail_peer::allgatherv(st)  // collective where it makes communicators
+           : k == peer_kind::alltoallv  ? detail_peer::alltoallv(st)
+           : k == peer_kind::bcast      ? detail_peer::bcast(st)
+                                        : detail_peer::isend(st);
+    h->st = std::move(st);
+  };
   timed_job job;
-  job.run = k == peer_kind::allgatherv ? detail_peer::allgatherv(st)
-          : k == peer_kind::alltoallv  ? detail_peer::alltoallv(st)
-          : k == peer_kind::bcast      ? detail_peer::bcast(st)
-                                       : detail_peer::isend(st);
-  job.clear = [st] { st->data.clear(); };
-  job.wrong = [st] { return st->data.wrong(); };
+  job.acquire = acquire;
+  job.run = [h, acquire] {
+    acquire();
+    h->run();
+  };
+  job.clear = [h] {
+    if (h->st) h->st->data.clear();
+  };
+  job.wrong = [h]() -> std::size_t {
+    if (!h->st) throw error("the MPI peer's job has no buffers (it was released, or has not run)");
+    return h->st->data.wrong();
+  };
+  job.release = [h] {
+    h->run = nullptr;  // holds the state too
+    h->st.reset();
+  };
   job.bytes = static_cast<double>(p.tensor_bytes());
   std::vector<double> in(static_cast<std::size_t>(n), 0.0);
   if (k == peer_kind::allgatherv || k == peer_kind::bcast) {  // every receiver takes every tile it lacks
@@ -280,7 +311,7 @@ inline timed_job mpi_peer_job(const plan& p, MPI_Comm comm, double bound_s, doub
         if (!holders.empty() && holders[0] != r) in[static_cast<std::size_t>(r)] += static_cast<double>(tile_bytes(p.source_tile(holders[0]), eb));
       }
   } else {
-    for (const peer_piece& x : st->pieces)
+    for (const peer_piece& x : pieces)
       if (x.holder != x.receiver) in[static_cast<std::size_t>(x.receiver)] += static_cast<double>(tile_bytes(x.region, eb));
   }
   job.busiest_bytes = *std::max_element(in.begin(), in.end());

@@ -63,7 +63,7 @@ struct nccl_job_state {
 /// The timed_job of resharding `src` into `dst` over `comm` on `stream` (an nccl_batch_resharder
 /// of one tensor, built collectively now): `run_timed` brackets each run with CUDA events
 /// recorded on the stream and returns the time between them; `wrong` copies the destination back
-/// and checks every element.
+/// and checks every element. The shards are made at the first use and freed by `release`.
 template <class Solver = greedy, class Strategy = auto_strategy, layout_like Src, layout_like Dst>
 timed_job nccl_reshard_job(ncclComm_t comm, cudaStream_t stream, const Src& src, const Dst& dst, std::size_t element_bytes,
                            reshard_options options = {}) {
@@ -72,16 +72,30 @@ timed_job nccl_reshard_job(ncclComm_t comm, cudaStream_t stream, const Src& src,
   int rank = 0;
   detail::nccl_check(ncclCommUserRank(comm, &rank), "ncclCommUserRank");
   const plan& p = r->plans()[0];
-  auto st = std::make_shared<detail::nccl_job_state>(p, rank, r->source_elements(), r->destination_elements(), stream,
-                                                     detail::channel_timeout_s(options.timeout_s));
-  auto once = [r, st] {
+  // The shards are made at the first use and freed by `release` (a session holds one job's at a
+  // time); making them needs no other rank, so every accessor makes them where they are missing.
+  struct held {
+    std::shared_ptr<detail::nccl_job_state> st;
+  };
+  auto h = std::make_shared<held>();
+  auto state = [h, r, rank, stream, timeout_s = detail::channel_timeout_s(options.timeout_s)] {
+    if (!h->st)
+      h->st = std::make_shared<detail::nccl_job_state>(r->plans()[0], rank, r->source_elements(), r->destination_elements(), stream,
+                                                       timeout_s);
+    return h->st;
+  };
+  auto once = [r, state] {
+    const auto st = state();
     const std::span<const std::byte> in(st->in.data(), st->host.in.size());
     const std::span<std::byte> out(st->out.data(), st->host.out.size());
     (*r)(std::span<const std::span<const std::byte>>(&in, 1), std::span<const std::span<std::byte>>(&out, 1));
   };
   timed_job job;
+  job.acquire = [state] { (void)state(); };
+  job.release = [h] { h->st.reset(); };
   job.run = once;
-  job.run_timed = [st, once] {
+  job.run_timed = [state, once] {
+    const auto st = state();
     detail::cuda_check(cudaEventRecord(st->start.get(), st->stream), "cudaEventRecord");
     once();
     detail::cuda_check(cudaEventRecord(st->stop.get(), st->stream), "cudaEventRecord");
@@ -90,11 +104,13 @@ timed_job nccl_reshard_job(ncclComm_t comm, cudaStream_t stream, const Src& src,
     detail::cuda_check(cudaEventElapsedTime(&ms, st->start.get(), st->stop.get()), "cudaEventElapsedTime");
     return static_cast<double>(ms) / 1e3;
   };
-  job.clear = [st] {
+  job.clear = [state] {
+    const auto st = state();
     st->host.clear();
     st->copy(st->out.data(), st->host.out.data(), st->host.out.size(), cudaMemcpyHostToDevice);
   };
-  job.wrong = [st] {
+  job.wrong = [state] {
+    const auto st = state();
     st->copy(st->host.out.data(), st->out.data(), st->host.out.size(), cudaMemcpyDeviceToHost);
     return st->host.wrong();
   };

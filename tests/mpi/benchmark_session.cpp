@@ -3,21 +3,71 @@
 // and with --mismatch a layout that does not fit the rank count (every rank must fail with an
 // error). tests/mpi/check_benchmark_session.py runs it and checks rank 0's JSON. With --zero-time, a
 // job whose timed run reports 0 s (Google Benchmark then raised its iterations to 1e9); with
-// --bad-jobs, jobs add() must refuse, each refusal printed by rank 0.
+// --bad-jobs, jobs add() must refuse, each refusal printed by rank 0; with --one-at-a-time, jobs
+// whose acquire and release count what is held: the session must hold one job's at a time, and a
+// reshard job run outside the session makes its own buffers.
 #include <meshcast/benchmark.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <limits>
 #include <memory>
 #include <string>
 
+// Three counted jobs and a reshard: each run must find its own job acquired and no other.
+int one_job_at_a_time(meshcast::benchmark_session& session, int n) {
+  struct counts {
+    int held = 0, most_held = 0, acquired = 0, released = 0, runs_not_held = 0;
+  };
+  auto c = std::make_shared<counts>();
+  for (const char* name : {"first", "second", "third"}) {
+    auto mine = std::make_shared<bool>(false);
+    meshcast::timed_job job;
+    job.acquire = [c, mine] {
+      *mine = true, ++c->acquired;
+      c->most_held = std::max(c->most_held, ++c->held);
+    };
+    job.release = [c, mine] { *mine = false, --c->held, ++c->released; };
+    job.run = [c, mine] { c->runs_not_held += !*mine; };
+    job.run_timed = [c, mine] {  // 1 ms a run: a few iterations reach the minimum time
+      c->runs_not_held += !*mine;
+      return 1e-3;
+    };
+    job.wrong = []() -> std::size_t { return 0; };
+    session.add(name, job);
+  }
+  meshcast::dynamic_layout src(meshcast::dynamic_mesh{n}, meshcast::dynamic_spec("S0,R"), meshcast::dynamic_shape{64, 8});
+  meshcast::dynamic_layout dst(meshcast::dynamic_mesh{n}, meshcast::dynamic_spec("R,S0"), meshcast::dynamic_shape{64, 8});
+  const meshcast::reshard_options same{.devices = meshcast::device_map::same(), .timeout_s = 60};
+  meshcast::timed_job alone = session.reshard_job(src, dst, 4, same);  // run here, outside the session
+  alone.run();
+  const std::size_t alone_wrong = alone.wrong();
+  alone.release();
+  bool refused_released = false;
+  try {
+    (void)alone.wrong();
+  } catch (const meshcast::error&) {
+    refused_released = true;
+  }
+  session.add_reshard("reshard", src, dst, 4, same);
+  const int status = session.run();
+  const bool ok = status == 0 && c->acquired == 3 && c->released == 3 && c->most_held == 1 && c->held == 0 &&
+                  c->runs_not_held == 0 && alone_wrong == 0 && refused_released;
+  if (session.rank() == 0 || !ok)
+    std::fprintf(stderr, "one at a time (rank %d): status %d, acquired %d, released %d, most held %d, runs not held %d, "
+                 "alone wrong %zu, wrong() refused after release %d: %s\n", session.rank(), status, c->acquired, c->released,
+                 c->most_held, c->runs_not_held, alone_wrong, refused_released ? 1 : 0, ok ? "ok" : "FAILED");
+  return ok ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
-  bool mismatch = false, zero_time = false, bad_jobs = false;
+  bool mismatch = false, zero_time = false, bad_jobs = false, one_at_a_time = false;
   for (int i = 1; i < argc; ++i) {
     mismatch = mismatch || std::strcmp(argv[i], "--mismatch") == 0;
     zero_time = zero_time || std::strcmp(argv[i], "--zero-time") == 0;
     bad_jobs = bad_jobs || std::strcmp(argv[i], "--bad-jobs") == 0;
+    one_at_a_time = one_at_a_time || std::strcmp(argv[i], "--one-at-a-time") == 0;
   }
   meshcast::benchmark_session session(argc, argv);
   meshcast::timed_job noop;
@@ -55,6 +105,7 @@ int main(int argc, char** argv) {
   }
   int n = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &n);
+  if (one_at_a_time) return one_job_at_a_time(session, n);
   if (mismatch) ++n;  // one device more than there are ranks
   meshcast::dynamic_layout src(meshcast::dynamic_mesh{n}, meshcast::dynamic_spec("S0,R"), meshcast::dynamic_shape{1024, 256});
   meshcast::dynamic_layout dst(n % 2 == 0 ? meshcast::dynamic_mesh{n / 2, 2} : meshcast::dynamic_mesh{n, 1},

@@ -92,6 +92,14 @@ for part in ["'first' is registered twice", "needs a name", "name holds a contro
              "timed_job::timeout_s", "label holds a control character"]:
     check(any(part in line for line in refusals), f"bad jobs: no refusal says {part!r}: {refusals}")
 
+# One job's buffers at a time: each job is acquired before its first run and released when the
+# session moves on; a reshard job run outside the session makes its own buffers.
+for ranks in (2, 4):
+    r = subprocess.run([mpiexec, "-n", str(ranks), program, "--one-at-a-time", "--benchmark_min_time=0.01"],
+                       capture_output=True, text=True, timeout=120)
+    ok = [line for line in r.stderr.splitlines() if line.startswith("one at a time (rank 0)") and line.endswith(": ok")]
+    check(r.returncode == 0 and len(ok) == 1, f"one at a time, {ranks} ranks: exit {r.returncode}: {r.stderr[-600:]!r}")
+
 if failures:
     print(f"{len(failures)} failures")
     sys.exit(1)

@@ -294,6 +294,11 @@ TEST_CASE("benchmark jobs over NCCL: CUDA-event timing, the checked run and the 
       job.clear();
       job.run();
       if (job.wrong() != 0) problems[static_cast<std::size_t>(rank)] = "wrong elements after run";
+      job.release();  // the shards are freed, and made again at the next use
+      job.clear();
+      if (job.wrong() == 0 && !dst.tile(rank).empty()) problems[static_cast<std::size_t>(rank)] = "clear after release left it right";
+      job.run();
+      if (job.wrong() != 0) problems[static_cast<std::size_t>(rank)] = "wrong elements after a run after release";
       seen[static_cast<std::size_t>(rank)] = job;
     } catch (const std::exception& e) {
       problems[static_cast<std::size_t>(rank)] = e.what();

@@ -50,6 +50,23 @@ inline double bounded_max(MPI_Comm comm, double value, double timeout_s) {
   return o->out;
 }
 
+// Makes `held` with `make()` unless it is held already, every rank agreeing that each one did: a
+// rank short of memory failed alone, and its peers waited in the next collective for ever.
+template <class T, class Make>
+void acquire_on_every_rank(MPI_Comm comm, std::shared_ptr<T>& held, double timeout_s, Make make) {
+  if (held) return;
+  std::string problem;
+  try {
+    held = make();
+  } catch (const std::bad_alloc&) {
+    problem = "out of memory for the checked source, destination and expected buffers";
+  }
+  if (!all_ok(comm, problem.empty(), timeout_s, "agreeing that every rank holds its buffers")) {
+    held.reset();
+    throw error(problem.empty() ? "another rank could not allocate its buffers" : problem);
+  }
+}
+
 // A reporter that reports nothing: the other ranks' output.
 class silent_reporter : public ::benchmark::BenchmarkReporter {
  public:
@@ -124,25 +141,36 @@ class benchmark_session {
     auto r = std::make_shared<batch_resharder<Solver, Strategy>>(
         comm_, std::vector<tensor_layouts>{tensor_layouts{src.value(), dst.value(), element_bytes}}, options);
     const plan& p = r->plans()[0];
-    // The buffers are a rank's own: one that cannot allocate them fails alone, and its peers went
-    // on to the next collective and waited there for ever (found by review). Every rank agrees.
-    std::shared_ptr<detail::checked_buffers> data;
-    std::string problem;
-    try {
-      data = std::make_shared<detail::checked_buffers>(p, rank_, r->source_elements(), r->destination_elements());
-    } catch (const std::bad_alloc&) {
-      problem = "out of memory for the checked source, destination and expected buffers";
-    }
-    if (!all_ok(comm_, problem.empty(), options.timeout_s, "agreeing that every rank holds its buffers"))
-      throw error(problem.empty() ? "another rank could not allocate its buffers" : problem);
+    // The checked buffers are made when the job first runs and freed by `release`: a sweep held
+    // every size's buffers from registration on (212 MB a rank for meshcast-bench's 1K..64M sweep
+    // with --peer mpi at 4 ranks).
+    struct held {
+      std::shared_ptr<detail::checked_buffers> data;
+    };
+    auto h = std::make_shared<held>();
+    auto acquire = [h, r, comm = comm_, rank = rank_, timeout_s = options.timeout_s] {
+      detail::acquire_on_every_rank(comm, h->data, timeout_s, [&] {
+        auto d = std::make_shared<detail::checked_buffers>(r->plans()[0], rank, r->source_elements(), r->destination_elements());
+        d->clear();  // poisoned, so that an element a run leaves unwritten counts as wrong
+        return d;
+      });
+    };
     timed_job job;
-    job.run = [r, data] {
-      const std::span<const std::byte> in(data->in);
-      const std::span<std::byte> out(data->out);
+    job.acquire = acquire;
+    job.run = [h, r, acquire] {
+      acquire();  // a job run outside a session makes its buffers on its first run
+      const std::span<const std::byte> in(h->data->in);
+      const std::span<std::byte> out(h->data->out);
       (*r)(std::span<const std::span<const std::byte>>(&in, 1), std::span<const std::span<std::byte>>(&out, 1));
     };
-    job.clear = [data] { data->clear(); };
-    job.wrong = [data] { return data->wrong(); };
+    job.clear = [h] {
+      if (h->data) h->data->clear();
+    };
+    job.wrong = [h]() -> std::size_t {
+      if (!h->data) throw error("timed_job::wrong: the job has no buffers (it was released, or has not run)");
+      return h->data->wrong();
+    };
+    job.release = [h] { h->data.reset(); };
     detail::set_reshard_counters(job, p, r->schedule());
     job.timeout_s = options.timeout_s;
     return job;
@@ -151,8 +179,7 @@ class benchmark_session {
   /// Registers any job (a hand-written MPI collective beside meshcast's reshard, say) under the
   /// same timing and counters. `run` is collective: every rank calls it.
   const timed_job* add(const std::string& name, timed_job job) {
-    detail::check_job(name, job, names_);
-    names_.push_back(name);
+    detail::check_job(name, job, std::any_of(cases_.begin(), cases_.end(), [&](const auto& c) { return c->name == name; }));
     auto c = std::make_unique<job_case>(job_case{std::move(job), -1, name});
     job_case* raw = c.get();
     cases_.push_back(std::move(c));
@@ -184,6 +211,7 @@ class benchmark_session {
       std::fprintf(stderr, "meshcast benchmark (rank %d): error: %s\n", rank_, e.what());
       return 2;
     }
+    release_active();
     ::benchmark::Shutdown();
     return failed_ || wrong_ ? 1 : 0;
   }
@@ -198,6 +226,11 @@ class benchmark_session {
   // One benchmark: the checked run once, then timed runs, each barrier to slowest rank.
   void time(job_case& c, ::benchmark::State& s) {
     const timed_job& j = c.job;
+    if (active_ != &c) {  // Google Benchmark runs a benchmark's runs one after another
+      release_active();
+      if (j.acquire) j.acquire();
+      active_ = &c;
+    }
     if (c.wrong < 0) {
       if (j.clear) j.clear();
       j.run();
@@ -239,11 +272,17 @@ class benchmark_session {
     if (!j.label.empty()) s.SetLabel(j.label);
   }
 
+  // Frees the buffers of the benchmark that ran last.
+  void release_active() {
+    if (active_ && active_->job.release) active_->job.release();
+    active_ = nullptr;
+  }
+
   MPI_Comm comm_;
   int rank_ = 0;
+  job_case* active_ = nullptr;  // the benchmark whose buffers are held
   bool owns_mpi_ = false, failed_ = false, wrong_ = false;
   std::vector<std::unique_ptr<job_case>> cases_;
-  std::vector<std::string> names_;
 };
 
 }  // namespace meshcast

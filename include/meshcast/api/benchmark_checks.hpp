@@ -29,13 +29,14 @@ inline bool has_control_character(std::string_view s) {
   return std::any_of(s.begin(), s.end(), [](char c) { return ascii_control(static_cast<unsigned char>(c)); });
 }
 
-/// Throws naming the job unless its name, label, timeout and counters can be reported.
-inline void check_job(const std::string& name, const timed_job& job, const std::vector<std::string>& taken) {
+/// Throws naming the job unless its name is new (`name_taken`: a registered benchmark has it) and
+/// its name, label, timeout and counters can be reported.
+inline void check_job(const std::string& name, const timed_job& job, bool name_taken) {
   if (name.empty()) throw error("a benchmark needs a name (Google Benchmark would report it as its suffixes alone)");
   const std::string who = "benchmark '" + printable(name) + "'";
   // Control characters went raw into the JSON report, which then did not parse.
   if (has_control_character(name)) throw error(who + ": its name holds a control character");
-  if (std::find(taken.begin(), taken.end(), name) != taken.end()) throw error(who + " is registered twice");
+  if (name_taken) throw error(who + " is registered twice");
   if (!job.run || !job.wrong) throw error(who + ": a timed_job needs run and wrong");
   if (has_control_character(job.label)) throw error(who + ": its label holds a control character");
   checked_seconds(job.timeout_s, who + ": timed_job::timeout_s");

@@ -42,9 +42,12 @@ inline void fill_with_index(const box& tile, const extents_value& shape, std::si
 /// where given, runs the job and returns its own measure of this rank's seconds (CUDA events on a
 /// stream), used instead of the host clock around `run`. `label` is shown beside the result
 /// (Google Benchmark's label: the mode and strategy that ran, say). `timeout_s` bounds the
-/// session's own waits on the other ranks around each run (0: no bound).
+/// session's own waits on the other ranks around each run (0: no bound). `acquire` and `release`,
+/// where given, make and free what the job's runs need (its buffers): the session calls `acquire`
+/// (collective) before a benchmark's first run and `release` when it moves on to the next, so that
+/// it holds one benchmark's buffers at a time rather than every registered one's.
 struct timed_job {
-  std::function<void()> run, clear;
+  std::function<void()> run, clear, acquire, release;
   std::function<std::size_t()> wrong;
   std::function<double()> run_timed;
   double bytes = 0, busiest_bytes = 0, predicted_s = 0, bound_s = 0, timeout_s = 60;
