@@ -39,13 +39,19 @@ pinned_case make_case(const char* src_mesh, const char* src_spec, const char* ds
 // "unit.option.part" of every op, in order.
 std::string order_of(const std::vector<op>& ops) {
   std::string s;
-  for (const op& o : ops) s += (s.empty() ? "" : " ") + std::to_string(o.unit) + "." + std::to_string(o.option) + "." + std::to_string(o.part);
+  for (const op& o : ops) {  // appended piece by piece: g++ 12 warned (-Wrestrict) on "" + std::string
+    if (!s.empty()) s += ' ';
+    s += std::to_string(o.unit) + "." + std::to_string(o.option) + "." + std::to_string(o.part);
+  }
   return s;
 }
 template <class V>
 std::string list_of(const V& v) {
   std::string s;
-  for (auto x : v) s += (s.empty() ? "" : " ") + std::to_string(x);
+  for (auto x : v) {
+    if (!s.empty()) s += ' ';
+    s += std::to_string(x);
+  }
   return s;
 }
 
