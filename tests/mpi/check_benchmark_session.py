@@ -92,6 +92,12 @@ for part in ["'first' is registered twice", "needs a name", "name holds a contro
              "timed_job::timeout_s", "label holds a control character"]:
     check(any(part in line for line in refusals), f"bad jobs: no refusal says {part!r}: {refusals}")
 
+# --benchmark_list_tests: the names once (rank 0), nothing run, exit 0 (every rank printed them).
+r = subprocess.run([mpiexec, "-n", "2", program, "--benchmark_list_tests"], capture_output=True, text=True, timeout=120)
+listed = r.stdout.split()
+check(r.returncode == 0 and listed == [n + "/manual_time" for n in ("rows_to_blocks", "rows_to_blocks_one_per_host", "own_allreduce_no_timeout")],
+      f"list tests: exit {r.returncode}, listed {listed}: {r.stderr[-400:]!r}")
+
 # One job's buffers at a time: each job is acquired before its first run and released when the
 # session moves on; a reshard job run outside the session makes its own buffers.
 for ranks in (2, 4):

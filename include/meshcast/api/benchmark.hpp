@@ -100,6 +100,10 @@ class benchmark_session {
     try {  // before Initialize, which exits with status 0 on a bad word and loops on min_time=nan
       if (comm_ == MPI_COMM_NULL) throw error("benchmark_session: the communicator is MPI_COMM_NULL");
       detail::check_benchmark_flags(argc, argv);
+      for (int i = 1; i < argc; ++i) {  // the last one counts, as in Google Benchmark
+        std::string_view v;
+        if (detail::benchmark_flag::value_of(argv[i], "list_tests", v)) list_only_ = detail::benchmark_flag::truthy(v);
+      }
     } catch (const error& e) {
       report_failure("the session", e);
       // Google Benchmark sees none of its flags; the program's own stay. run() returns 2 at once.
@@ -203,6 +207,10 @@ class benchmark_session {
   /// Returns 0 when every checked run delivered every element right and nothing failed.
   int run() {
     if (failed_) return 2;
+    if (list_only_ && rank_ != 0) {  // rank 0 lists the names once; nothing runs, so no rank waits
+      ::benchmark::Shutdown();
+      return 0;
+    }
     detail::silent_reporter silent;
     try {
       if (rank_ == 0) ::benchmark::RunSpecifiedBenchmarks();
@@ -282,6 +290,7 @@ class benchmark_session {
   int rank_ = 0;
   job_case* active_ = nullptr;  // the benchmark whose buffers are held
   bool owns_mpi_ = false, failed_ = false, wrong_ = false;
+  bool list_only_ = false;  // --benchmark_list_tests: list, run nothing
   std::vector<std::unique_ptr<job_case>> cases_;
 };
 
