@@ -188,21 +188,20 @@ inline std::function<void()> allgatherv(std::shared_ptr<peer_state> st) {
 }
 
 // MPI_Bcast: per source tile, its first holder broadcasts it over a communicator of itself and
-// every receiver (made once, outside the timing); all broadcasts are in flight together.
+// every receiver (made once, outside the timing); all broadcasts are in flight together. This
+// makes the buffers; bcast_groups, the communicators, once every rank holds its buffers.
 inline std::function<void()> bcast(std::shared_ptr<peer_state> st) {
   const bool receiver = !st->dst_tile().empty();
   std::vector<box> tiles;
   for (std::size_t g = 0; g + 1 < st->p.src_groups.offsets.size(); ++g) {
     const auto holders = st->p.src_groups[static_cast<index_t>(g)];
     if (holders.empty()) continue;
-    const bool root = holders[0] == st->me;
-    MPI_Comm c = MPI_COMM_NULL;
-    detail::mpi_check(MPI_Comm_split(st->comm, root || receiver ? 0 : MPI_UNDEFINED, root ? 0 : st->me + 1, &c), "MPI_Comm_split");
-    st->groups.push_back(c);
-    st->group_root.push_back(root ? 1 : 0);
+    st->group_root.push_back(holders[0] == st->me ? 1 : 0);
     tiles.push_back(st->p.source_tile(holders[0]));
+    (void)as_int(bytes_of(tiles.back(), st->eb()), "a tile");  // refused here, before any rank splits
     st->staging.emplace_back(receiver && tiles.back() != st->dst_tile() ? bytes_of(tiles.back(), st->eb()) : 0);
   }
+  st->groups.reserve(tiles.size());
   return [st, tiles] {
     std::vector<MPI_Request> r;
     for (std::size_t g = 0; g < tiles.size(); ++g) {
@@ -217,6 +216,16 @@ inline std::function<void()> bcast(std::shared_ptr<peer_state> st) {
       if (st->groups[g] != MPI_COMM_NULL && !st->group_root[g] && !st->staging[g].empty())
         unpack(std::span<const std::byte>(st->staging[g]), st->dst_tile(), st->data.out, tiles[g], st->eb());
   };
+}
+
+// bcast's communicators, one MPI_Comm_split per source tile (collective).
+inline void bcast_groups(peer_state& st) {
+  const bool receiver = !st.dst_tile().empty();
+  for (const int root : st.group_root) {
+    MPI_Comm c = MPI_COMM_NULL;
+    detail::mpi_check(MPI_Comm_split(st.comm, root || receiver ? 0 : MPI_UNDEFINED, root ? 0 : st.me + 1, &c), "MPI_Comm_split");
+    st.groups.push_back(c);  // reserved by bcast: no allocation between two splits
+  }
 }
 
 // MPI_Isend/MPI_Irecv of every piece at once (pieces between one pair match in order).
@@ -263,45 +272,48 @@ inline timed_job mpi_peer_job(const plan& p, MPI_Comm comm, double bound_s, doub
   const peer_kind k = peer_for(p);
   if (kind_out) *kind_out = k;
   // The buffers and communicators are made when the session first runs the job and freed when it
-  // moves on (timed_job::acquire), as meshcast's own jobs do.
-  struct held {
+  // moves on (timed_job::acquire), as meshcast's own jobs do. Everything a rank makes alone (its
+  // buffers, the checks of its counts) comes before the ranks agree; the communicators after.
+  struct made_job {
     std::shared_ptr<detail_peer::peer_state> st;
     std::function<void()> run;
   };
-  auto h = std::make_shared<held>();
+  struct slot {
+    std::shared_ptr<made_job> made;
+  };
+  auto h = std::make_shared<slot>();
   auto acquire = [h, p, comm, me, timeout_s, pieces, k] {
-    if (h->st) return;
-    std::shared_ptr<detail_peer::peer_state> st;
-    detail::acquire_on_every_rank(comm, st, timeout_s, [&] {
-      auto made = std::make_shared<detail_peer::peer_state>(p, comm, me, static_cast<std::size_t>(p.source_tile(me).volume()),
-                                                            static_cast<std::size_t>(p.destination_tile(me).volume()), timeout_s);
-      made->pieces = pieces;
-      made->data.clear();  // poisoned, so that an element a run leaves unwritten counts as wrong
+    if (h->made) return;
+    std::shared_ptr<made_job> m;
+    detail::acquire_on_every_rank(comm, m, timeout_s, [&] {
+      auto made = std::make_shared<made_job>();
+      made->st = std::make_shared<detail_peer::peer_state>(p, comm, me, static_cast<std::size_t>(p.source_tile(me).volume()),
+                                                           static_cast<std::size_t>(p.destination_tile(me).volume()), timeout_s);
+      made->st->pieces = pieces;
+      made->st->data.clear();  // poisoned, so that an element a run leaves unwritten counts as wrong
+      made->run = k == peer_kind::allgatherv ? detail_peer::allgatherv(made->st)
+                : k == peer_kind::alltoallv  ? detail_peer::alltoallv(made->st)
+                : k == peer_kind::bcast      ? detail_peer::bcast(made->st)
+                                             : detail_peer::isend(made->st);
       return made;
     });
-    h->run = k == peer_kind::allgatherv ? detail_peer::allgatherv(st)  // collective where it makes communicators
-           : k == peer_kind::alltoallv  ? detail_peer::alltoallv(st)
-           : k == peer_kind::bcast      ? detail_peer::bcast(st)
-                                        : detail_peer::isend(st);
-    h->st = std::move(st);
+    if (k == peer_kind::bcast) detail_peer::bcast_groups(*m->st);
+    h->made = std::move(m);
   };
   timed_job job;
   job.acquire = acquire;
   job.run = [h, acquire] {
     acquire();
-    h->run();
+    h->made->run();
   };
   job.clear = [h] {
-    if (h->st) h->st->data.clear();
+    if (h->made) h->made->st->data.clear();
   };
   job.wrong = [h]() -> std::size_t {
-    if (!h->st) throw error("the MPI peer's job has no buffers (it was released, or has not run)");
-    return h->st->data.wrong();
+    if (!h->made) throw error("the MPI peer's job has no buffers (it was released, or has not run)");
+    return h->made->st->data.wrong();
   };
-  job.release = [h] {
-    h->run = nullptr;  // holds the state too
-    h->st.reset();
-  };
+  job.release = [h] { h->made.reset(); };  // a state a timed-out run left is kept (wait_all)
   job.bytes = static_cast<double>(p.tensor_bytes());
   std::vector<double> in(static_cast<std::size_t>(n), 0.0);
   if (k == peer_kind::allgatherv || k == peer_kind::bcast) {  // every receiver takes every tile it lacks

@@ -47,13 +47,29 @@ TEST_CASE("checked_buffers: the expected destination is worked out, every differ
 }
 
 TEST_CASE("checked_buffers: element i of a tile holds its global row-major index") {
-  const dynamic_shape shape{5, 7, 3};
-  const dynamic_layout l(dynamic_mesh{1}, dynamic_spec("R,R,R"), shape);
-  const plan p = make_plan(l, l, {.element_bytes = 8});
-  const std::vector<std::byte> all = encoded(p.source_tile(0), p.src.shape, 8);
-  for (std::uint64_t i = 0; i < 5 * 7 * 3; ++i) {
+  // Device 1's tile of S0,R,R over 2 devices starts at row 3: its element i is global 3*7*3 + i
+  // (a tile at the origin would not tell global from tile-local indices).
+  const dynamic_shape shape{6, 7, 3};
+  const dynamic_layout l(dynamic_mesh{2}, dynamic_spec("S0,R,R"), shape);
+  const plan p = make_plan(l, l, {.element_bytes = 8, .devices = device_map::same()});
+  REQUIRE(p.source_tile(1)[0].lo == 3);
+  const std::vector<std::byte> tile = encoded(p.source_tile(1), p.src.shape, 8);
+  REQUIRE(tile.size() == 3 * 7 * 3 * 8);
+  for (std::uint64_t i = 0; i < 3 * 7 * 3; ++i) {
     std::uint64_t v = 0;
-    for (int b = 7; b >= 0; --b) v = v << 8 | std::to_integer<std::uint64_t>(all[i * 8 + static_cast<std::size_t>(b)]);
-    REQUIRE(v == i);
+    for (int b = 7; b >= 0; --b) v = v << 8 | std::to_integer<std::uint64_t>(tile[i * 8 + static_cast<std::size_t>(b)]);
+    REQUIRE(v == 3 * 7 * 3 + i);
+  }
+}
+
+TEST_CASE("checked_buffers: a poisoned element never reads as right, whatever its index") {
+  // 1-byte elements past 256: a constant poison matched every index = poison mod 256.
+  for (index_t eb : {1, 2}) {
+    CAPTURE(eb);
+    const dynamic_layout l(dynamic_mesh{1}, dynamic_spec("R"), dynamic_shape{70000});
+    const plan p = make_plan(l, l, {.element_bytes = eb, .devices = device_map::same()});
+    detail::checked_buffers b(p, 0, 70000, 70000);
+    b.clear();
+    CHECK(b.wrong() == 70000);
   }
 }

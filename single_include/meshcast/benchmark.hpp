@@ -174,20 +174,23 @@ inline double bounded_max(MPI_Comm comm, double value, double timeout_s) {
 }
 
 // Makes `held` with `make()` unless it is held already, every rank agreeing that each one did: a
-// rank short of memory failed alone, and its peers waited in the next collective for ever.
+// rank that failed alone (out of memory, say) left its peers in the next collective for ever.
+// `held` is set only once all agreed; what `make` throws is told to every rank as this rank's.
 template <class T, class Make>
 void acquire_on_every_rank(MPI_Comm comm, std::shared_ptr<T>& held, double timeout_s, Make make) {
   if (held) return;
+  std::shared_ptr<T> made;
   std::string problem;
   try {
-    held = make();
+    made = make();
   } catch (const std::bad_alloc&) {
-    problem = "out of memory for the checked source, destination and expected buffers";
+    problem = "out of memory for the benchmark's buffers";
+  } catch (const std::exception& e) {
+    problem = e.what();
   }
-  if (!all_ok(comm, problem.empty(), timeout_s, "agreeing that every rank holds its buffers")) {
-    held.reset();
-    throw error(problem.empty() ? "another rank could not allocate its buffers" : problem);
-  }
+  if (!all_ok(comm, problem.empty(), timeout_s, "agreeing that every rank holds its buffers"))
+    throw error(problem.empty() ? "another rank could not make its buffers" : problem);
+  held = std::move(made);
 }
 
 // A reporter that reports nothing: the other ranks' output.
@@ -263,6 +266,8 @@ class benchmark_session {
 
   /// The job `add_reshard` registers, built (collectively) but not registered: to compare
   /// variants before choosing one, or to register it under another timing. Throws on misuse.
+  /// Its checked buffers are made (every rank agreeing) at `acquire` or its first run and freed
+  /// by `release`; the session frees a benchmark's when it moves on and after the last.
   template <solver Solver = greedy, strategy Strategy = auto_strategy, layout_like Src, layout_like Dst>
   timed_job reshard_job(const Src& src, const Dst& dst, std::size_t element_bytes, reshard_options options = {}) {
     auto r = std::make_shared<batch_resharder<Solver, Strategy>>(
@@ -270,7 +275,8 @@ class benchmark_session {
     const plan& p = r->plans()[0];
     // The checked buffers are made when the job first runs and freed by `release`: a sweep held
     // every size's buffers from registration on (meshcast-bench's 1K..64M sweep with --peer mpi
-    // at 4 ranks: 212 MB a rank, 120 MB with this alone).
+    // at 4 ranks: 212 MB a rank, 120 MB with this alone). `wrong` needs them: it throws before
+    // the first run and after `release`.
     struct held {
       std::shared_ptr<detail::checked_buffers> data;
     };
@@ -288,7 +294,12 @@ class benchmark_session {
       acquire();  // a job run outside a session makes its buffers on its first run
       const std::span<const std::byte> in(h->data->in);
       const std::span<std::byte> out(h->data->out);
-      (*r)(std::span<const std::span<const std::byte>>(&in, 1), std::span<const std::span<std::byte>>(&out, 1));
+      try {
+        (*r)(std::span<const std::span<const std::byte>>(&in, 1), std::span<const std::span<std::byte>>(&out, 1));
+      } catch (...) {  // a late peer may still write them (limits.md): `release` must not free them
+        detail::keep_until_exit(h->data);
+        throw;
+      }
     };
     job.clear = [h] {
       if (h->data) h->data->clear();

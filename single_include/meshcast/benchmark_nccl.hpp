@@ -63,7 +63,8 @@ struct nccl_job_state {
 /// The timed_job of resharding `src` into `dst` over `comm` on `stream` (an nccl_batch_resharder
 /// of one tensor, built collectively now): `run_timed` brackets each run with CUDA events
 /// recorded on the stream and returns the time between them; `wrong` copies the destination back
-/// and checks every element. The shards are made at the first use and freed by `release`.
+/// and checks every element. The shards are made at the first use (each rank its own) and freed
+/// by `release`.
 template <class Solver = greedy, class Strategy = auto_strategy, layout_like Src, layout_like Dst>
 timed_job nccl_reshard_job(ncclComm_t comm, cudaStream_t stream, const Src& src, const Dst& dst, std::size_t element_bytes,
                            reshard_options options = {}) {
@@ -73,7 +74,8 @@ timed_job nccl_reshard_job(ncclComm_t comm, cudaStream_t stream, const Src& src,
   detail::nccl_check(ncclCommUserRank(comm, &rank), "ncclCommUserRank");
   const plan& p = r->plans()[0];
   // The shards are made at the first use and freed by `release` (a session holds one job's at a
-  // time); making them needs no other rank, so every accessor makes them where they are missing.
+  // time). Each rank makes its own, with no agreement: a rank that cannot fails alone, and its
+  // peers' NCCL waits end at the stream timeout. `wrong` needs them: it throws without them.
   struct held {
     std::shared_ptr<detail::nccl_job_state> st;
   };
@@ -109,8 +111,9 @@ timed_job nccl_reshard_job(ncclComm_t comm, cudaStream_t stream, const Src& src,
     st->host.clear();
     st->copy(st->out.data(), st->host.out.data(), st->host.out.size(), cudaMemcpyHostToDevice);
   };
-  job.wrong = [state] {
-    const auto st = state();
+  job.wrong = [h]() -> std::size_t {
+    if (!h->st) throw error("timed_job::wrong: the NCCL job has no shards (it was released, or has not run)");
+    const auto& st = h->st;
     st->copy(st->host.out.data(), st->out.data(), st->host.out.size(), cudaMemcpyDeviceToHost);
     return st->host.wrong();
   };

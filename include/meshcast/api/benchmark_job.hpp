@@ -57,8 +57,9 @@ inline void fill_with_index(const box& tile, const extents_value& shape, std::si
 /// (Google Benchmark's label: the mode and strategy that ran, say). `timeout_s` bounds the
 /// session's own waits on the other ranks around each run (0: no bound). `acquire` and `release`,
 /// where given, make and free what the job's runs need (its buffers): the session calls `acquire`
-/// (collective) before a benchmark's first run and `release` when it moves on to the next, so that
-/// it holds one benchmark's buffers at a time rather than every registered one's.
+/// on every rank before a benchmark's first run (an MPI job's agree there), and `release` when it
+/// moves on to the next and after the last, so that it holds one benchmark's buffers at a time
+/// rather than every registered one's. The session releases nothing after a failed run.
 struct timed_job {
   std::function<void()> run, clear, acquire, release;
   std::function<std::size_t()> wrong;
@@ -87,7 +88,12 @@ struct checked_buffers {
                   std::to_string(destination.volume()));
     fill_with_index(p.source_tile(rank), shape, element_bytes, in.data());
   }
-  void clear() { std::fill(out.begin(), out.end(), std::byte{0xa5}); }
+  // Every element poisoned so that it cannot read as right: its first byte is the complement of
+  // the expected one (a constant matched the index of one element in 256 of 1-byte elements).
+  void clear() {
+    std::fill(out.begin(), out.end(), std::byte{0xa5});
+    for_each_index(destination, shape, element_bytes, [&](std::size_t at, std::uint64_t linear) { out[at] = ~index_byte(linear, 0); });
+  }
   std::size_t wrong() const {
     std::size_t n = 0;
     for_each_index(destination, shape, element_bytes, [&](std::size_t at, std::uint64_t linear) {
