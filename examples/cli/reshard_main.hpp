@@ -68,12 +68,12 @@ int reshard_main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   // MPI errors come back as codes (and become meshcast::error) instead of aborting inside MPI.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  for (int i = 1; i < argc; ++i)
-    if (std::string_view(argv[i]) == "--manifest") return reshard_manifest_main<Solvers, Strategies>(argc, argv);
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  g_rank = rank;
+  g_rank = rank;  // before --manifest's hand-off too: its errors named every rank "rank 0"
+  for (int i = 1; i < argc; ++i)
+    if (std::string_view(argv[i]) == "--manifest") return reshard_manifest_main<Solvers, Strategies>(argc, argv);
 
   cli::plan_flags flags;
   cli::schedule_flags sched;

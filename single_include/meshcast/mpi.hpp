@@ -242,6 +242,7 @@ static_assert(collective_channel<mpi_channel>);
 #include <climits>
 #include <cstdint>
 #include <limits>
+#include <new>
 #include <span>
 #include <string>
 #include <vector>
@@ -249,30 +250,44 @@ static_assert(collective_channel<mpi_channel>);
 
 namespace meshcast {
 
+namespace detail {
+// What `step` throws, as a sentence for agree_or_throw ("" when it succeeds).
+template <class Step>
+std::string failure_of(Step&& step, const char* what) {
+  try {
+    step();
+  } catch (const std::bad_alloc&) {
+    return std::string("out of memory while ") + what;
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return {};
+}
+}  // namespace detail
+
 MESHCAST_INLINE void share_schedule(MPI_Comm comm, std::span<const plan> plans, schedule& s, int root, double timeout_s) {
   detail::check_communicator(comm, "share_schedule", &root);
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
-  std::vector<std::int64_t> wire = rank == root ? to_wire(s) : std::vector<std::int64_t>{};
+  // Every step that allocates is agreed on before the next collective: a rank out of memory alone
+  // left the others to wait out the timeout, naming the healthy root as unreachable.
+  std::vector<std::int64_t> wire;
+  std::string problem;
+  if (rank == root) problem = detail::failure_of([&] { wire = to_wire(s); }, "writing the schedule to share");
+  agree_or_throw(comm, problem, timeout_s);
   long long n = static_cast<long long>(wire.size());
   bounded_broadcast(comm, &n, sizeof n, root, timeout_s, "receiving the schedule's size");
   if (n < 0 || static_cast<unsigned long long>(n) > (std::numeric_limits<int>::max() / sizeof(std::int64_t)))
     throw error("the schedule is too large to share (" + std::to_string(n) + " words)");
-  wire.resize(static_cast<std::size_t>(n));
+  agree_or_throw(comm, detail::failure_of([&] { wire.resize(static_cast<std::size_t>(n)); }, "receiving the schedule"), timeout_s);
   bounded_broadcast(comm, wire.data(), static_cast<int>(n * static_cast<long long>(sizeof(std::int64_t))), root, timeout_s,
                     "receiving the schedule");
   // A rank that cannot read the schedule says so to all before the next collective (else the
   // others would only time out in it).
-  std::string problem;
-  if (rank != root) {
-    try {
-      s = from_wire(wire);
-    } catch (const std::exception& e) {
-      problem = e.what();
-    }
-  }
+  if (rank != root) problem = detail::failure_of([&] { s = from_wire(wire); }, "reading the shared schedule");
   agree_or_throw(comm, problem, timeout_s);
-  const std::uint64_t mine = fingerprint(plans, s);
+  std::uint64_t mine = 0;
+  agree_or_throw(comm, detail::failure_of([&] { mine = fingerprint(plans, s); }, "comparing schedules"), timeout_s);
   std::uint64_t theirs = mine;
   bounded_broadcast(comm, &theirs, sizeof theirs, root, timeout_s, "comparing schedules");
   if (!all_ok(comm, mine == theirs, timeout_s, "comparing schedules"))

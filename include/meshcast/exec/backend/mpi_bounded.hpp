@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <span>
 #include <string>
 #include <tuple>
@@ -171,6 +172,9 @@ inline std::vector<int> bounded_allgather(MPI_Comm comm, int value, double timeo
   return std::move(o->all);
 }
 
+/// From this size on, bounded_broadcast's ranks agree that each holds a buffer for the message.
+inline constexpr std::size_t agreed_broadcast_bytes = std::size_t{64} << 10;
+
 /// Broadcasts `bytes` from `root`, bounded in time. The message travels through a buffer of the
 /// call's own, so that a root arriving after the deadline never writes into `data`.
 inline void bounded_broadcast(MPI_Comm comm, void* data, int bytes, int root, double timeout_s, const char* what) {
@@ -181,10 +185,24 @@ inline void bounded_broadcast(MPI_Comm comm, void* data, int bytes, int root, do
     std::vector<unsigned char> bytes;
     MPI_Request r = MPI_REQUEST_NULL;
   };
-  auto o = std::make_unique<operation>();
   const auto n = static_cast<std::size_t>(bytes > 0 ? bytes : 0);
-  if (rank == root) o->bytes.assign(static_cast<const unsigned char*>(data), static_cast<const unsigned char*>(data) + n);
-  else o->bytes.resize(n);
+  std::unique_ptr<operation> o;
+  bool made = true;
+  try {
+    o = std::make_unique<operation>();
+    if (rank == root) o->bytes.assign(static_cast<const unsigned char*>(data), static_cast<const unsigned char*>(data) + n);
+    else o->bytes.resize(n);
+  } catch (const std::bad_alloc&) {
+    made = false;
+  }
+  // A large message's buffer is agreed on (every rank has the same `bytes`, so every rank asks):
+  // a rank without one left the others to wait out the timeout.
+  if (n >= agreed_broadcast_bytes) {
+    if (!all_ok(comm, made, timeout_s, what))
+      throw error(std::string(made ? "another rank ran out of memory" : "out of memory") + " while " + what);
+  } else if (!made) {
+    throw std::bad_alloc();
+  }
   detail::mpi_check(MPI_Ibcast(o->bytes.data(), bytes, MPI_BYTE, root, comm, &o->r), "MPI_Ibcast");
   if (!detail::completed_or_kept(o, o->r, stop))
     throw timeout_error(std::string("no answer from rank ") + std::to_string(root) + " within " + detail::number(timeout_s) +
