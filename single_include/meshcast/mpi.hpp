@@ -242,16 +242,22 @@ static_assert(collective_channel<mpi_channel>);
 #include <climits>
 #include <cstdint>
 #include <limits>
-#include <new>
 #include <span>
 #include <string>
 #include <vector>
 
+// ---- begin meshcast/core/detail/failure_of.hpp ----
+// What a step throws, as the sentence a rank tells the others when they agree on success: the
+// collectives that agree (share_schedule, a benchmark's buffers) catch it the same way.
 
-namespace meshcast {
+#include <exception>
+#include <new>
+#include <string>
 
-namespace detail {
-// What `step` throws, as a sentence for agree_or_throw ("" when it succeeds).
+namespace meshcast::detail {
+
+/// "" when `step()` returns; else what it threw: "out of memory while <what>" for std::bad_alloc,
+/// the exception's own message for any other std::exception.
 template <class Step>
 std::string failure_of(Step&& step, const char* what) {
   try {
@@ -263,7 +269,11 @@ std::string failure_of(Step&& step, const char* what) {
   }
   return {};
 }
-}  // namespace detail
+
+}  // namespace meshcast::detail
+// ---- end meshcast/core/detail/failure_of.hpp ----
+
+namespace meshcast {
 
 MESHCAST_INLINE void share_schedule(MPI_Comm comm, std::span<const plan> plans, schedule& s, int root, double timeout_s) {
   detail::check_communicator(comm, "share_schedule", &root);

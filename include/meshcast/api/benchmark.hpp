@@ -29,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../core/detail/failure_of.hpp"
 #include "benchmark_checks.hpp"
 #include "benchmark_job.hpp"
 #include "mpi.hpp"
@@ -57,14 +58,7 @@ template <class T, class Make>
 void acquire_on_every_rank(MPI_Comm comm, std::shared_ptr<T>& held, double timeout_s, Make make) {
   if (held) return;
   std::shared_ptr<T> made;
-  std::string problem;
-  try {
-    made = make();
-  } catch (const std::bad_alloc&) {
-    problem = "out of memory for the benchmark's buffers";
-  } catch (const std::exception& e) {
-    problem = e.what();
-  }
+  const std::string problem = failure_of([&] { made = make(); }, "making the benchmark's buffers");
   if (!all_ok(comm, problem.empty(), timeout_s, "agreeing that every rank holds its buffers"))
     throw error(problem.empty() ? "another rank could not make its buffers" : problem);
   held = std::move(made);

@@ -9,11 +9,11 @@
 #include <climits>
 #include <cstdint>
 #include <limits>
-#include <new>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "../../core/detail/failure_of.hpp"
 #include "../../core/error.hpp"
 #include "../../exec/backend/mpi.hpp"
 #include "../../exec/backend/mpi_bounded.hpp"
@@ -23,21 +23,6 @@
 #include "batch_core.hpp"
 
 namespace meshcast {
-
-namespace detail {
-// What `step` throws, as a sentence for agree_or_throw ("" when it succeeds).
-template <class Step>
-std::string failure_of(Step&& step, const char* what) {
-  try {
-    step();
-  } catch (const std::bad_alloc&) {
-    return std::string("out of memory while ") + what;
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return {};
-}
-}  // namespace detail
 
 MESHCAST_INLINE void share_schedule(MPI_Comm comm, std::span<const plan> plans, schedule& s, int root, double timeout_s) {
   detail::check_communicator(comm, "share_schedule", &root);
