@@ -46,6 +46,9 @@ int main(int argc, char** argv) try {
     reps = static_cast<int>(f.count("--reps", reps, 1, 1 << 24));
     shape_text = f.text("--shape", shape_text);
     shape = parse_shape(shape_text);
+    // A shape S0,R cannot split is refused here, by rank 0 alone before a clean exit: through
+    // end_on_error every rank aborted, and the launcher sometimes dropped every message.
+    (void)dynamic_layout(dynamic_mesh{size}, dynamic_spec("S0,R"), shape);
   } catch (const std::exception& e) {
     if (rank == 0) std::fprintf(stderr, "meshcast-bench-executor-overhead: %s\n%s", e.what(), usage);
     MPI_Finalize();
