@@ -155,6 +155,15 @@ def main():
         else:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text)
+    # A file the script wrote once and no longer writes (a header that moved into the umbrella)
+    # would still be found by an include path: removed, and --check counts it as out of date.
+    for target in sorted((ROOT / "single_include").rglob("*.hpp")):
+        name = target.relative_to(ROOT / "single_include").as_posix()
+        if name not in files and target.read_text().startswith("// meshcast single-header edition"):
+            if "--check" in sys.argv[1:]:
+                stale.append(name + " (no longer generated)")
+            else:
+                target.unlink()
     if stale:
         print("single_include is out of date (" + ", ".join(stale) + "): run scripts/amalgamate.py", file=sys.stderr)
         return 1

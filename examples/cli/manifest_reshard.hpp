@@ -198,7 +198,7 @@ int reshard_manifest_main(int argc, char** argv) {
   std::uint64_t shard_bytes = 0, staging = 0, wrong = 0;
   double seconds = 0;
   try {
-    exec.emplace(backend, std::span<const plan>(plans), s, sched.max_staging_bytes);
+    exec.emplace(backend, std::span<const plan>(plans), s, sched.max_staging_bytes, connect_later);  // groups below
     exec->record_times(!exec_trace.empty());
     staging = exec->staging_bytes();
     for (std::size_t k = 0; k < plans.size(); ++k) {
@@ -213,6 +213,17 @@ int reshard_manifest_main(int argc, char** argv) {
     failed = describe(e, true);
   }
   if (!agree("preparing buffers")) {
+    report(failed);
+    return finish(2);
+  }
+  try {  // once every rank holds its buffers: one out of memory above stops all at the agreement
+    exec->connect();
+  } catch (const timeout_error& e) {
+    abort_job(timeout_failure(e, {}));
+  } catch (const std::exception& e) {
+    failed = describe(e, true);
+  }
+  if (!agree("making the executor's groups")) {
     report(failed);
     return finish(2);
   }

@@ -197,7 +197,7 @@ int reshard_main(int argc, char** argv) {
     std::optional<executor<mpi_backend>> exec;
     std::vector<std::byte> source, pristine;
     try {
-      exec.emplace(backend, p, s, sched.max_staging_bytes);
+      exec.emplace(backend, p, s, sched.max_staging_bytes, connect_later);  // its groups once every rank is ready
       exec->record_times(!extra.exec_trace.empty());
       source.resize(exec->source_bytes());
       destination.resize(exec->destination_bytes());
@@ -209,6 +209,14 @@ int reshard_main(int argc, char** argv) {
       failed = describe(e, true);
     }
     if (!agree("preparing buffers")) return;
+    try {
+      exec->connect();
+    } catch (const timeout_error& e) {
+      abort_job(timeout_failure(e, host_of));
+    } catch (const std::exception& e) {
+      failed = describe(e, true);
+    }
+    if (!agree("making the executor's groups")) return;
 
     // 4. The reshards. A failure here leaves peers waiting on this rank: the job ends.
     try {

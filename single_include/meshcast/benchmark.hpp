@@ -35,7 +35,7 @@
 #include <string_view>
 #include <vector>
 
-#include <meshcast/core/detail/failure_of.hpp>
+#include <meshcast/meshcast.hpp>
 // ---- begin meshcast/api/benchmark_checks.hpp ----
 // What a benchmark session checks before Google Benchmark sees it (found by review): the
 // --benchmark_* flags whose values Google Benchmark takes on trust (min_time=nan or inf ran for
@@ -54,7 +54,6 @@
 #include <utility>
 #include <vector>
 
-#include <meshcast/meshcast.hpp>
 #include <meshcast/benchmark_job.hpp>
 
 namespace meshcast::detail {

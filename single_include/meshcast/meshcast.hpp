@@ -7864,6 +7864,14 @@ class staging_arena {
 
 namespace meshcast {
 
+/// Tag of the executor's constructor that leaves the network alone: `connect()` then makes the
+/// groups. For a caller that agrees with the other ranks in between (api/front_end.hpp), so that
+/// one rank failing to set up (out of memory) does not leave the others waiting in a group's setup.
+struct connect_later_t {
+  explicit connect_later_t() = default;
+};
+inline constexpr connect_later_t connect_later{};
+
 template <class Backend>
 class executor {
   static_assert(backend<Backend>,
@@ -7881,9 +7889,21 @@ class executor {
   /// `plan_staging`.
   executor(Backend b, const plan& p, const schedule& s, std::size_t max_staging_bytes = 0)
       : executor(std::move(b), std::span<const plan>(&p, 1), s, max_staging_bytes) {}
+  executor(Backend b, const plan& p, const schedule& s, std::size_t max_staging_bytes, connect_later_t later)
+      : executor(std::move(b), std::span<const plan>(&p, 1), s, max_staging_bytes, later) {}
 
   /// A batch: `plans[k]` is the plan of tensor k; the schedule's transfers name their tensor.
-  executor(Backend b, std::span<const plan> plans, const schedule& s, std::size_t max_staging_bytes = 0);
+  executor(Backend b, std::span<const plan> plans, const schedule& s, std::size_t max_staging_bytes = 0)
+      : executor(std::move(b), plans, s, max_staging_bytes, connect_later) {
+    connect();
+  }
+  /// Everything the constructor above does on this rank alone (it throws what that one throws),
+  /// then nothing on the network: `connect()` must follow before `run`.
+  executor(Backend b, std::span<const plan> plans, const schedule& s, std::size_t max_staging_bytes, connect_later_t);
+  /// Makes the broadcast and chain groups this rank is a member of, in schedule order: a
+  /// collective over each group's members, bounded by the backend's timeout. Once.
+  void connect();
+  bool connected() const noexcept { return connected_; }
 
   /// What one step of the last run did, in seconds from the start of `run` (kept only after
   /// `record_times(true)`): waiting for tokens from `wait`, moving bytes from `start` to `end`.
@@ -7924,7 +7944,7 @@ class executor {
   using step = detail::step<request>;  // what the schedule fixes, ordered links, per-run state
 
   void check_message_sizes(std::span<const plan> plans, const schedule& s);
-  void make_groups(const schedule& s);
+  void index_groups(const schedule& s);  // which transfers share a group, and its members
 
   void plan_steps(const schedule& s, std::span<const plan> plans);
 
@@ -8137,8 +8157,10 @@ class executor {
   std::size_t first_send_ = none, first_receive_ = none;  // ordered mode: each lane's first step
   std::vector<request> tokens_sent_;
   bool failed_ = false;  // a run failed: this executor runs no more
-  std::vector<std::optional<typename Backend::group>> groups_;
+  std::vector<std::optional<typename Backend::group>> groups_;  // made by connect()
+  std::vector<std::vector<index_t>> group_members_;  // each group's, sender first; empty: not mine
   std::vector<std::size_t> group_of_;  // transfer -> its group (none: not a collective)
+  bool connected_ = false;
 };
 
 }  // namespace meshcast
@@ -8151,7 +8173,8 @@ class executor {
 namespace meshcast {
 
 template <class Backend>
-executor<Backend>::executor(Backend b, std::span<const plan> plans, const schedule& s, std::size_t max_staging_bytes)
+executor<Backend>::executor(Backend b, std::span<const plan> plans, const schedule& s, std::size_t max_staging_bytes,
+                            connect_later_t)
     : b_(std::move(b)), mode_(checked_execution(s.mode, "the schedule's execution mode")) {
   me_ = b_.device();
   if (plans.empty()) throw error("an executor needs at least one plan");
@@ -8173,7 +8196,7 @@ executor<Backend>::executor(Backend b, std::span<const plan> plans, const schedu
     if (!is_src) t.src_tile = box{t.src_tile.rank, {}};  // holds nothing
     tensors_.push_back(t);
   }
-  make_groups(s);
+  index_groups(s);
   plan_steps(s, plans);
   if (mode_ == execution::ordered) plan_lanes(s);
   plan_staging(max_staging_bytes);
@@ -8203,7 +8226,7 @@ void executor<Backend>::check_message_sizes(std::span<const plan> plans, const s
 }
 
 template <class Backend>
-void executor<Backend>::make_groups(const schedule& s) {
+void executor<Backend>::index_groups(const schedule& s) {
   std::map<std::vector<index_t>, std::size_t> index;
   group_of_.assign(s.transfers.size(), none);
   for (std::size_t i = 0; i < s.transfers.size(); ++i) {
@@ -8212,15 +8235,25 @@ void executor<Backend>::make_groups(const schedule& s) {
     std::vector<index_t> members = t.receivers;
     if (t.kind == transfer_kind::group_broadcast) std::sort(members.begin(), members.end());
     members.insert(members.begin(), t.sender);
-    auto [it, fresh] = index.try_emplace(members, groups_.size());
+    auto [it, fresh] = index.try_emplace(members, group_members_.size());
     if (fresh) {
       const bool mine = std::find(members.begin(), members.end(), me_) != members.end();
-      groups_.push_back(mine ? std::optional<typename Backend::group>(
-                                   b_.make_group(members, message_tag(message_kind::data, it->second)))
-                             : std::nullopt);
+      group_members_.push_back(mine ? std::move(members) : std::vector<index_t>{});
     }
     group_of_[i] = it->second;
   }
+}
+
+template <class Backend>
+void executor<Backend>::connect() {
+  if (connected_) throw error("device " + std::to_string(me_) + ": the executor is connected already: connect() once");
+  groups_.clear();
+  groups_.reserve(group_members_.size());
+  for (std::size_t g = 0; g < group_members_.size(); ++g)
+    groups_.push_back(group_members_[g].empty() ? std::nullopt
+                                                : std::optional<typename Backend::group>(
+                                                      b_.make_group(group_members_[g], message_tag(message_kind::data, g))));
+  connected_ = true;
 }
 
 template <class Backend>
@@ -8360,6 +8393,8 @@ namespace meshcast {
 template <class Backend>
 void executor<Backend>::run(std::span<const std::span<const std::byte>> sources,
                           std::span<const std::span<std::byte>> destinations) {
+  if (!connected_)
+    throw error("device " + std::to_string(me_) + ": the executor was made with connect_later and run before connect()");
   if (failed_)
     throw error("device " + std::to_string(me_) +
                 ": an earlier run of this executor failed, and what it left pending could match this run's messages; "
@@ -9448,6 +9483,32 @@ struct checked_channel {
 #include <utility>
 #include <vector>
 
+// ---- begin meshcast/core/detail/failure_of.hpp ----
+// What a step throws, as the sentence a rank tells the others when they agree on success: the
+// collectives that agree (share_schedule, a benchmark's buffers) catch it the same way.
+
+#include <exception>
+#include <new>
+#include <string>
+
+namespace meshcast::detail {
+
+/// "" when `step()` returns; else what it threw: "out of memory while <what>" for std::bad_alloc,
+/// the exception's own message for any other std::exception.
+template <class Step>
+std::string failure_of(Step&& step, const char* what) {
+  try {
+    step();
+  } catch (const std::bad_alloc&) {
+    return std::string("out of memory while ") + what;
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return {};
+}
+
+}  // namespace meshcast::detail
+// ---- end meshcast/core/detail/failure_of.hpp ----
 // ---- begin meshcast/api/batch_checks.hpp ----
 // What a batch resharder checks before it plans and before each run, the same over every
 // transport (mpi.hpp's batch_resharder, nccl.hpp's nccl_batch_resharder): the plans of its
@@ -9570,8 +9631,7 @@ class front_end {
  public:
   front_end(Channel channel, std::vector<tensor_layouts> tensors, reshard_options options, const erased_policies& policies)
       : channel_(std::move(channel)), options_(std::move(options)), tensors_(std::move(tensors)) {
-    std::string problem;
-    try {
+    std::string problem = failure_of([&] {
       if (checked_seconds(options_.timeout_s, "reshard_options::timeout_s") == 0)
         throw error("reshard_options::timeout_s is 0 s: every wait on the other ranks would expire at once; give a "
                     "positive deadline (default 60 s)");
@@ -9579,14 +9639,12 @@ class front_end {
         throw error("reshard_options::devices_per_host is " + std::to_string(options_.devices_per_host) +
                     ": give 0 (ranks with one host name share a host) or a positive count");
       plans_ = batch_plans(tensors_, options_, channel_.size());
-    } catch (const std::exception& e) {
-      problem = e.what();
-    }
+    }, "planning the batch");
     channel_.agree_or_throw(problem);
     if (!channel_.all_equal(batch_key(tensors_, options_, policies.name(false), policies.name(true))))
       throw error("the ranks of the communicator were given different layouts, element sizes or options for one "
                   "reshard; every rank must pass the same ones");
-    try {
+    problem = failure_of([&] {
       const reshard_options& o = options_;
       const std::vector<index_t> hosts =
           !o.host_of.empty()       ? o.host_of
@@ -9595,16 +9653,17 @@ class front_end {
                                    : channel_.hosts();
       net_ = channel_.fitted(network_from(o, hosts));
       if (channel_.rank() == 0) policies.solve(policies, plans_, net_, o, schedule_);
-    } catch (const std::exception& e) {
-      problem = e.what();
-    }
+    }, "finding the hosts and solving the schedule");
     channel_.agree_or_throw(problem);
     channel_.share(plans_, schedule_);
-    try {
-      run_.emplace(channel_.make_backend(), std::span<const plan>(plans_), schedule_, options_.max_staging_bytes);
-    } catch (const std::exception& e) {
-      problem = e.what();
-    }
+    // What the executor sets up on its own is agreed on before it makes its groups (a collective
+    // over their members): one rank out of memory there stops every rank at once, instead of
+    // leaving the others to wait out the timeout in a group's setup.
+    problem = failure_of([&] { run_.emplace(channel_.make_backend(), std::span<const plan>(plans_), schedule_,
+                                            options_.max_staging_bytes, connect_later); },
+                         "setting up the executor");
+    channel_.agree_or_throw(problem);
+    problem = failure_of([&] { run_->connect(); }, "making the executor's groups");
     channel_.agree_or_throw(problem);
   }
 

@@ -8,20 +8,15 @@ MPI_Allgatherv's waited out --timeout-s.
 
     check_bench_alloc_failure.py PROGRAM MPIEXEC FAIL_NTH_NEW_MODULE
 """
-import subprocess
+import pathlib
 import sys
-import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from fail_nth import Checks, refused, timed_run, victim_command  # noqa: E402
 
 program, mpiexec, module = sys.argv[1], sys.argv[2], sys.argv[3]
-failures = []
+checks = Checks()
 TIMEOUT_S = 20  # the job's --timeout-s: a rank left waiting takes at least this long
-
-
-def check(ok, what):
-    if not ok:
-        failures.append(what)
-        print("FAILED:", what, flush=True)
-
 
 # (peer, size in bytes of the allocations refused, flags); 1 MiB of int32 over 4 ranks
 CASES = [
@@ -36,28 +31,18 @@ for peer, size, flags in CASES:
     refused_somewhere = False
     for nth in range(1, 5):
         what = f"{peer}, allocation {nth} of {size} bytes on rank 2"
-        command = [mpiexec, "-n", "2", *args, ":", "-n", "1", "-env", "LD_PRELOAD", module, "-env", "MESHCAST_FAIL_SIZE",
-                   str(size), "-env", "MESHCAST_FAIL_NTH", str(nth), *args, ":", "-n", "1", *args]
-        start = time.monotonic()
-        try:
-            r = subprocess.run(command, capture_output=True, text=True, timeout=120)
-        except subprocess.TimeoutExpired:
-            check(False, f"{what}: still running after 120 s")
+        env = {"MESHCAST_FAIL_SIZE": size, "MESHCAST_FAIL_NTH": nth}
+        r, seconds = timed_run(checks, victim_command(mpiexec, 4, 2, args, module, env), what)
+        if r is None:
             continue
-        seconds = time.monotonic() - start
-        refused = "fail_nth_new: allocation" in r.stderr
-        refused_somewhere = refused_somewhere or refused
-        if not refused:  # there is no such allocation: the run is a plain one
-            check(r.returncode == 0, f"{what} (none made): exit {r.returncode}: {r.stderr[-400:]!r}")
+        if not refused(r):  # there is no such allocation: the run is a plain one
+            checks.check(r.returncode == 0, f"{what} (none made): exit {r.returncode}: {r.stderr[-400:]!r}")
             continue
+        refused_somewhere = True
         ranks = {rank for rank in range(4) if f"meshcast benchmark (rank {rank}): error: " in r.stderr}
-        ok = r.returncode == 2 and ranks == {0, 1, 2, 3} and seconds < TIMEOUT_S / 2
-        check(ok, f"{what}: exit {r.returncode} after {seconds:.1f} s, ranks that said why {sorted(ranks)}: {r.stderr[-600:]!r}")
-        if ok:
+        if checks.check(r.returncode == 2 and ranks == {0, 1, 2, 3} and seconds < TIMEOUT_S / 2,
+                        f"{what}: exit {r.returncode} after {seconds:.1f} s, ranks that said why {sorted(ranks)}: "
+                        f"{r.stderr[-600:]!r}"):
             print(f"{what}: every rank stopped in {seconds:.2f} s", flush=True)
-    check(refused_somewhere, f"{peer}: no allocation of {size} bytes was refused: the case tests nothing")
-
-if failures:
-    print(f"{len(failures)} failures")
-    sys.exit(1)
-print("bench allocation failure: ok")
+    checks.check(refused_somewhere, f"{peer}: no allocation of {size} bytes was refused: the case tests nothing")
+checks.finish("bench allocation failure: ok")

@@ -93,6 +93,15 @@ int main(int argc, char** argv) {
   executor<mpi_backend> e(mpi_backend(MPI_COMM_WORLD, 5), four, s4);
   std::vector<std::byte> small(4), out(e.destination_bytes());
   expect_error("short source buffer", [&] { e.run(small, out); }, "smaller than its tiles");
+  // Made with connect_later: no run before connect(), connect() once, then it runs.
+  {
+    executor<mpi_backend> later(mpi_backend(MPI_COMM_WORLD, 5), four, s4, 0, connect_later);
+    std::vector<std::byte> in(later.source_bytes()), got(later.destination_bytes());
+    expect_error("a run before connect()", [&] { later.run(in, got); }, "run before connect()");
+    later.connect();
+    expect_error("connect() twice", [&] { later.connect(); }, "connected already");
+    later.run(in, got);
+  }
   // A schedule made for another plan: ops that name devices the plan does not have.
   expect_error("a schedule from another plan", [&] { executor<mpi_backend> x(mpi_backend(MPI_COMM_WORLD, 5), four, s8); },
                "another plan");

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../core/detail/deadline.hpp"
+#include "../core/detail/failure_of.hpp"
 #include "../core/error.hpp"
 #include "../exec/executor.hpp"
 #include "../model/network.hpp"
@@ -35,8 +36,7 @@ class front_end {
  public:
   front_end(Channel channel, std::vector<tensor_layouts> tensors, reshard_options options, const erased_policies& policies)
       : channel_(std::move(channel)), options_(std::move(options)), tensors_(std::move(tensors)) {
-    std::string problem;
-    try {
+    std::string problem = failure_of([&] {
       if (checked_seconds(options_.timeout_s, "reshard_options::timeout_s") == 0)
         throw error("reshard_options::timeout_s is 0 s: every wait on the other ranks would expire at once; give a "
                     "positive deadline (default 60 s)");
@@ -44,14 +44,12 @@ class front_end {
         throw error("reshard_options::devices_per_host is " + std::to_string(options_.devices_per_host) +
                     ": give 0 (ranks with one host name share a host) or a positive count");
       plans_ = batch_plans(tensors_, options_, channel_.size());
-    } catch (const std::exception& e) {
-      problem = e.what();
-    }
+    }, "planning the batch");
     channel_.agree_or_throw(problem);
     if (!channel_.all_equal(batch_key(tensors_, options_, policies.name(false), policies.name(true))))
       throw error("the ranks of the communicator were given different layouts, element sizes or options for one "
                   "reshard; every rank must pass the same ones");
-    try {
+    problem = failure_of([&] {
       const reshard_options& o = options_;
       const std::vector<index_t> hosts =
           !o.host_of.empty()       ? o.host_of
@@ -60,16 +58,17 @@ class front_end {
                                    : channel_.hosts();
       net_ = channel_.fitted(network_from(o, hosts));
       if (channel_.rank() == 0) policies.solve(policies, plans_, net_, o, schedule_);
-    } catch (const std::exception& e) {
-      problem = e.what();
-    }
+    }, "finding the hosts and solving the schedule");
     channel_.agree_or_throw(problem);
     channel_.share(plans_, schedule_);
-    try {
-      run_.emplace(channel_.make_backend(), std::span<const plan>(plans_), schedule_, options_.max_staging_bytes);
-    } catch (const std::exception& e) {
-      problem = e.what();
-    }
+    // What the executor sets up on its own is agreed on before it makes its groups (a collective
+    // over their members): one rank out of memory there stops every rank at once, instead of
+    // leaving the others to wait out the timeout in a group's setup.
+    problem = failure_of([&] { run_.emplace(channel_.make_backend(), std::span<const plan>(plans_), schedule_,
+                                            options_.max_staging_bytes, connect_later); },
+                         "setting up the executor");
+    channel_.agree_or_throw(problem);
+    problem = failure_of([&] { run_->connect(); }, "making the executor's groups");
     channel_.agree_or_throw(problem);
   }
 

@@ -63,6 +63,14 @@
 
 namespace meshcast {
 
+/// Tag of the executor's constructor that leaves the network alone: `connect()` then makes the
+/// groups. For a caller that agrees with the other ranks in between (api/front_end.hpp), so that
+/// one rank failing to set up (out of memory) does not leave the others waiting in a group's setup.
+struct connect_later_t {
+  explicit connect_later_t() = default;
+};
+inline constexpr connect_later_t connect_later{};
+
 template <class Backend>
 class executor {
   static_assert(backend<Backend>,
@@ -80,9 +88,21 @@ class executor {
   /// `plan_staging`.
   executor(Backend b, const plan& p, const schedule& s, std::size_t max_staging_bytes = 0)
       : executor(std::move(b), std::span<const plan>(&p, 1), s, max_staging_bytes) {}
+  executor(Backend b, const plan& p, const schedule& s, std::size_t max_staging_bytes, connect_later_t later)
+      : executor(std::move(b), std::span<const plan>(&p, 1), s, max_staging_bytes, later) {}
 
   /// A batch: `plans[k]` is the plan of tensor k; the schedule's transfers name their tensor.
-  executor(Backend b, std::span<const plan> plans, const schedule& s, std::size_t max_staging_bytes = 0);
+  executor(Backend b, std::span<const plan> plans, const schedule& s, std::size_t max_staging_bytes = 0)
+      : executor(std::move(b), plans, s, max_staging_bytes, connect_later) {
+    connect();
+  }
+  /// Everything the constructor above does on this rank alone (it throws what that one throws),
+  /// then nothing on the network: `connect()` must follow before `run`.
+  executor(Backend b, std::span<const plan> plans, const schedule& s, std::size_t max_staging_bytes, connect_later_t);
+  /// Makes the broadcast and chain groups this rank is a member of, in schedule order: a
+  /// collective over each group's members, bounded by the backend's timeout. Once.
+  void connect();
+  bool connected() const noexcept { return connected_; }
 
   /// What one step of the last run did, in seconds from the start of `run` (kept only after
   /// `record_times(true)`): waiting for tokens from `wait`, moving bytes from `start` to `end`.
@@ -123,7 +143,7 @@ class executor {
   using step = detail::step<request>;  // what the schedule fixes, ordered links, per-run state
 
   void check_message_sizes(std::span<const plan> plans, const schedule& s);
-  void make_groups(const schedule& s);
+  void index_groups(const schedule& s);  // which transfers share a group, and its members
 
   void plan_steps(const schedule& s, std::span<const plan> plans);
 
@@ -336,8 +356,10 @@ class executor {
   std::size_t first_send_ = none, first_receive_ = none;  // ordered mode: each lane's first step
   std::vector<request> tokens_sent_;
   bool failed_ = false;  // a run failed: this executor runs no more
-  std::vector<std::optional<typename Backend::group>> groups_;
+  std::vector<std::optional<typename Backend::group>> groups_;  // made by connect()
+  std::vector<std::vector<index_t>> group_members_;  // each group's, sender first; empty: not mine
   std::vector<std::size_t> group_of_;  // transfer -> its group (none: not a collective)
+  bool connected_ = false;
 };
 
 }  // namespace meshcast

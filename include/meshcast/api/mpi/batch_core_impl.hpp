@@ -4,11 +4,13 @@
 
 #include <mpi.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "../../core/detail/failure_of.hpp"
 #include "../core_handle_impl.hpp"
 #include "../front_end.hpp"
 #include "batch_core.hpp"
@@ -22,6 +24,7 @@ namespace meshcast::detail {
 class own_communicator {
  public:
   own_communicator(MPI_Comm comm, double timeout_s) : comm_(bounded_dup(comm, timeout_s)) {}
+  own_communicator(own_communicator&& other) noexcept : comm_(std::exchange(other.comm_, MPI_COMM_NULL)) {}
   ~own_communicator() {  // a resharder may outlive MPI_Finalize (declared before it in main): then nothing to free
     int finalized = 0;
     MPI_Finalized(&finalized);
@@ -44,8 +47,8 @@ class own_communicator {
 struct mpi_batch_state {
   own_communicator comm;
   std::optional<front_end<mpi_channel>> fe;
-  mpi_batch_state(MPI_Comm c, std::vector<tensor_layouts> tensors, const reshard_options& options, const erased_policies& policies)
-      : comm(c, channel_timeout_s(options.timeout_s)) {
+  explicit mpi_batch_state(own_communicator c) : comm(std::move(c)) {}
+  void start(std::vector<tensor_layouts> tensors, const reshard_options& options, const erased_policies& policies) {
     try {
       fe.emplace(mpi_channel{comm.get(), channel_timeout_s(options.timeout_s), channel_solve_s(options.time_limit_s)},
                  std::move(tensors), options, policies);
@@ -64,8 +67,27 @@ struct mpi_batch_state {
   }
 };
 
+// The state is allocated once the communicator is duplicated, and every rank learns whether each
+// got one before the front end's first collective: one rank out of memory alone had left the
+// others to wait out the timeout in the duplication.
+inline mpi_batch_state* new_mpi_batch_state(MPI_Comm c, std::vector<tensor_layouts> tensors, const reshard_options& options,
+                                            const erased_policies& policies) {
+  const double timeout_s = channel_timeout_s(options.timeout_s);
+  own_communicator comm(c, timeout_s);
+  std::unique_ptr<mpi_batch_state> state;
+  const std::string problem = failure_of([&] { state.reset(new mpi_batch_state(std::move(comm))); }, "making a resharder");
+  try {
+    agree_or_throw(state ? state->comm.get() : comm.get(), problem, timeout_s);
+  } catch (const timeout_error&) {
+    (state ? state->comm : comm).keep();
+    throw;
+  }
+  state->start(std::move(tensors), options, policies);
+  return state.release();
+}
+
 MESHCAST_INLINE batch_core::batch_core(MPI_Comm comm, std::vector<tensor_layouts> tensors, const reshard_options& options,
                                        const erased_policies& policies)
-    : core_handle(new mpi_batch_state(comm, std::move(tensors), options, policies)) {}
+    : core_handle(new_mpi_batch_state(comm, std::move(tensors), options, policies)) {}
 
 }  // namespace meshcast::detail

@@ -40,7 +40,7 @@ MESHCAST_INLINE void share_schedule(MPI_Comm comm, std::span<const plan> plans, 
     throw error("the schedule is too large to share (" + std::to_string(n) + " words)");
   agree_or_throw(comm, detail::failure_of([&] { wire.resize(static_cast<std::size_t>(n)); }, "receiving the schedule"), timeout_s);
   bounded_broadcast(comm, wire.data(), static_cast<int>(n * static_cast<long long>(sizeof(std::int64_t))), root, timeout_s,
-                    "receiving the schedule");
+                    "receiving the schedule", 0);
   // A rank that cannot read the schedule says so to all before the next collective (else the
   // others would only time out in it).
   if (rank != root) problem = detail::failure_of([&] { s = from_wire(wire); }, "reading the shared schedule");

@@ -176,8 +176,10 @@ inline std::vector<int> bounded_allgather(MPI_Comm comm, int value, double timeo
 inline constexpr std::size_t agreed_broadcast_bytes = std::size_t{64} << 10;
 
 /// Broadcasts `bytes` from `root`, bounded in time. The message travels through a buffer of the
-/// call's own, so that a root arriving after the deadline never writes into `data`.
-inline void bounded_broadcast(MPI_Comm comm, void* data, int bytes, int root, double timeout_s, const char* what) {
+/// call's own, so that a root arriving after the deadline never writes into `data`. Ranks agree
+/// that each holds that buffer from `agree_from` bytes on (share_schedule: always).
+inline void bounded_broadcast(MPI_Comm comm, void* data, int bytes, int root, double timeout_s, const char* what,
+                              std::size_t agree_from = agreed_broadcast_bytes) {
   const detail::deadline stop = detail::collective_deadline(timeout_s);
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
@@ -197,7 +199,7 @@ inline void bounded_broadcast(MPI_Comm comm, void* data, int bytes, int root, do
   }
   // A large message's buffer is agreed on (every rank has the same `bytes`, so every rank asks):
   // a rank without one left the others to wait out the timeout.
-  if (n >= agreed_broadcast_bytes) {
+  if (n >= agree_from) {
     if (!all_ok(comm, made, timeout_s, what))
       throw error(std::string(made ? "another rank ran out of memory" : "out of memory") + " while " + what);
   } else if (!made) {

@@ -9,6 +9,8 @@ namespace meshcast {
 template <class Backend>
 void executor<Backend>::run(std::span<const std::span<const std::byte>> sources,
                           std::span<const std::span<std::byte>> destinations) {
+  if (!connected_)
+    throw error("device " + std::to_string(me_) + ": the executor was made with connect_later and run before connect()");
   if (failed_)
     throw error("device " + std::to_string(me_) +
                 ": an earlier run of this executor failed, and what it left pending could match this run's messages; "

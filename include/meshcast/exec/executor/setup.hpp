@@ -6,7 +6,8 @@
 namespace meshcast {
 
 template <class Backend>
-executor<Backend>::executor(Backend b, std::span<const plan> plans, const schedule& s, std::size_t max_staging_bytes)
+executor<Backend>::executor(Backend b, std::span<const plan> plans, const schedule& s, std::size_t max_staging_bytes,
+                            connect_later_t)
     : b_(std::move(b)), mode_(checked_execution(s.mode, "the schedule's execution mode")) {
   me_ = b_.device();
   if (plans.empty()) throw error("an executor needs at least one plan");
@@ -28,7 +29,7 @@ executor<Backend>::executor(Backend b, std::span<const plan> plans, const schedu
     if (!is_src) t.src_tile = box{t.src_tile.rank, {}};  // holds nothing
     tensors_.push_back(t);
   }
-  make_groups(s);
+  index_groups(s);
   plan_steps(s, plans);
   if (mode_ == execution::ordered) plan_lanes(s);
   plan_staging(max_staging_bytes);
@@ -58,7 +59,7 @@ void executor<Backend>::check_message_sizes(std::span<const plan> plans, const s
 }
 
 template <class Backend>
-void executor<Backend>::make_groups(const schedule& s) {
+void executor<Backend>::index_groups(const schedule& s) {
   std::map<std::vector<index_t>, std::size_t> index;
   group_of_.assign(s.transfers.size(), none);
   for (std::size_t i = 0; i < s.transfers.size(); ++i) {
@@ -67,15 +68,25 @@ void executor<Backend>::make_groups(const schedule& s) {
     std::vector<index_t> members = t.receivers;
     if (t.kind == transfer_kind::group_broadcast) std::sort(members.begin(), members.end());
     members.insert(members.begin(), t.sender);
-    auto [it, fresh] = index.try_emplace(members, groups_.size());
+    auto [it, fresh] = index.try_emplace(members, group_members_.size());
     if (fresh) {
       const bool mine = std::find(members.begin(), members.end(), me_) != members.end();
-      groups_.push_back(mine ? std::optional<typename Backend::group>(
-                                   b_.make_group(members, message_tag(message_kind::data, it->second)))
-                             : std::nullopt);
+      group_members_.push_back(mine ? std::move(members) : std::vector<index_t>{});
     }
     group_of_[i] = it->second;
   }
+}
+
+template <class Backend>
+void executor<Backend>::connect() {
+  if (connected_) throw error("device " + std::to_string(me_) + ": the executor is connected already: connect() once");
+  groups_.clear();
+  groups_.reserve(group_members_.size());
+  for (std::size_t g = 0; g < group_members_.size(); ++g)
+    groups_.push_back(group_members_[g].empty() ? std::nullopt
+                                                : std::optional<typename Backend::group>(
+                                                      b_.make_group(group_members_[g], message_tag(message_kind::data, g))));
+  connected_ = true;
 }
 
 template <class Backend>
