@@ -3,7 +3,9 @@
 // its peers do not (tests/cli/check_bench_alloc_failure.py). With MESHCAST_FAIL_MIN_SIZE instead,
 // it counts the allocations of at least that many bytes made while the program has armed it
 // (meshcast_fail_nth_arm, found with dlsym: a sweep over every allocation of one stretch of code,
-// tests/cli/check_executor_setup_oom.py). Every other allocation is malloc's.
+// tests/cli/check_executor_setup_oom.py), or from the start with MESHCAST_FAIL_ARMED=1 (a whole
+// program's, tests/cli/check_reshard_oom.py), and says at exit how many it counted. Every other
+// allocation is malloc's.
 #include <cstdio>
 #include <cstdlib>
 #include <new>
@@ -18,7 +20,14 @@ void read_once() {
   if (const char* s = std::getenv("MESHCAST_FAIL_SIZE")) fail_size = std::atol(s);
   if (const char* s = std::getenv("MESHCAST_FAIL_MIN_SIZE")) fail_min_size = std::atol(s);
   if (const char* n = std::getenv("MESHCAST_FAIL_NTH")) fail_nth = std::atol(n);
+  if (const char* a = std::getenv("MESHCAST_FAIL_ARMED")) armed = std::atol(a) != 0;
 }
+
+struct report_at_exit {
+  ~report_at_exit() {
+    if (fail_min_size >= 0) std::fprintf(stderr, "fail_nth_new: counted %ld allocations\n", seen);
+  }
+} report;
 
 bool counted(std::size_t bytes) {
   if (fail_min_size >= 0) return armed && static_cast<long>(bytes) >= fail_min_size;
