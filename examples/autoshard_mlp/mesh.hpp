@@ -90,6 +90,20 @@ struct calibration {
   std::vector<std::string> axis_how;
 };
 
+/// Runs `make` (a step's buffers) on every rank and tells each whether all made theirs before the
+/// collectives that use them: one rank out of memory alone stops every rank at once, where the
+/// others waited in the next barrier until wait_limit_s.
+template <class Make>
+void make_on_every_rank(Make&& make, const char* what) {
+  std::string problem;
+  try {
+    make();
+  } catch (const std::bad_alloc&) {
+    problem = std::string("out of memory while ") + what;
+  }
+  mc::agree_or_throw(MPI_COMM_WORLD, problem, 60);
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
@@ -99,8 +113,10 @@ double median(std::vector<double> v) {
 /// FLOP/s of one rank running sgemm m x n x k while every rank does the same: the median call of
 /// each rank (the steps it predicts are single calls too), the slowest rank's rate.
 double measure_flops(index_t m, index_t n, index_t k) {
-  std::vector<float> a(static_cast<std::size_t>(m * k)), b(static_cast<std::size_t>(k * n)),
-      c(static_cast<std::size_t>(m * n));
+  std::vector<float> a, b, c;
+  make_on_every_rank([&] {
+    a.resize(static_cast<std::size_t>(m * k)), b.resize(static_cast<std::size_t>(k * n)), c.resize(static_cast<std::size_t>(m * n));
+  }, "calibrating flops");
   for (std::size_t i = 0; i < a.size(); ++i) a[i] = fill_value(1000, static_cast<index_t>(i), 1);
   for (std::size_t i = 0; i < b.size(); ++i) b[i] = fill_value(1001, static_cast<index_t>(i), 0.01f);
   sgemm(m, n, k, a.data(), b.data(), c.data());  // warm-up
@@ -120,7 +136,8 @@ double measure_flops(index_t m, index_t n, index_t k) {
 /// Seconds of one all-reduce of `count` floats on `comm` while every group of the axis does the
 /// same: the median of `reps` calls on each rank, the slowest rank's.
 double time_allreduce(MPI_Comm comm, index_t count, int reps) {
-  std::vector<float> buf(static_cast<std::size_t>(count), 1.0f);
+  std::vector<float> buf;
+  make_on_every_rank([&] { buf.assign(static_cast<std::size_t>(count), 1.0f); }, "calibrating an axis");
   allreduce(buf.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, comm, "calibrating an axis");  // warm-up
   barrier();
   std::vector<double> calls;

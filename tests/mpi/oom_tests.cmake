@@ -18,3 +18,8 @@ if(NOT MESHCAST_SANITIZE)
            $<TARGET_FILE:meshcast-reshard> ${MPIEXEC_EXECUTABLE} $<TARGET_FILE:meshcast-test-fail-nth-new>)
   set_tests_properties(mpi.reshard_oom PROPERTIES LABELS mpi TIMEOUT 600 PROCESSORS 2)
 endif()
+if(NOT MESHCAST_SANITIZE AND TARGET meshcast-autoshard-mlp-mpi)
+  add_test(NAME mpi.autoshard_mlp_oom COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/cli/check_autoshard_mlp_oom.py
+           $<TARGET_FILE:meshcast-autoshard-mlp-mpi> ${MPIEXEC_EXECUTABLE} $<TARGET_FILE:meshcast-test-fail-nth-new>)
+  set_tests_properties(mpi.autoshard_mlp_oom PROPERTIES LABELS mpi TIMEOUT 600 PROCESSORS 2)
+endif()
