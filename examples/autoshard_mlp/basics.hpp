@@ -17,7 +17,6 @@
 #include <limits>
 #include <map>
 #include <memory>
-#include <new>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -26,6 +25,7 @@
 
 #include <meshcast/autoshard.hpp>
 #include <meshcast/core/detail/read_document.hpp>
+#include <meshcast/meshcast.hpp>  // detail::failure_of
 #include <meshcast/mpi.hpp>
 #include "../cli/end_job.hpp"
 #include "../cli/flag_values.hpp"

@@ -95,13 +95,7 @@ struct calibration {
 /// others waited in the next barrier until wait_limit_s.
 template <class Make>
 void make_on_every_rank(Make&& make, const char* what) {
-  std::string problem;
-  try {
-    make();
-  } catch (const std::bad_alloc&) {
-    problem = std::string("out of memory while ") + what;
-  }
-  mc::agree_or_throw(MPI_COMM_WORLD, problem, 60);
+  mc::agree_or_throw(MPI_COMM_WORLD, mc::detail::failure_of(make, what), 60);
 }
 
 double median(std::vector<double> v) {

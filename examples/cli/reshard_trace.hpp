@@ -6,10 +6,10 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <new>
 #include <string>
 #include <vector>
 
+#include <meshcast/meshcast.hpp>  // detail::failure_of
 #include <meshcast/mpi.hpp>
 
 #include "json_writer.hpp"
@@ -27,30 +27,20 @@ void gather_trace(const Executor& exec, const meshcast::schedule& s, const std::
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   // Each step that allocates is agreed on before the next gather: one rank out of memory alone
   // stops every rank, where the others waited out the timeout in the gather.
-  auto agree = [&](bool made, const char* what) {
-    if (!all_ok(MPI_COMM_WORLD, made, timeout_s, what))
-      throw error(std::string(made ? "another rank ran out of memory while " : "out of memory while ") + what);
-  };
-  auto allocates = [](auto&& step) {
-    try {
-      step();
-      return true;
-    } catch (const std::bad_alloc&) {
-      return false;
-    }
+  auto agree = [&](auto&& step) {
+    agree_or_throw(MPI_COMM_WORLD, detail::failure_of(step, "gathering the trace"), timeout_s);
   };
   // Per step: transfer, wait, start, end, and when the rank's run began on its steady clock.
   std::vector<double> mine;
   // bounded_wait keeps these vectors' storage should it give up (a late rank may still write it).
   std::vector<int> sent, counts, offsets;
-  agree(allocates([&] {
-          for (const auto& t : exec.times())
-            mine.insert(mine.end(), {static_cast<double>(t.transfer), t.wait, t.start, t.end, exec.run_began_s()});
-          sent.assign(1, static_cast<int>(mine.size()));
-          counts.resize(static_cast<std::size_t>(size));
-          offsets.resize(static_cast<std::size_t>(size));
-        }),
-        "gathering the trace");
+  agree([&] {
+    for (const auto& t : exec.times())
+      mine.insert(mine.end(), {static_cast<double>(t.transfer), t.wait, t.start, t.end, exec.run_began_s()});
+    sent.assign(1, static_cast<int>(mine.size()));
+    counts.resize(static_cast<std::size_t>(size));
+    offsets.resize(static_cast<std::size_t>(size));
+  });
   const int count = sent[0];
   MPI_Request r = MPI_REQUEST_NULL;
   detail::mpi_check(MPI_Igather(sent.data(), 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD, &r), "MPI_Igather");
@@ -58,7 +48,9 @@ void gather_trace(const Executor& exec, const meshcast::schedule& s, const std::
   int total = 0;
   for (int k = 0; k < size; ++k) offsets[static_cast<std::size_t>(k)] = total, total += counts[static_cast<std::size_t>(k)];
   std::vector<double> all;
-  agree(rank != 0 || allocates([&] { all.resize(static_cast<std::size_t>(std::max(total, 1))); }), "gathering the trace");
+  agree([&] {
+    if (rank == 0) all.resize(static_cast<std::size_t>(std::max(total, 1)));
+  });
   detail::mpi_check(MPI_Igatherv(mine.data(), count, MPI_DOUBLE, all.data(), counts.data(), offsets.data(), MPI_DOUBLE, 0,
                                  MPI_COMM_WORLD, &r), "MPI_Igatherv");
   bounded_wait(r, timeout_s, "gathering the trace", mine, all, counts, offsets);
