@@ -41,8 +41,9 @@ int run_main(int argc, char** argv) {
   mesh_info mesh;
   std::vector<std::string> fixed_texts;
   bool help = false;
-  std::string problem;
-  try {
+  // Each stage's fault, "out of memory while <stage>" for std::bad_alloc (detail::failure_of),
+  // is agreed on before the next stage's collectives.
+  std::string problem = mc::detail::failure_of([&] {
     o = parse_options(argc, argv, help);
     if (!help) {
       g = o.graph_path.empty() ? make_mlp(o) : as::graph_from_json(mc::json::parse(mc::detail::read_document(o.graph_path, "the graph file")));
@@ -60,9 +61,7 @@ int run_main(int argc, char** argv) {
       for (const auto& [t, s] : o.expect)
         if (g.find_tensor(t) < 0) throw error("--expect-spec: tensor '" + t + "' is not in the graph");
     }
-  } catch (const std::exception& e) {
-    problem = e.what();
-  }
+  }, "reading the options, the graph and the mesh");
   mc::agree_or_throw(MPI_COMM_WORLD, problem, 60);
   if (help) {
     if (world_rank == 0) usage(stdout);
@@ -76,11 +75,7 @@ int run_main(int argc, char** argv) {
   axis_comms comms(mesh);
   calibration how;
   as::mesh_model model;
-  try {
-    model = calibrate(o, g, mesh, comms, how);
-  } catch (const std::exception& e) {
-    problem = e.what();
-  }
+  problem = mc::detail::failure_of([&] { model = calibrate(o, g, mesh, comms, how); }, "calibrating the cost model");
   mc::agree_or_throw(MPI_COMM_WORLD, problem, 60);
 
   // 3. The plan: rank 0 solves (or every rank takes --specs); the specs are shared as text.
@@ -94,7 +89,7 @@ int run_main(int argc, char** argv) {
                                         : o.solver;
   std::string shared;
   const double solve_begin = now();
-  try {
+  problem = mc::detail::failure_of([&] {
     if (fixed_texts.empty() && world_rank == 0) {
       as::sharding_plan solved;
       auto solve_with = [&](const std::string& name) {
@@ -116,9 +111,7 @@ int run_main(int argc, char** argv) {
       for (const mc::spec_value& s : solved.report.specs) shared += s.to_string() + ";";
       shared += solved.proven_optimal ? "1" : "0";
     }
-  } catch (const std::exception& e) {
-    problem = e.what();
-  }
+  }, "solving the sharding plan");
   mc::agree_or_throw(MPI_COMM_WORLD, problem, o.time_limit_s + 60);
   bool proven = false;
   if (fixed_texts.empty()) {
@@ -135,7 +128,7 @@ int run_main(int argc, char** argv) {
     proven = shared.substr(pos) == "1";
   }
   std::vector<std::string> failed_expectations;
-  try {
+  problem = mc::detail::failure_of([&] {
     as::cost_model cm(g, model);
     plan = as::plan_of(cm, as::parse_assignment(cm, fixed_texts));
     for (const auto& [t, texts] : o.expect) {
@@ -151,9 +144,7 @@ int run_main(int argc, char** argv) {
       }
       if (!any) failed_expectations.push_back(t + " is " + plan.report.specs[i].to_string() + ", expected " + texts);
     }
-  } catch (const std::exception& e) {
-    problem = e.what();
-  }
+  }, "evaluating the shared specs into the plan");
   mc::agree_or_throw(MPI_COMM_WORLD, problem, 60);
   const double solve_s = now() - solve_begin;
 
@@ -184,7 +175,9 @@ int execute_and_check(const options& o, const as::graph& g, const as::sharding_p
     return execute_and_check_unguarded(o, g, plan, mesh, model, how, run, solver, proven, solve_s, setup_s,
                                        failed_expectations);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "meshcast-autoshard-mlp-mpi: rank %d: error while running the plan: %s\n", world_rank, e.what());
+    const bool no_room = dynamic_cast<const std::bad_alloc*>(&e) != nullptr;
+    std::fprintf(stderr, "meshcast-autoshard-mlp-mpi: rank %d: error while running the plan: %s\n", world_rank,
+                 no_room ? "out of memory" : e.what());
     meshcast::cli::end_job(3);
   }
 }
@@ -319,6 +312,12 @@ int main(int argc, char** argv) {
   int status = 0;
   try {
     status = run_main(argc, argv);
+  } catch (const std::bad_alloc&) {
+    // Outside the agreed stages (sharing the plan's text, say): this rank's alone, so it ends the
+    // job itself rather than leave the others waiting for it.
+    std::fprintf(stderr, "meshcast-autoshard-mlp-mpi: rank %d: error: out of memory\n", world_rank);
+    std::fflush(stderr);
+    meshcast::cli::end_job(3);
   } catch (const meshcast::timeout_error& e) {
     // A rank that never answered: nothing collective (MPI_Finalize included) can finish.
     std::fprintf(stderr, "meshcast-autoshard-mlp-mpi: rank %d: error: %s\n", world_rank, e.what());

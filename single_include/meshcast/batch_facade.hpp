@@ -27,8 +27,14 @@ class batch_facade {
   decltype(auto) plans() const { return live().plans(); }
   decltype(auto) schedule() const { return live().schedule(); }
   decltype(auto) network() const { return live().network(); }
-  /// Bytes of message buffers this rank holds beyond its shards (never above the staging cap).
+  /// Bytes of message buffers this rank holds beyond its shards (never above the staging cap; 0
+  /// after release_staging until the next run).
   std::size_t staging_bytes() const { return live().staging_bytes(); }
+  /// Frees this rank's message buffers until the next run, which makes them again (every rank
+  /// failing alike if one has no room): between uses the resharder holds only its schedule, plans
+  /// and groups. Local: ranks may release at different times. After a failed run the buffers are
+  /// already kept aside for the late peers (docs/limits.md), and this frees nothing.
+  void release_staging() { live().release_staging(); }
 
   /// Reshards once: `in[k]` and `out[k]` are this rank's shards of tensor k, as bytes (device
   /// memory over NCCL). Collective.

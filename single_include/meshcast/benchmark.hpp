@@ -259,12 +259,15 @@ class benchmark_session {
 
   /// The job `add_reshard` registers, built (collectively) but not registered: to compare
   /// variants before choosing one, or to register it under another timing. Throws on misuse.
-  /// Its checked buffers are made (every rank agreeing) at `acquire` or its first run and freed
-  /// by `release`; the session frees a benchmark's when it moves on and after the last.
+  /// Its checked buffers are made (every rank agreeing) at `acquire` or its first run, its
+  /// resharder's message buffers at its first run, and both are freed by `release` (and the
+  /// message buffers once built); the session frees a benchmark's when it moves on and after the
+  /// last, so that a sweep holds one size's buffers at a time.
   template <solver Solver = greedy, strategy Strategy = auto_strategy, layout_like Src, layout_like Dst>
   timed_job reshard_job(const Src& src, const Dst& dst, std::size_t element_bytes, reshard_options options = {}) {
     auto r = std::make_shared<batch_resharder<Solver, Strategy>>(
         comm_, std::vector<tensor_layouts>{tensor_layouts{src.value(), dst.value(), element_bytes}}, options);
+    r->release_staging();  // made again by its first run (every rank agreeing), freed by `release`
     const plan& p = r->plans()[0];
     // The checked buffers are made when the job first runs and freed by `release`: a sweep held
     // every size's buffers from registration on (meshcast-bench's 1K..64M sweep with --peer mpi
@@ -301,7 +304,10 @@ class benchmark_session {
       if (!h->data) throw error("timed_job::wrong: the job has no buffers (it was released, or has not run)");
       return h->data->wrong();
     };
-    job.release = [h] { h->data.reset(); };
+    job.release = [h, r] {
+      h->data.reset();
+      r->release_staging();
+    };
     detail::set_reshard_counters(job, p, r->schedule());
     job.timeout_s = options.timeout_s;
     return job;

@@ -15,8 +15,14 @@
 // own, as the emulated-NCCL tests do.
 
 #include <memory>
+#include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include <meshcast/meshcast.hpp>
+#include <meshcast/exec/backend/nccl_result.hpp>
+#include <meshcast/memory/cuda.hpp>
 #include <meshcast/benchmark_job.hpp>
 #include <meshcast/nccl.hpp>
 
@@ -50,6 +56,8 @@ struct nccl_job_state {
         stream(s),
         timeout_s(timeout) {
     copy(in.data(), host.in.data(), host.in.size(), cudaMemcpyHostToDevice);
+    host.clear();  // poisoned from the start: shards made by a run, not by `clear`, check as well
+    copy(out.data(), host.out.data(), host.out.size(), cudaMemcpyHostToDevice);
   }
   void copy(void* to, const void* from, std::size_t n, cudaMemcpyKind kind) {
     wait();  // a copy with host memory may wait for the stream without a deadline: it finds it idle
@@ -63,8 +71,8 @@ struct nccl_job_state {
 /// The timed_job of resharding `src` into `dst` over `comm` on `stream` (an nccl_batch_resharder
 /// of one tensor, built collectively now): `run_timed` brackets each run with CUDA events
 /// recorded on the stream and returns the time between them; `wrong` copies the destination back
-/// and checks every element. The shards are made at the first use (each rank its own) and freed
-/// by `release`.
+/// and checks every element. The shards are made at the first use and freed by `release`, the
+/// resharder's message buffers likewise; a rank that cannot make them fails every rank's run.
 template <class Solver = greedy, class Strategy = auto_strategy, layout_like Src, layout_like Dst>
 timed_job nccl_reshard_job(ncclComm_t comm, cudaStream_t stream, const Src& src, const Dst& dst, std::size_t element_bytes,
                            reshard_options options = {}) {
@@ -72,42 +80,52 @@ timed_job nccl_reshard_job(ncclComm_t comm, cudaStream_t stream, const Src& src,
       comm, stream, std::vector<tensor_layouts>{tensor_layouts{src.value(), dst.value(), element_bytes}}, options);
   int rank = 0;
   detail::nccl_check(ncclCommUserRank(comm, &rank), "ncclCommUserRank");
+  r->release_staging();  // made again by its first run, freed by `release`
   const plan& p = r->plans()[0];
   // The shards are made at the first use and freed by `release` (a session holds one job's at a
-  // time). Each rank makes its own, with no agreement: a rank that cannot fails alone, and its
-  // peers' NCCL waits end at the stream timeout. `wrong` needs them: it throws without them.
+  // time). A rank that cannot make them says so in the run's agreement, so that every rank fails
+  // at once rather than its peers waiting in NCCL until the stream timeout; `acquire` and `clear`
+  // leave it to the run. `wrong` needs them: it throws without them.
   struct held {
     std::shared_ptr<detail::nccl_job_state> st;
   };
   auto h = std::make_shared<held>();
-  auto state = [h, r, rank, stream, timeout_s = detail::channel_timeout_s(options.timeout_s)] {
-    if (!h->st)
-      h->st = std::make_shared<detail::nccl_job_state>(r->plans()[0], rank, r->source_elements(), r->destination_elements(), stream,
-                                                       timeout_s);
-    return h->st;
+  auto make = [h, r, rank, stream, timeout_s = detail::channel_timeout_s(options.timeout_s)] {
+    return detail::failure_of([&] {
+      if (!h->st)
+        h->st = std::make_shared<detail::nccl_job_state>(r->plans()[0], rank, r->source_elements(), r->destination_elements(),
+                                                         stream, timeout_s);
+    }, "making the NCCL job's device shards");
   };
-  auto once = [r, state] {
-    const auto st = state();
-    const std::span<const std::byte> in(st->in.data(), st->host.in.size());
-    const std::span<std::byte> out(st->out.data(), st->host.out.size());
-    (*r)(std::span<const std::span<const std::byte>>(&in, 1), std::span<const std::span<std::byte>>(&out, 1));
+  auto once = [r, h](std::string problem) {
+    std::span<const std::byte> in;
+    std::span<std::byte> out;
+    if (problem.empty()) in = {h->st->in.data(), h->st->host.in.size()}, out = {h->st->out.data(), h->st->host.out.size()};
+    r->run(std::span<const std::span<const std::byte>>(&in, 1), std::span<const std::span<std::byte>>(&out, 1), problem);
+    if (!problem.empty()) throw error(problem);  // the agreement above has thrown it on every rank already
   };
   timed_job job;
-  job.acquire = [state] { (void)state(); };
-  job.release = [h] { h->st.reset(); };
-  job.run = once;
-  job.run_timed = [state, once] {
-    const auto st = state();
+  job.acquire = [make] { (void)make(); };
+  job.release = [h, r] {
+    h->st.reset();
+    r->release_staging();
+  };
+  job.run = [make, once] { once(make()); };
+  job.run_timed = [h, make, once] {
+    std::string problem = make();
+    if (!problem.empty()) once(std::move(problem));  // throws, on every rank
+    const auto st = h->st;
     detail::cuda_check(cudaEventRecord(st->start.get(), st->stream), "cudaEventRecord");
-    once();
+    once({});
     detail::cuda_check(cudaEventRecord(st->stop.get(), st->stream), "cudaEventRecord");
     st->wait();  // the stop event is the stream's last work
     float ms = 0;
     detail::cuda_check(cudaEventElapsedTime(&ms, st->start.get(), st->stop.get()), "cudaEventElapsedTime");
     return static_cast<double>(ms) / 1e3;
   };
-  job.clear = [state] {
-    const auto st = state();
+  job.clear = [h, make] {
+    if (!make().empty()) return;  // the run reports it
+    const auto& st = h->st;
     st->host.clear();
     st->copy(st->out.data(), st->host.out.data(), st->host.out.size(), cudaMemcpyHostToDevice);
   };

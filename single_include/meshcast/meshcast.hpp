@@ -7926,8 +7926,17 @@ class executor {
   /// Whether a run failed: the executor then runs no more (exec/executor/run.hpp).
   bool failed() const noexcept { return failed_; }
   /// Bytes of message buffers this rank holds (packing, receiving, forwarding), beyond its shards:
-  /// one block, allocated at construction and never above the staging cap.
-  std::size_t staging_bytes() const noexcept { return arena_.capacity(); }
+  /// one block, allocated at construction and never above the staging cap; 0 while released.
+  std::size_t staging_bytes() const noexcept { return block_ ? arena_.capacity() : 0; }
+  /// Frees the message buffers until `acquire_staging` or the next run makes them again, so that
+  /// an executor kept between uses (weight sync between RL steps, a benchmark's other sizes)
+  /// holds only its schedule. A failed executor has already handed them to keep_until_exit.
+  void release_staging() noexcept { block_.reset(); }
+  /// Makes the message buffers again after `release_staging` (nothing while they are held). Local:
+  /// a front end calls it before agreeing on a run, so that one rank out of memory fails all.
+  void acquire_staging() {
+    if (!block_ && arena_.capacity() > 0) block_ = b_.memory().allocate(arena_.capacity());
+  }
   /// Whether the cap binds here: the steps' buffers then share the block as they run.
   bool staging_shared() const noexcept { return shared_staging_; }
 
@@ -8419,6 +8428,7 @@ void executor<Backend>::run(std::span<const std::span<const std::byte>> sources,
     tensors_[k].src = sources[k].data();
     tensors_[k].dst = destinations[k].data();
   }
+  acquire_staging();  // after release_staging; before any message, as at construction
   began_ = std::chrono::steady_clock::now();
   times_.clear();
   if (record_) times_.resize(steps_.size());
@@ -8465,6 +8475,7 @@ void executor<Backend>::abandon_run() noexcept {
     };
     detail::keep_until_exit(std::make_shared<kept_buffers>(
         kept_buffers{std::move(block_), std::move(scratch_), std::move(acks_), std::move(clears_)}));
+    block_.reset();  // moved out: staging_bytes() says this rank holds none
   } catch (...) {  // out of memory: nothing better than letting them go
   }
 }
@@ -9336,6 +9347,9 @@ class typed_resharder {
   const meshcast::plan& plan() const { return batch_.plans()[0]; }
   const meshcast::schedule& schedule() const { return batch_.schedule(); }
   const meshcast::network& network() const { return batch_.network(); }
+  /// Bytes of message buffers this rank holds, and their release until the next run (batch_facade).
+  std::size_t staging_bytes() const { return batch_.staging_bytes(); }
+  void release_staging() { batch_.release_staging(); }
 
   /// Reshards once: `in` is this rank's source shard (read only), `out` its destination shard;
   /// both contiguous ranges of elements of the size given at construction. Collective.
@@ -9676,6 +9690,8 @@ class front_end {
   const meshcast::schedule& schedule() const noexcept { return schedule_; }
   const meshcast::network& network() const noexcept { return net_; }
   std::size_t staging_bytes() const noexcept { return run_->staging_bytes(); }
+  /// Frees this rank's message buffers until the next run (executor::release_staging).
+  void release_staging() noexcept { run_->release_staging(); }
   /// Whether a run failed (or timed out agreeing): late messages may still arrive on the
   /// channel's communicator, and no further run may start on it.
   bool failed() const noexcept { return broken_ || (run_ && run_->failed()); }
@@ -9690,6 +9706,12 @@ class front_end {
     if (problem.empty() && failed())
       problem = "device " + std::to_string(channel_.rank()) +
                 ": an earlier run failed here, and what it left pending could match this run's messages; make a new resharder";
+    // Buffers freed by release_staging are made again here, before the agreement, for the same
+    // reason as at construction: one rank out of memory stops every rank at once.
+    if (problem.empty()) {
+      const std::string no_room = failure_of([&] { run_->acquire_staging(); }, "making the message buffers again after release_staging");
+      if (!no_room.empty()) problem = "device " + std::to_string(channel_.rank()) + ": " + no_room;
+    }
     try {
       channel_.agree_or_throw(problem);
     } catch (const timeout_error&) {

@@ -2,7 +2,8 @@
 // batch_resharder under `auto`, run four times on 4 ranks, every element checked. Tensors start on
 // different devices (a pipeline stage's mesh), one goes to the same devices it came from. After
 // the first run, a run allocates nothing from the C++ heap (plan, schedule and buffers are kept;
-// nothing is re-solved): this file replaces operator new to count.
+// nothing is re-solved), and after release_staging exactly the message buffers' block: this file
+// replaces operator new to count.
 #include <mpi.h>
 
 #include <algorithm>
@@ -96,6 +97,27 @@ int main(int argc, char** argv) {
       r(ins, outs);
       const long made = allocations.load() - before;
       if (round > 0) expect(made == 0, "round " + std::to_string(round) + " allocated " + std::to_string(made) + " times");
+      for (std::size_t k = 0; k < plans.size(); ++k)
+        expect(out[k] == expect_out[k], "round " + std::to_string(round) + ": tensor " + m.tensors[k].name + " is wrong");
+    }
+    // release_staging frees the message buffers until the next run, which makes them again (one
+    // allocation, the block) and delivers every element; ranks may release at different times.
+    const std::size_t staging = r.staging_bytes();
+    for (int round = 4; round < 8; ++round) {
+      const bool release = round % 2 == 0 || rank % 2 == 0;  // rounds 5 and 7: the even ranks only
+      if (release) {
+        r.release_staging();
+        expect(r.staging_bytes() == 0, "round " + std::to_string(round) + ": " + std::to_string(r.staging_bytes()) +
+                                           " bytes of message buffers held after release_staging");
+      }
+      for (auto& o : out) std::fill(o.begin(), o.end(), std::byte{0xee});
+      const long before = allocations.load();
+      r(ins, outs);
+      const long made = allocations.load() - before, expected = release && staging > 0 ? 1 : 0;
+      expect(made == expected, "round " + std::to_string(round) + " allocated " + std::to_string(made) + " times, not " +
+                                   std::to_string(expected));
+      expect(r.staging_bytes() == staging, "round " + std::to_string(round) + ": " + std::to_string(r.staging_bytes()) +
+                                               " bytes of message buffers after the run, " + std::to_string(staging) + " before");
       for (std::size_t k = 0; k < plans.size(); ++k)
         expect(out[k] == expect_out[k], "round " + std::to_string(round) + ": tensor " + m.tensors[k].name + " is wrong");
     }

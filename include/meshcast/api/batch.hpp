@@ -57,6 +57,9 @@ class typed_resharder {
   const meshcast::plan& plan() const { return batch_.plans()[0]; }
   const meshcast::schedule& schedule() const { return batch_.schedule(); }
   const meshcast::network& network() const { return batch_.network(); }
+  /// Bytes of message buffers this rank holds, and their release until the next run (batch_facade).
+  std::size_t staging_bytes() const { return batch_.staging_bytes(); }
+  void release_staging() { batch_.release_staging(); }
 
   /// Reshards once: `in` is this rank's source shard (read only), `out` its destination shard;
   /// both contiguous ranges of elements of the size given at construction. Collective.

@@ -54,6 +54,10 @@ template <class State>
 std::size_t core_handle<State>::staging_bytes() const noexcept {
   return state_->fe->staging_bytes();
 }
+template <class State>
+void core_handle<State>::release_staging() noexcept {
+  state_->fe->release_staging();
+}
 
 template <class State>
 void core_handle<State>::run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out,

@@ -81,6 +81,8 @@ class front_end {
   const meshcast::schedule& schedule() const noexcept { return schedule_; }
   const meshcast::network& network() const noexcept { return net_; }
   std::size_t staging_bytes() const noexcept { return run_->staging_bytes(); }
+  /// Frees this rank's message buffers until the next run (executor::release_staging).
+  void release_staging() noexcept { run_->release_staging(); }
   /// Whether a run failed (or timed out agreeing): late messages may still arrive on the
   /// channel's communicator, and no further run may start on it.
   bool failed() const noexcept { return broken_ || (run_ && run_->failed()); }
@@ -95,6 +97,12 @@ class front_end {
     if (problem.empty() && failed())
       problem = "device " + std::to_string(channel_.rank()) +
                 ": an earlier run failed here, and what it left pending could match this run's messages; make a new resharder";
+    // Buffers freed by release_staging are made again here, before the agreement, for the same
+    // reason as at construction: one rank out of memory stops every rank at once.
+    if (problem.empty()) {
+      const std::string no_room = failure_of([&] { run_->acquire_staging(); }, "making the message buffers again after release_staging");
+      if (!no_room.empty()) problem = "device " + std::to_string(channel_.rank()) + ": " + no_room;
+    }
     try {
       channel_.agree_or_throw(problem);
     } catch (const timeout_error&) {

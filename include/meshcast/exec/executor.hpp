@@ -125,8 +125,17 @@ class executor {
   /// Whether a run failed: the executor then runs no more (exec/executor/run.hpp).
   bool failed() const noexcept { return failed_; }
   /// Bytes of message buffers this rank holds (packing, receiving, forwarding), beyond its shards:
-  /// one block, allocated at construction and never above the staging cap.
-  std::size_t staging_bytes() const noexcept { return arena_.capacity(); }
+  /// one block, allocated at construction and never above the staging cap; 0 while released.
+  std::size_t staging_bytes() const noexcept { return block_ ? arena_.capacity() : 0; }
+  /// Frees the message buffers until `acquire_staging` or the next run makes them again, so that
+  /// an executor kept between uses (weight sync between RL steps, a benchmark's other sizes)
+  /// holds only its schedule. A failed executor has already handed them to keep_until_exit.
+  void release_staging() noexcept { block_.reset(); }
+  /// Makes the message buffers again after `release_staging` (nothing while they are held). Local:
+  /// a front end calls it before agreeing on a run, so that one rank out of memory fails all.
+  void acquire_staging() {
+    if (!block_ && arena_.capacity() > 0) block_ = b_.memory().allocate(arena_.capacity());
+  }
   /// Whether the cap binds here: the steps' buffers then share the block as they run.
   bool staging_shared() const noexcept { return shared_staging_; }
 

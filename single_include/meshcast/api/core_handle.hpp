@@ -38,6 +38,7 @@ class core_handle {
   const meshcast::schedule& schedule() const noexcept;
   const meshcast::network& network() const noexcept;
   std::size_t staging_bytes() const noexcept;
+  void release_staging() noexcept;
 
   /// Reshards once; `problem` is one this rank found on its own (every rank then fails with it).
   void run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out, std::string problem);

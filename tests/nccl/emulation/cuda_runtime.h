@@ -53,7 +53,14 @@ inline cudaError_t cudaSetDevice(int d) {
   meshcast_current_device = d;
   return cudaSuccess;
 }
+// A test's stand-in for a GPU without room: cudaMalloc of exactly this many bytes fails on the
+// thread (the emulated rank) that set it; 0: none fails.
+inline thread_local std::size_t meshcast_refused_malloc_bytes = 0;
 inline cudaError_t cudaMalloc(void** p, std::size_t n) {
+  if (meshcast_refused_malloc_bytes != 0 && n == meshcast_refused_malloc_bytes) {
+    *p = nullptr;
+    return cudaErrorMemoryAllocation;
+  }
   *p = std::malloc(n ? n : 1);
   return *p ? cudaSuccess : cudaErrorMemoryAllocation;
 }

@@ -35,6 +35,7 @@ void executor<Backend>::run(std::span<const std::span<const std::byte>> sources,
     tensors_[k].src = sources[k].data();
     tensors_[k].dst = destinations[k].data();
   }
+  acquire_staging();  // after release_staging; before any message, as at construction
   began_ = std::chrono::steady_clock::now();
   times_.clear();
   if (record_) times_.resize(steps_.size());
@@ -81,6 +82,7 @@ void executor<Backend>::abandon_run() noexcept {
     };
     detail::keep_until_exit(std::make_shared<kept_buffers>(
         kept_buffers{std::move(block_), std::move(scratch_), std::move(acks_), std::move(clears_)}));
+    block_.reset();  // moved out: staging_bytes() says this rank holds none
   } catch (...) {  // out of memory: nothing better than letting them go
   }
 }

@@ -102,8 +102,9 @@ inline void wait_stream(cudaStream_t stream, double timeout_s) {
 
 struct cuda_memory {
   cudaStream_t stream = nullptr;
-  /// How long `synchronize` waits for the stream before it throws a timeout_error (0: no bound).
-  double timeout_s = 0;
+  /// How long `synchronize` waits for the stream before it throws a timeout_error (0: no bound;
+  /// 60 s, as every transport's default: every wait has a deadline unless its user lifts it).
+  double timeout_s = 60;
 
   /// Device memory that keeps its address when moved. Not freed while its stream is busy after a
   /// wait on it gave up (detail::given_up_streams).
