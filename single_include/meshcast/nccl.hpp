@@ -182,6 +182,7 @@ void reshard(ncclComm_t comm, cudaStream_t stream, const batch& b, reshard_optio
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -251,7 +252,11 @@ class nccl_channel {
     nccl_on_its_device(comm_);
     nccl_check(ncclCommUserRank(comm_, &rank_), "ncclCommUserRank");
     nccl_check(ncclCommCount(comm_, &size_), "ncclCommCount");
-    scratch_ = memory_.allocate(static_cast<std::size_t>(size_) * sizeof(std::uint64_t));  // kept: one per reshard call
+    // Kept for every agreement: the all-gather, and the broadcasts of a failing rank's text (at
+    // most 4096 bytes), so that no rank allocates in the middle of one. Without room for it a rank
+    // cannot tell the others; they learn at their timeout.
+    scratch_bytes_ = std::max<std::size_t>(static_cast<std::size_t>(size_) * sizeof(std::uint64_t), max_problem_bytes);
+    scratch_ = memory_.allocate(scratch_bytes_);
   }
   int rank() const noexcept { return rank_; }
   int size() const noexcept { return size_; }
@@ -281,14 +286,19 @@ class nccl_channel {
     to_host(host.data(), buf.data(), host.size() * sizeof(std::uint64_t), timeout_s);
     return host;
   }
-  /// `bytes` from `root` to every rank (host memory on both ends).
-  void broadcast(void* data, std::size_t bytes, int root) {
-    auto buf = memory_.allocate(bytes);  // outlives a wait that gave up while the stream is busy (cuda.hpp)
+  /// `bytes` from `root` to every rank (host memory on both ends), through the scratch buffer or,
+  /// where larger, through `through`: device memory the caller made and agreed on first, since a
+  /// rank without room for it would leave the others in the broadcast. Either outlives a wait
+  /// that gave up while the stream is busy (cuda.hpp).
+  void broadcast(void* data, std::size_t bytes, int root, std::byte* through = nullptr) {
+    if (!through && bytes > scratch_bytes_)
+      throw error("nccl_channel: a broadcast of " + std::to_string(bytes) + " bytes needs a buffer of its own");
+    std::byte* buf = through ? through : scratch_->data();
     nccl_usable(comm_);
     mark_start();
-    if (rank_ == root) to_device(buf.data(), data, bytes, memory_.timeout_s);
-    settle(ncclBroadcast(buf.data(), buf.data(), bytes, ncclUint8, root, comm_, memory_.stream), "ncclBroadcast");
-    to_host(data, buf.data(), bytes);
+    if (rank_ == root) to_device(buf, data, bytes, memory_.timeout_s);
+    settle(ncclBroadcast(buf, buf, bytes, ncclUint8, root, comm_, memory_.stream), "ncclBroadcast");
+    to_host(data, buf, bytes);
   }
   /// Throws on every rank when any rank has a non-empty `problem` (the first failing rank's message).
   void agree_or_throw(const std::string& problem) {
@@ -307,7 +317,7 @@ class nccl_channel {
     std::string text = rank_ == first ? problem : std::string();
     std::uint64_t n = text.size();
     broadcast(&n, sizeof n, static_cast<int>(first));
-    text.resize(static_cast<std::size_t>(std::min<std::uint64_t>(n, 4096)));
+    text.resize(static_cast<std::size_t>(std::min<std::uint64_t>(n, max_problem_bytes)));
     broadcast(text.data(), text.size(), static_cast<int>(first));
     throw error(rank_ == first ? text : "rank " + std::to_string(first) + " reports: " + text);
   }
@@ -333,14 +343,22 @@ class nccl_channel {
     std::vector<std::int64_t> words = rank_ == 0 ? to_wire(s) : std::vector<std::int64_t>{};
     std::uint64_t n = words.size();
     broadcast(&n, sizeof n, 0);
-    words.resize(static_cast<std::size_t>(n));
-    broadcast(words.data(), words.size() * sizeof(std::int64_t), 0);
-    std::string problem;
-    try {
+    // Every rank makes room for the words first and says whether it could: one without room
+    // stops them all here instead of leaving them in the broadcast until the timeout.
+    std::optional<cuda_memory::buffer> through;
+    std::uint64_t bytes = 0;
+    std::string problem = failure_of([&] {
+      if (!product_fits<std::uint64_t>(n, sizeof(std::int64_t), bytes) || bytes > std::numeric_limits<std::size_t>::max() / 2)
+        throw error("the schedule rank 0 shares has " + std::to_string(n) + " words: more than this rank can hold");
+      words.resize(static_cast<std::size_t>(n));
+      if (bytes > scratch_bytes_) through = memory_.allocate(static_cast<std::size_t>(bytes));
+    }, "making room for the schedule rank 0 shares");
+    if (!problem.empty()) problem = "device " + std::to_string(rank_) + ": " + problem;
+    agree_or_throw(problem);
+    broadcast(words.data(), static_cast<std::size_t>(bytes), 0, through ? through->data() : nullptr);
+    problem = failure_of([&] {
       if (rank_ != 0) s = from_wire(words);
-    } catch (const std::exception& e) {
-      problem = e.what();
-    }
+    }, "reading the schedule rank 0 shares");
     agree_or_throw(problem);
     if (!all_equal(fingerprint(plans, s))) throw error("ranks disagree on the plan: were they given the same layouts and sizes?");
   }
@@ -383,6 +401,8 @@ class nccl_channel {
   std::size_t group_transfers_;
   bool nonblocking_ = false;
   double agree_s_ = 0;  // an agreement's deadline (0: no bound, as timeout_s)
+  static constexpr std::size_t max_problem_bytes = 4096;  // of a failing rank's text, as agreed on
+  std::size_t scratch_bytes_ = 0;
   std::optional<cuda_memory::buffer> scratch_;
   std::shared_ptr<std::remove_pointer_t<cudaEvent_t>> started_ = make_event();
   int rank_ = 0, size_ = 0;

@@ -1,14 +1,16 @@
-// release_staging over the emulated NCCL (threads and host memory): a resharder frees its message
-// buffers between runs and the next run makes them again; a rank without room for them, or for a
-// benchmark job's device shards, fails every rank's run at once (the run's agreement), and the
-// resharder runs again once the room is back. The emulation's cudaMalloc refuses a size on the
-// rank that asks (meshcast_refused_malloc_bytes).
+// Device memory refused to one rank over the emulated NCCL (threads and host memory; the
+// emulation's cudaMalloc refuses a size on the rank that asks, meshcast_refused_malloc_bytes):
+// release_staging frees a resharder's message buffers between runs and the next run makes them
+// again; a rank without room for them, for a benchmark job's device shards, or for the schedule
+// rank 0 shares at construction, fails every rank at once (an agreement) rather than leaving the
+// others in NCCL until their timeout, and the resharder runs again once the room is back.
 #include <doctest/doctest.h>
 
 #include <nccl.h>  // the emulation: this target puts tests/nccl/emulation first on the include path
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
@@ -162,5 +164,45 @@ TEST_CASE("a benchmark job over NCCL: a rank without room for its device shards 
     CHECK(failed[r].find("device 2: cudaMalloc failed: out of memory") != std::string::npos);
     CHECK(took[r] < timeout_s / 2);
     CHECK(again[r] == "");
+  }
+}
+
+TEST_CASE("one rank without room for the schedule rank 0 shares fails every rank's construction at once") {
+  std::vector<tensor_layouts> many;  // a schedule too long for the channel's scratch buffer
+  for (int k = 0; k < 40; ++k) {
+    const dynamic_shape shape{12 + k, 10};
+    many.push_back({dynamic_layout(dynamic_mesh{ranks}, dynamic_spec("S0,R"), shape).value(),
+                    dynamic_layout(dynamic_mesh{ranks}, dynamic_spec("R,S0"), shape).value(), 4});
+  }
+  std::vector<std::size_t> wire_bytes(ranks);
+  std::vector<std::string> failed(ranks);
+  std::vector<double> took(ranks, 0);
+  run_ranks(ranks, [&](int rank, ncclComm_t comm) {
+    const auto me = static_cast<std::size_t>(rank);
+    cudaStream_t stream;
+    cudaStreamCreate(&stream);
+    try {
+      wire_bytes[me] = to_wire(nccl_batch_resharder<>(comm, stream, many, options()).schedule()).size() * sizeof(std::int64_t);
+      if (rank == 2) meshcast_refused_malloc_bytes = wire_bytes[me];
+      const auto t0 = std::chrono::steady_clock::now();
+      try {
+        nccl_batch_resharder<> r(comm, stream, many, options());
+        failed[me] = "built";
+      } catch (const error& e) {
+        failed[me] = e.what();
+      }
+      took[me] = seconds_since(t0);
+    } catch (const std::exception& e) {
+      failed[me] = std::string("the resharder without a fault: ") + e.what();
+    }
+    meshcast_refused_malloc_bytes = 0;
+    cudaStreamDestroy(stream);
+  });
+  for (std::size_t r = 0; r < ranks; ++r) {
+    CAPTURE(r);
+    CAPTURE(failed[r]);
+    CHECK(wire_bytes[r] > 4096);  // the words need a buffer of their own, made before the broadcast
+    CHECK(failed[r].find("device 2: cudaMalloc failed: out of memory") != std::string::npos);
+    CHECK(took[r] < timeout_s / 2);
   }
 }
