@@ -7930,7 +7930,9 @@ class executor {
   std::size_t staging_bytes() const noexcept { return block_ ? arena_.capacity() : 0; }
   /// Frees the message buffers until `acquire_staging` or the next run makes them again, so that
   /// an executor kept between uses (weight sync between RL steps, a benchmark's other sizes)
-  /// holds only its schedule. A failed executor has already handed them to keep_until_exit.
+  /// holds only its steps, groups and token bytes. A run makes them on this rank alone, with no
+  /// agreement: the front ends agree on it first. A failed executor has already handed them to
+  /// keep_until_exit. Over CUDA the memory is cudaFree's, which waits for the device's work.
   void release_staging() noexcept { block_.reset(); }
   /// Makes the message buffers again after `release_staging` (nothing while they are held). Local:
   /// a front end calls it before agreeing on a run, so that one rank out of memory fails all.
@@ -9443,13 +9445,16 @@ inline network network_from(const reshard_options& o, std::vector<index_t> host_
 namespace meshcast {
 
 /// A transport's collectives for the front end. Every member is collective (all ranks call it
-/// together) but `rank`, `size`, `fitted` and `make_backend`.
+/// together) but `rank`, `size`, `problem_here`, `fitted` and `make_backend`.
 /// - `agree_or_throw(problem)`: throws the first failing rank's message on every rank when any
 ///   rank has a non-empty problem.
 /// - `all_equal(key)`: whether every rank passed the same key (the same answer on every rank).
 /// - `hosts()`: each rank's host, numbered from 0 in order of the hosts' lowest ranks.
 /// - `share(plans, s)`: rank 0's schedule to every rank, then checks that all hold the same plans
 ///   and schedule; a failure is a meshcast::error on every rank.
+/// - `problem_here()`: why the calling thread cannot use the transport now, "" when it can (NCCL: a
+///   thread on another CUDA device than the communicator's); a run agrees on it before it
+///   allocates anything.
 /// - `fitted(net)`: the network as this transport runs it (MPI: its eager limit).
 /// - `make_backend()`: the executor's backend over the same ranks.
 template <class C>
@@ -9463,6 +9468,7 @@ concept collective_channel =
       { c.all_equal(key) } -> std::same_as<bool>;
       { c.hosts() } -> std::same_as<std::vector<index_t>>;
       c.share(plans, s);
+      { cc.problem_here() } -> std::same_as<std::string>;
       { cc.fitted(net) } -> std::same_as<network>;
       { cc.make_backend() } -> std::same_as<typename C::backend_type>;
     } && backend<typename C::backend_type>;
@@ -9473,7 +9479,8 @@ template <class C>
 struct checked_channel {
   static_assert(collective_channel<C>,
                 "A front end's transport must model meshcast::collective_channel (api/channel.hpp): rank, size, "
-                "agree_or_throw, all_equal, hosts, share, fitted, make_backend and a backend_type the executor runs on.");
+                "agree_or_throw, all_equal, hosts, share, problem_here, fitted, make_backend and a backend_type the executor "
+                "runs on.");
   static constexpr bool value = true;
 };
 }  // namespace detail
@@ -9708,6 +9715,10 @@ class front_end {
                 ": an earlier run failed here, and what it left pending could match this run's messages; make a new resharder";
     // Buffers freed by release_staging are made again here, before the agreement, for the same
     // reason as at construction: one rank out of memory stops every rank at once.
+    if (problem.empty()) {  // before anything is made on this thread's device (NCCL)
+      const std::string here = channel_.problem_here();
+      if (!here.empty()) problem = "device " + std::to_string(channel_.rank()) + ": " + here;
+    }
     if (problem.empty()) {
       const std::string no_room = failure_of([&] { run_->acquire_staging(); }, "making the message buffers again after release_staging");
       if (!no_room.empty()) problem = "device " + std::to_string(channel_.rank()) + ": " + no_room;

@@ -224,6 +224,8 @@ struct mpi_channel {
   std::vector<index_t> hosts() { return discover_hosts(comm, timeout_s); }
   void share(std::span<const plan> plans, schedule& s) { share_schedule(comm, plans, s, 0, timeout_s); }
   // The MPI backend's eager messages are acknowledged in ordered mode (connections.hpp).
+  /// Any thread that may call MPI may run (MPI_THREAD_SERIALIZED is the caller's to ask for).
+  std::string problem_here() const { return {}; }
   network fitted(network net) const { return net.with_eager_bytes(static_cast<index_t>(eager_limit_bytes)); }
   mpi_backend make_backend() const { return mpi_backend(comm, timeout_s); }
 };

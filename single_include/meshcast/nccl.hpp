@@ -340,7 +340,10 @@ class nccl_channel {
   /// Rank 0's schedule to every rank as wire words; then every rank's fingerprint of plans and
   /// schedule must be rank 0's.
   void share(std::span<const plan> plans, schedule& s) {
-    std::vector<std::int64_t> words = rank_ == 0 ? to_wire(s) : std::vector<std::int64_t>{};
+    std::vector<std::int64_t> words;  // rank 0 without room for them says so before the broadcasts
+    agree_or_throw(failure_of([&] {
+      if (rank_ == 0) words = to_wire(s);
+    }, "writing the schedule to share"));
     std::uint64_t n = words.size();
     broadcast(&n, sizeof n, 0);
     // Every rank makes room for the words first and says whether it could: one without room
@@ -361,6 +364,9 @@ class nccl_channel {
     }, "reading the schedule rank 0 shares");
     agree_or_throw(problem);
     if (!all_equal(fingerprint(plans, s))) throw error("ranks disagree on the plan: were they given the same layouts and sizes?");
+  }
+  std::string problem_here() const {
+    return failure_of([&] { nccl_on_its_device(comm_); }, "checking this thread's CUDA device");
   }
   network fitted(network net) const { return net; }
   backend_type make_backend() const {

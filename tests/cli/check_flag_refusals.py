@@ -73,6 +73,8 @@ CASES = [
     ("meshcast-bench", 2, ["--solver", "ilp"], "--solver: unknown solver 'ilp'"),
     ("meshcast-bench", 2, ["--strategy", "fastest"], "--strategy: unknown strategy 'fastest'"),
     ("meshcast-bench", 2, ["--bogus"], "unknown flag '--bogus'"),
+    ("meshcast-bench-release-staging", 2, ["--mode", "best"], "--mode 'best' is not one of ordered, concurrent"),
+    ("meshcast-bench-release-staging", 2, ["--rows", "1"], "--rows '1' is not a whole number in 2.."),
     # Numbers in strtod's wider syntax were taken: hex ("0x10" read 16), leading spaces, "+3" and
     # " 3" as counts (std::stoll). A flag's number is decimal, nothing before or after it.
     ("meshcast-plan", 0, ["--shape", "8", "--src-mesh", "1", "--src-spec", "R", "--dst-mesh", "4", "--dst-spec", "R",

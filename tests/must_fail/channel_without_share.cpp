@@ -13,6 +13,7 @@ struct quiet_channel {
 #ifndef MESHCAST_MISUSE
   void share(std::span<const meshcast::plan>, meshcast::schedule&) {}
 #endif
+  std::string problem_here() const { return {}; }
   meshcast::network fitted(meshcast::network net) const { return net; }
   quiet_backend make_backend() const { return {}; }
 };

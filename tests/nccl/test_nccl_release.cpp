@@ -3,7 +3,8 @@
 // release_staging frees a resharder's message buffers between runs and the next run makes them
 // again; a rank without room for them, for a benchmark job's device shards, or for the schedule
 // rank 0 shares at construction, fails every rank at once (an agreement) rather than leaving the
-// others in NCCL until their timeout, and the resharder runs again once the room is back.
+// others in NCCL until their timeout, and the resharder runs again once the room is back; so does
+// a run from a thread on another CUDA device (collective_channel::problem_here).
 #include <doctest/doctest.h>
 
 #include <nccl.h>  // the emulation: this target puts tests/nccl/emulation first on the include path
@@ -204,5 +205,39 @@ TEST_CASE("one rank without room for the schedule rank 0 shares fails every rank
     CHECK(wire_bytes[r] > 4096);  // the words need a buffer of their own, made before the broadcast
     CHECK(failed[r].find("device 2: cudaMalloc failed: out of memory") != std::string::npos);
     CHECK(took[r] < timeout_s / 2);
+  }
+}
+
+TEST_CASE("a run from a thread on another CUDA device fails every rank before it makes anything there") {
+  std::vector<std::string> failed(ranks), again(ranks);
+  run_ranks(ranks, [&](int rank, ncclComm_t comm) {
+    const auto me = static_cast<std::size_t>(rank);
+    cudaStream_t stream;
+    cudaStreamCreate(&stream);
+    try {
+      nccl_batch_resharder<> r(comm, stream, rows_to_columns(), options());
+      r.release_staging();  // the next run would make its buffers on this thread's current device
+      if (rank == 3) cudaSetDevice(1);  // the communicator was made on device 0
+      try {
+        failed[me] = "ran: " + run_and_check(r, rank);
+      } catch (const error& e) {
+        failed[me] = e.what();
+      }
+      if (rank == 3 && r.staging_bytes() != 0) failed[me] += " (and it made its buffers on device 1)";
+      cudaSetDevice(0);
+      again[me] = run_and_check(r, rank);
+    } catch (const std::exception& e) {
+      again[me] = e.what();
+    }
+    cudaSetDevice(0);
+    cudaStreamDestroy(stream);
+  });
+  for (std::size_t r = 0; r < ranks; ++r) {
+    CAPTURE(r);
+    CAPTURE(failed[r]);
+    CHECK(failed[r].find("device 3: the NCCL communicator is on CUDA device 0 but this thread's current device is 1") !=
+          std::string::npos);
+    CHECK(failed[r].find("made its buffers") == std::string::npos);
+    CHECK(again[r] == "");
   }
 }

@@ -28,9 +28,10 @@ class batch_facade {
   /// after release_staging until the next run).
   std::size_t staging_bytes() const { return live().staging_bytes(); }
   /// Frees this rank's message buffers until the next run, which makes them again (every rank
-  /// failing alike if one has no room): between uses the resharder holds only its schedule, plans
-  /// and groups. Local: ranks may release at different times. After a failed run the buffers are
-  /// already kept aside for the late peers (docs/limits.md), and this frees nothing.
+  /// failing alike if one has no room): between uses the resharder holds its plans, schedule,
+  /// groups and a few token bytes. Local: ranks may release at different times. A failed run has
+  /// already set its buffers aside for late peers (docs/limits.md): nothing more is freed. Over
+  /// NCCL the buffers are cudaFree'd, which waits for the work queued on the device.
   void release_staging() { live().release_staging(); }
 
   /// Reshards once: `in[k]` and `out[k]` are this rank's shards of tensor k, as bytes (device

@@ -22,13 +22,16 @@
 namespace meshcast {
 
 /// A transport's collectives for the front end. Every member is collective (all ranks call it
-/// together) but `rank`, `size`, `fitted` and `make_backend`.
+/// together) but `rank`, `size`, `problem_here`, `fitted` and `make_backend`.
 /// - `agree_or_throw(problem)`: throws the first failing rank's message on every rank when any
 ///   rank has a non-empty problem.
 /// - `all_equal(key)`: whether every rank passed the same key (the same answer on every rank).
 /// - `hosts()`: each rank's host, numbered from 0 in order of the hosts' lowest ranks.
 /// - `share(plans, s)`: rank 0's schedule to every rank, then checks that all hold the same plans
 ///   and schedule; a failure is a meshcast::error on every rank.
+/// - `problem_here()`: why the calling thread cannot use the transport now, "" when it can (NCCL: a
+///   thread on another CUDA device than the communicator's); a run agrees on it before it
+///   allocates anything.
 /// - `fitted(net)`: the network as this transport runs it (MPI: its eager limit).
 /// - `make_backend()`: the executor's backend over the same ranks.
 template <class C>
@@ -42,6 +45,7 @@ concept collective_channel =
       { c.all_equal(key) } -> std::same_as<bool>;
       { c.hosts() } -> std::same_as<std::vector<index_t>>;
       c.share(plans, s);
+      { cc.problem_here() } -> std::same_as<std::string>;
       { cc.fitted(net) } -> std::same_as<network>;
       { cc.make_backend() } -> std::same_as<typename C::backend_type>;
     } && backend<typename C::backend_type>;
@@ -52,7 +56,8 @@ template <class C>
 struct checked_channel {
   static_assert(collective_channel<C>,
                 "A front end's transport must model meshcast::collective_channel (api/channel.hpp): rank, size, "
-                "agree_or_throw, all_equal, hosts, share, fitted, make_backend and a backend_type the executor runs on.");
+                "agree_or_throw, all_equal, hosts, share, problem_here, fitted, make_backend and a backend_type the executor "
+                "runs on.");
   static constexpr bool value = true;
 };
 }  // namespace detail

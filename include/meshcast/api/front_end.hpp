@@ -99,6 +99,10 @@ class front_end {
                 ": an earlier run failed here, and what it left pending could match this run's messages; make a new resharder";
     // Buffers freed by release_staging are made again here, before the agreement, for the same
     // reason as at construction: one rank out of memory stops every rank at once.
+    if (problem.empty()) {  // before anything is made on this thread's device (NCCL)
+      const std::string here = channel_.problem_here();
+      if (!here.empty()) problem = "device " + std::to_string(channel_.rank()) + ": " + here;
+    }
     if (problem.empty()) {
       const std::string no_room = failure_of([&] { run_->acquire_staging(); }, "making the message buffers again after release_staging");
       if (!no_room.empty()) problem = "device " + std::to_string(channel_.rank()) + ": " + no_room;

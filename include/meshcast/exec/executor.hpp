@@ -129,7 +129,9 @@ class executor {
   std::size_t staging_bytes() const noexcept { return block_ ? arena_.capacity() : 0; }
   /// Frees the message buffers until `acquire_staging` or the next run makes them again, so that
   /// an executor kept between uses (weight sync between RL steps, a benchmark's other sizes)
-  /// holds only its schedule. A failed executor has already handed them to keep_until_exit.
+  /// holds only its steps, groups and token bytes. A run makes them on this rank alone, with no
+  /// agreement: the front ends agree on it first. A failed executor has already handed them to
+  /// keep_until_exit. Over CUDA the memory is cudaFree's, which waits for the device's work.
   void release_staging() noexcept { block_.reset(); }
   /// Makes the message buffers again after `release_staging` (nothing while they are held). Local:
   /// a front end calls it before agreeing on a run, so that one rank out of memory fails all.
