@@ -53,8 +53,57 @@ std::string run_and_check(nccl_batch_resharder<>& r, int rank) {
   return cli::count_wrong(p.destination_tile(rank), p.src.shape, eb, out) ? "wrong elements" : "";
 }
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+// What one rank saw of a step that one rank could not do: the error the step threw (what it did
+// when it threw none), how long it took, and what went wrong after the fault was lifted ("").
+struct outcome {
+  std::string failed = "not reached", again;
+  double took = 0;
+};
+
+// Runs `body(rank, comm, stream, its outcome)` on every rank, each with a stream of its own; an
+// exception that escapes the body is that rank's `again`. The fault is lifted after each body.
+template <class Body>
+std::vector<outcome> on_every_rank(Body body) {
+  std::vector<outcome> seen(ranks);
+  run_ranks(ranks, [&](int rank, ncclComm_t comm) {
+    outcome& o = seen[static_cast<std::size_t>(rank)];
+    cudaStream_t stream;
+    cudaStreamCreate(&stream);
+    try {
+      body(rank, comm, stream, o);
+    } catch (const std::exception& e) {
+      o.again = e.what();
+    }
+    meshcast_refused_malloc_bytes = 0;
+    cudaSetDevice(0);
+    cudaStreamDestroy(stream);
+  });
+  return seen;
+}
+
+// `step()`'s meshcast::error into `o.failed` (else `ran`, what it did), its seconds into `o.took`.
+template <class Step>
+void attempt(outcome& o, Step step, std::string ran) {
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    step();
+    o.failed = std::move(ran);
+  } catch (const error& e) {
+    o.failed = e.what();
+  }
+  o.took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Every rank failed saying `says` (the agreement named the rank at fault), long before the
+// timeout, and what followed the lifted fault went right.
+void check_every_rank_failed(const std::vector<outcome>& seen, const std::string& says) {
+  for (std::size_t r = 0; r < ranks; ++r) {
+    CAPTURE(r);
+    CAPTURE(seen[r].failed);
+    CHECK(seen[r].failed.find(says) != std::string::npos);
+    CHECK(seen[r].took < timeout_s / 2);
+    CHECK(seen[r].again == "");
+  }
 }
 
 }  // namespace
@@ -91,81 +140,36 @@ TEST_CASE("release_staging over NCCL: the buffers are freed between runs and mad
 }
 
 TEST_CASE("one rank without room for its message buffers again fails every rank's run at once, and the next run works") {
-  std::vector<std::string> failed(ranks), again(ranks);
-  std::vector<double> took(ranks, 0);
-  run_ranks(ranks, [&](int rank, ncclComm_t comm) {
-    const auto me = static_cast<std::size_t>(rank);
-    cudaStream_t stream;
-    cudaStreamCreate(&stream);
-    try {
-      nccl_batch_resharder<> r(comm, stream, rows_to_columns(), options());
-      const std::size_t staging = r.staging_bytes();
-      r.release_staging();
-      if (rank == 1) meshcast_refused_malloc_bytes = staging;
-      const auto t0 = std::chrono::steady_clock::now();
-      try {
-        failed[me] = "ran: " + run_and_check(r, rank);
-      } catch (const error& e) {
-        failed[me] = e.what();
-      }
-      took[me] = seconds_since(t0);
-      meshcast_refused_malloc_bytes = 0;
-      again[me] = run_and_check(r, rank);
-    } catch (const std::exception& e) {
-      again[me] = e.what();
-    }
+  const auto seen = on_every_rank([](int rank, ncclComm_t comm, cudaStream_t stream, outcome& o) {
+    nccl_batch_resharder<> r(comm, stream, rows_to_columns(), options());
+    const std::size_t staging = r.staging_bytes();
+    r.release_staging();
+    if (rank == 1) meshcast_refused_malloc_bytes = staging;
+    attempt(o, [&] { (void)run_and_check(r, rank); }, "ran");
     meshcast_refused_malloc_bytes = 0;
-    cudaStreamDestroy(stream);
+    o.again = run_and_check(r, rank);
   });
-  for (std::size_t r = 0; r < ranks; ++r) {
-    CAPTURE(r);
-    CAPTURE(failed[r]);
-    CHECK(failed[r].find("device 1: cudaMalloc failed: out of memory") != std::string::npos);
-    CHECK(took[r] < timeout_s / 2);
-    CHECK(again[r] == "");
-  }
+  check_every_rank_failed(seen, "device 1: cudaMalloc failed: out of memory");
 }
 
 TEST_CASE("a benchmark job over NCCL: a rank without room for its device shards fails every rank's run at once") {
   const dynamic_shape shape{64, 32};
   const dynamic_layout src(dynamic_mesh{ranks}, dynamic_spec("S0,R"), shape), dst(dynamic_mesh{2, 2}, dynamic_spec("S1,S0"), shape);
-  std::vector<std::string> failed(ranks), again(ranks);
-  std::vector<double> took(ranks, 0);
-  run_ranks(ranks, [&](int rank, ncclComm_t comm) {
-    const auto me = static_cast<std::size_t>(rank);
-    cudaStream_t stream;
-    cudaStreamCreate(&stream);
-    try {
-      timed_job job = nccl_reshard_job(comm, stream, src, dst, sizeof(float), options());
-      if (rank == 2) meshcast_refused_malloc_bytes = 16 * 32 * sizeof(float);  // its source shard
-      const auto t0 = std::chrono::steady_clock::now();
-      try {
-        job.acquire();  // as a session does: acquire and clear leave the failure to the run
-        job.clear();
-        job.run();
-        failed[me] = "ran";
-      } catch (const error& e) {
-        failed[me] = e.what();
-      }
-      took[me] = seconds_since(t0);
-      meshcast_refused_malloc_bytes = 0;
+  const auto seen = on_every_rank([&](int rank, ncclComm_t comm, cudaStream_t stream, outcome& o) {
+    timed_job job = nccl_reshard_job(comm, stream, src, dst, sizeof(float), options());
+    if (rank == 2) meshcast_refused_malloc_bytes = 16 * 32 * sizeof(float);  // its source shard
+    attempt(o, [&] {
+      job.acquire();  // as a session does: acquire and clear leave the failure to the run
       job.clear();
       job.run();
-      if (job.wrong() != 0) again[me] = "wrong elements";
-      job.release();
-    } catch (const std::exception& e) {
-      again[me] = e.what();
-    }
+    }, "ran");
     meshcast_refused_malloc_bytes = 0;
-    cudaStreamDestroy(stream);
+    job.clear();
+    job.run();
+    if (job.wrong() != 0) o.again = "wrong elements";
+    job.release();
   });
-  for (std::size_t r = 0; r < ranks; ++r) {
-    CAPTURE(r);
-    CAPTURE(failed[r]);
-    CHECK(failed[r].find("device 2: cudaMalloc failed: out of memory") != std::string::npos);
-    CHECK(took[r] < timeout_s / 2);
-    CHECK(again[r] == "");
-  }
+  check_every_rank_failed(seen, "device 2: cudaMalloc failed: out of memory");
 }
 
 TEST_CASE("one rank without room for the schedule rank 0 shares fails every rank's construction at once") {
@@ -176,68 +180,26 @@ TEST_CASE("one rank without room for the schedule rank 0 shares fails every rank
                     dynamic_layout(dynamic_mesh{ranks}, dynamic_spec("R,S0"), shape).value(), 4});
   }
   std::vector<std::size_t> wire_bytes(ranks);
-  std::vector<std::string> failed(ranks);
-  std::vector<double> took(ranks, 0);
-  run_ranks(ranks, [&](int rank, ncclComm_t comm) {
+  const auto seen = on_every_rank([&](int rank, ncclComm_t comm, cudaStream_t stream, outcome& o) {
     const auto me = static_cast<std::size_t>(rank);
-    cudaStream_t stream;
-    cudaStreamCreate(&stream);
-    try {
-      wire_bytes[me] = to_wire(nccl_batch_resharder<>(comm, stream, many, options()).schedule()).size() * sizeof(std::int64_t);
-      if (rank == 2) meshcast_refused_malloc_bytes = wire_bytes[me];
-      const auto t0 = std::chrono::steady_clock::now();
-      try {
-        nccl_batch_resharder<> r(comm, stream, many, options());
-        failed[me] = "built";
-      } catch (const error& e) {
-        failed[me] = e.what();
-      }
-      took[me] = seconds_since(t0);
-    } catch (const std::exception& e) {
-      failed[me] = std::string("the resharder without a fault: ") + e.what();
-    }
-    meshcast_refused_malloc_bytes = 0;
-    cudaStreamDestroy(stream);
+    wire_bytes[me] = to_wire(nccl_batch_resharder<>(comm, stream, many, options()).schedule()).size() * sizeof(std::int64_t);
+    if (rank == 2) meshcast_refused_malloc_bytes = wire_bytes[me];
+    attempt(o, [&] { nccl_batch_resharder<> r(comm, stream, many, options()); }, "built");
   });
-  for (std::size_t r = 0; r < ranks; ++r) {
-    CAPTURE(r);
-    CAPTURE(failed[r]);
-    CHECK(wire_bytes[r] > 4096);  // the words need a buffer of their own, made before the broadcast
-    CHECK(failed[r].find("device 2: cudaMalloc failed: out of memory") != std::string::npos);
-    CHECK(took[r] < timeout_s / 2);
-  }
+  for (std::size_t b : wire_bytes) CHECK(b > 4096);  // the words need a buffer of their own, made before the broadcast
+  check_every_rank_failed(seen, "device 2: cudaMalloc failed: out of memory");
 }
 
 TEST_CASE("a run from a thread on another CUDA device fails every rank before it makes anything there") {
-  std::vector<std::string> failed(ranks), again(ranks);
-  run_ranks(ranks, [&](int rank, ncclComm_t comm) {
-    const auto me = static_cast<std::size_t>(rank);
-    cudaStream_t stream;
-    cudaStreamCreate(&stream);
-    try {
-      nccl_batch_resharder<> r(comm, stream, rows_to_columns(), options());
-      r.release_staging();  // the next run would make its buffers on this thread's current device
-      if (rank == 3) cudaSetDevice(1);  // the communicator was made on device 0
-      try {
-        failed[me] = "ran: " + run_and_check(r, rank);
-      } catch (const error& e) {
-        failed[me] = e.what();
-      }
-      if (rank == 3 && r.staging_bytes() != 0) failed[me] += " (and it made its buffers on device 1)";
-      cudaSetDevice(0);
-      again[me] = run_and_check(r, rank);
-    } catch (const std::exception& e) {
-      again[me] = e.what();
-    }
+  const auto seen = on_every_rank([](int rank, ncclComm_t comm, cudaStream_t stream, outcome& o) {
+    nccl_batch_resharder<> r(comm, stream, rows_to_columns(), options());
+    r.release_staging();  // the next run would make its buffers on this thread's current device
+    if (rank == 3) cudaSetDevice(1);  // the communicator was made on device 0
+    attempt(o, [&] { (void)run_and_check(r, rank); }, "ran");
+    if (rank == 3 && r.staging_bytes() != 0) o.failed += " (and it made its buffers on device 1)";
     cudaSetDevice(0);
-    cudaStreamDestroy(stream);
+    o.again = run_and_check(r, rank);
   });
-  for (std::size_t r = 0; r < ranks; ++r) {
-    CAPTURE(r);
-    CAPTURE(failed[r]);
-    CHECK(failed[r].find("device 3: the NCCL communicator is on CUDA device 0 but this thread's current device is 1") !=
-          std::string::npos);
-    CHECK(failed[r].find("made its buffers") == std::string::npos);
-    CHECK(again[r] == "");
-  }
+  check_every_rank_failed(seen, "device 3: the NCCL communicator is on CUDA device 0 but this thread's current device is 1");
+  for (const outcome& o : seen) CHECK(o.failed.find("made its buffers") == std::string::npos);
 }
