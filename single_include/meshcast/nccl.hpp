@@ -200,33 +200,42 @@ struct nccl_comm_bootstrap {
   ncclComm_t world = nullptr;
   cudaStream_t stream = nullptr;
   double timeout_s = 60;  // how long a member waits for the id (0: no bound; 60 s as every other transport type)
+  /// Device memory of at least `room_bytes` for the id, made ahead where a rank without room can
+  /// still tell the others (the NCCL channel passes its scratch buffer, made before its first
+  /// agreement); none or too small: each share makes its own, and a member without room for it
+  /// fails alone while the others wait out `timeout_s` in the group's setup.
+  std::shared_ptr<cuda_memory::buffer> room = nullptr;
+  std::size_t room_bytes = 0;
   void share(ncclUniqueId& id, std::span<const index_t> members, index_t root, int) {
     cuda_memory m{stream, timeout_s};
     detail::nccl_usable(world);
     int me = 0;
     detail::nccl_check(ncclCommUserRank(world, &me), "ncclCommUserRank");
-    auto buf = m.allocate(sizeof id);  // outlives a wait that gave up while the stream is busy (cuda.hpp)
+    // Either outlives a wait that gave up while the stream is busy (cuda.hpp).
+    std::optional<cuda_memory::buffer> own;
+    if (!room || room_bytes < sizeof id) own = m.allocate(sizeof id);
+    std::byte* const buf = own ? own->data() : room->data();
     // A copy with pageable host memory may wait for the stream without a deadline: each one finds
     // it drained by a bounded wait, which the world's asynchronous error fails at once.
     const auto drain = [&] { detail::wait_stream(stream, timeout_s, [&] { detail::nccl_check_async(world); }, [] { return false; }); };
     if (me == root) {
       drain();
-      detail::cuda_check(cudaMemcpyAsync(buf.data(), &id, sizeof id, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
+      detail::cuda_check(cudaMemcpyAsync(buf, &id, sizeof id, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
     }
     detail::nccl_check(ncclGroupStart(), "ncclGroupStart");
     ncclResult_t rc = ncclSuccess;
     if (me == root) {
       for (index_t r : members)
         if (r != root && (rc == ncclSuccess || rc == ncclInProgress))
-          rc = ncclSend(buf.data(), sizeof id, ncclUint8, static_cast<int>(r), world, stream);
+          rc = ncclSend(buf, sizeof id, ncclUint8, static_cast<int>(r), world, stream);
     } else {
-      rc = ncclRecv(buf.data(), sizeof id, ncclUint8, static_cast<int>(root), world, stream);
+      rc = ncclRecv(buf, sizeof id, ncclUint8, static_cast<int>(root), world, stream);
     }
     const ncclResult_t ended = ncclGroupEnd();  // closed even after a failed call
     if (rc != ncclInProgress) detail::nccl_check(rc, me == root ? "ncclSend" : "ncclRecv");
     detail::nccl_settle(ended, world, "ncclGroupEnd", timeout_s);
     drain();
-    detail::cuda_check(cudaMemcpyAsync(&id, buf.data(), sizeof id, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
+    detail::cuda_check(cudaMemcpyAsync(&id, buf, sizeof id, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
     drain();  // a copy into pageable memory may return before it is done: the id is read only after it
   }
 };
@@ -256,7 +265,7 @@ class nccl_channel {
     // most 4096 bytes), so that no rank allocates in the middle of one. Without room for it a rank
     // cannot tell the others; they learn at their timeout.
     scratch_bytes_ = std::max<std::size_t>(static_cast<std::size_t>(size_) * sizeof(std::uint64_t), max_problem_bytes);
-    scratch_ = memory_.allocate(scratch_bytes_);
+    scratch_ = std::make_shared<cuda_memory::buffer>(memory_.allocate(scratch_bytes_));
   }
   int rank() const noexcept { return rank_; }
   int size() const noexcept { return size_; }
@@ -370,8 +379,10 @@ class nccl_channel {
   }
   network fitted(network net) const { return net; }
   backend_type make_backend() const {
-    return backend_type(comm_, memory_.stream, nccl_comm_bootstrap{comm_, memory_.stream, memory_.timeout_s}, group_transfers_,
-                        memory_.timeout_s, nonblocking_);
+    // The groups' ids travel through the scratch buffer: the executor connects its groups between
+    // the channel's agreements, on the same stream, so nothing else uses it meanwhile.
+    return backend_type(comm_, memory_.stream, nccl_comm_bootstrap{comm_, memory_.stream, memory_.timeout_s, scratch_, scratch_bytes_},
+                        group_transfers_, memory_.timeout_s, nonblocking_);
   }
 
  private:
@@ -409,7 +420,7 @@ class nccl_channel {
   double agree_s_ = 0;  // an agreement's deadline (0: no bound, as timeout_s)
   static constexpr std::size_t max_problem_bytes = 4096;  // of a failing rank's text, as agreed on
   std::size_t scratch_bytes_ = 0;
-  std::optional<cuda_memory::buffer> scratch_;
+  std::shared_ptr<cuda_memory::buffer> scratch_;  // shared with the groups' bootstrap (make_backend)
   std::shared_ptr<std::remove_pointer_t<cudaEvent_t>> started_ = make_event();
   int rank_ = 0, size_ = 0;
 };

@@ -4,7 +4,8 @@
 // again; a rank without room for them, for a benchmark job's device shards, or for the schedule
 // rank 0 shares at construction, fails every rank at once (an agreement) rather than leaving the
 // others in NCCL until their timeout, and the resharder runs again once the room is back; so does
-// a run from a thread on another CUDA device (collective_channel::problem_here).
+// a run from a thread on another CUDA device (collective_channel::problem_here). The broadcast
+// groups' ids travel through the channel's buffer, so a rank without room for one more still runs.
 #include <doctest/doctest.h>
 
 #include <nccl.h>  // the emulation: this target puts tests/nccl/emulation first on the include path
@@ -202,4 +203,35 @@ TEST_CASE("a run from a thread on another CUDA device fails every rank before it
   });
   check_every_rank_failed(seen, "device 3: the NCCL communicator is on CUDA device 0 but this thread's current device is 1");
   for (const outcome& o : seen) CHECK(o.failed.find("made its buffers") == std::string::npos);
+}
+
+TEST_CASE("the broadcast groups' ids travel through room made before the executor's setup agreement, not through a new buffer") {
+  // Rows to every device: a replication across both hosts, sent as NCCL group broadcasts, whose
+  // ids the groups' roots send over the world communicator while the executor connects them.
+  const dynamic_shape shape{12, 10};
+  const std::vector<tensor_layouts> replicate{{dynamic_layout(dynamic_mesh{ranks}, dynamic_spec("S0,R"), shape).value(),
+                                               dynamic_layout(dynamic_mesh{ranks}, dynamic_spec("R,R"), shape).value(), 4}};
+  std::vector<std::size_t> groups(ranks);
+  const auto seen = on_every_rank([&](int rank, ncclComm_t comm, cudaStream_t stream, outcome& o) {
+    if (rank == 1) meshcast_refused_malloc_bytes = sizeof(ncclUniqueId);  // no room for an id of its own
+    attempt(o, [&] {
+      nccl_batch_resharder<greedy, broadcast> r(comm, stream, replicate, options(), greedy{},
+                                                broadcast{.how = transfer_kind::group_broadcast});
+      for (const transfer& t : r.schedule().transfers) groups[static_cast<std::size_t>(rank)] += t.kind == transfer_kind::group_broadcast;
+      const plan& p = r.plans()[0];
+      const auto eb = static_cast<std::size_t>(p.element_bytes);
+      std::vector<std::byte> in(r.source_elements() * eb), out(r.destination_elements() * eb, std::byte{0x55});
+      cli::fill(p.source_tile(rank), p.src.shape, eb, in);
+      const std::span<const std::byte> from(in);
+      const std::span<std::byte> to(out);
+      r(std::span<const std::span<const std::byte>>(&from, 1), std::span<const std::span<std::byte>>(&to, 1));
+      if (cli::count_wrong(p.destination_tile(rank), p.src.shape, eb, out) != 0) throw error("wrong elements");
+    }, "ran");
+  });
+  for (std::size_t r = 0; r < ranks; ++r) {
+    CAPTURE(r);
+    CHECK(groups[r] > 0);
+    CHECK(seen[r].failed == "ran");
+    CHECK(seen[r].took < timeout_s / 2);
+  }
 }
