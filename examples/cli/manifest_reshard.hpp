@@ -78,7 +78,7 @@ int reshard_manifest_main(int argc, char** argv) {
     try {
       return all_ok(MPI_COMM_WORLD, !failed, timeout_s, what);
     } catch (const timeout_error& e) {
-      abort_job(timeout_failure(e, {}));
+      abort_job(timeout_failure(e, {}, failed));
     }
   };
   auto finish = [](int status) {

@@ -67,5 +67,12 @@ inline failure timeout_failure(const meshcast::timeout_error& e, const std::vect
   }
   return {m, true};
 }
+/// The same where this rank had failed on its own before the agreement that timed out: its own
+/// failure first, which the timeout would otherwise hide.
+inline failure timeout_failure(const meshcast::timeout_error& e, const std::vector<meshcast::index_t>& host_of, const failure& here) {
+  failure f = timeout_failure(e, host_of);
+  if (here) f.message = here.message + "; then, telling the other ranks: " + f.message;
+  return f;
+}
 
 }  // namespace meshcast::cli::reshard_detail

@@ -21,10 +21,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include <meshcast/mpi.hpp>
@@ -61,8 +64,8 @@ int reshard_manifest_main(int argc, char** argv);
 /// meshcast-reshard's whole program, over the solvers and strategies of the lists: a program that
 /// appends its own policies to them and calls this from `main` is meshcast-reshard accepting their
 /// names (examples/custom_reshard.cpp).
-template <class Solvers = default_solvers, class Strategies = builtin_strategies>
-int reshard_main(int argc, char** argv) {
+template <class Solvers, class Strategies>
+int reshard_whole_run(int argc, char** argv) {
   using namespace reshard_detail;
   concurrent_runs_send_eagerly(argc, argv);  // before MPI_Init: UCX reads its settings there
   MPI_Init(&argc, &argv);
@@ -86,7 +89,7 @@ int reshard_main(int argc, char** argv) {
     try {
       return all_ok(MPI_COMM_WORLD, !failed, extra.timeout_s, what);
     } catch (const timeout_error& e) {
-      abort_job(timeout_failure(e, host_of));
+      abort_job(timeout_failure(e, host_of, failed));
     }
   };
   auto finish = [&](int status) {
@@ -321,6 +324,25 @@ int reshard_main(int argc, char** argv) {
     }
   }
   return finish(status);
+}
+
+template <class Solvers = default_solvers, class Strategies = builtin_strategies>
+int reshard_main(int argc, char** argv) {
+  try {
+    return reshard_whole_run<Solvers, Strategies>(argc, argv);
+  } catch (const std::exception& e) {
+    // Outside the agreed stages (an allocation before the flags are read, say): this rank's
+    // alone, so it ends the job itself rather than leave the others waiting for it.
+    const bool no_room = dynamic_cast<const std::bad_alloc*>(&e) != nullptr;
+    std::fprintf(stderr, "meshcast-reshard (rank %d): error: %s\n", reshard_detail::g_rank, no_room ? "out of memory" : e.what());
+    std::fflush(stderr);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // for the launcher to pass the line on before the abort
+    int up = 0, down = 0;
+    MPI_Initialized(&up);
+    MPI_Finalized(&down);
+    if (up && !down) end_job(2);
+    std::_Exit(2);
+  }
 }
 
 }  // namespace meshcast::cli

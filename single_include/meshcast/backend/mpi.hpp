@@ -103,6 +103,7 @@ class mpi_backend {
   }
   group make_group(std::span<const index_t> members, int tag) {
     std::vector<int> ranks(members.begin(), members.end());
+    std::vector<index_t> kept(members.begin(), members.end());  // made before the barrier: none after it fails alone
     // MPI_Comm_create_group blocks and has no nonblocking form: enter it only once every member
     // is known to be here (a barrier among them on the group's tag, under the deadline), so that
     // a member that stopped is a timeout_error naming it rather than a hang.
@@ -114,7 +115,7 @@ class mpi_backend {
     check(MPI_Comm_create_group(comm_, sub, tag, &c), "MPI_Comm_create_group");
     MPI_Group_free(&sub);
     MPI_Group_free(&world);
-    return group(c, {members.begin(), members.end()});
+    return group(c, std::move(kept));
   }
   request broadcast(std::byte* data, std::size_t n, index_t root, group& g) {
     const int root_rank = static_cast<int>(std::find(g.members.begin(), g.members.end(), root) - g.members.begin());
