@@ -7330,6 +7330,9 @@ inline std::uint64_t fingerprint(const plan& p, const schedule& s) { return fing
 
 #include <concepts>
 #include <cstddef>
+#include <span>
+#include <vector>
+
 
 namespace meshcast {
 
@@ -7352,6 +7355,12 @@ struct backend_protocol {
   /// with a larger message when it is built, on every rank alike, instead of failing mid-run on
   /// the two ranks of that message.
   std::size_t max_message_bytes = static_cast<std::size_t>(-1);
+  /// Whether the backend makes ahead what its groups need: the executor then calls
+  /// `prepare_groups(std::span<const std::vector<index_t>> members)` in its setup (which the front
+  /// ends agree on), with each group's members in the order `make_group` will be asked for them
+  /// (empty: a group this rank is not in), so that connecting allocates nothing while other
+  /// members may be waiting for this rank.
+  bool prepares_groups = false;
 };
 
 /// The protocol of backend `B`, checked: what the executor reads, never `B`'s members directly.
@@ -7365,7 +7374,12 @@ struct backend_traits {
                     requires(const B& b) { { b.send_completes_early(std::size_t{}) } -> std::convertible_to<bool>; },
                 "A backend whose protocol says sends complete early by size must have `bool "
                 "send_completes_early(std::size_t bytes) const`.");
+  static_assert(!protocol.prepares_groups ||
+                    requires(B& b, std::span<const std::vector<index_t>> members) { b.prepare_groups(members); },
+                "A backend whose protocol says it prepares its groups must have `void prepare_groups(std::span<const "
+                "std::vector<index_t>> members)`.");
   static constexpr bool port_tokens = protocol.port_tokens;
+  static constexpr bool prepares_groups = protocol.prepares_groups;
   static constexpr send_completion sends = protocol.sends;
   static constexpr std::size_t max_message_bytes = protocol.max_message_bytes;
 };
@@ -8208,6 +8222,10 @@ executor<Backend>::executor(Backend b, std::span<const plan> plans, const schedu
     tensors_.push_back(t);
   }
   index_groups(s);
+  // What connect() needs is made here, where the front ends agree on the setup: none of it can
+  // fail on one rank alone once a group's members wait for each other.
+  groups_.reserve(group_members_.size());
+  if constexpr (backend_traits<Backend>::prepares_groups) b_.prepare_groups(group_members_);
   plan_steps(s, plans);
   if (mode_ == execution::ordered) plan_lanes(s);
   plan_staging(max_staging_bytes);

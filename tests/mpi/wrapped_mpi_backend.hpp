@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <span>
 #include <utility>
+#include <vector>
 
 #include <meshcast/exec/backend/mpi.hpp>
 
@@ -25,6 +26,7 @@ class wrapped_mpi_backend {
   void cancel(request& r) noexcept { inner_.cancel(r); }
   request send(const std::byte* data, std::size_t n, index_t peer, int tag) { return inner_.send(data, n, peer, tag); }
   request recv(std::byte* data, std::size_t n, index_t peer, int tag) { return inner_.recv(data, n, peer, tag); }
+  void prepare_groups(std::span<const std::vector<index_t>> members) { inner_.prepare_groups(members); }
   group make_group(std::span<const index_t> members, int tag) { return inner_.make_group(members, tag); }
   request broadcast(std::byte* data, std::size_t n, index_t root, group& g) { return inner_.broadcast(data, n, root, g); }
   request chain(std::byte* data, std::size_t n, group& g, int tag, std::size_t piece = 0) {

@@ -1,7 +1,9 @@
 // A transport with every member of the backend concept that does nothing: what the must-fail
 // tests of the executor and the front end build on. Defining QUIET_BACKEND_WITHOUT_PROTOCOL
 // leaves out its protocol (backend_without_protocol.cpp's misuse); QUIET_BACKEND_CANCEL_MAY_THROW
-// drops `noexcept` from its cancel (backend_cancel_may_throw.cpp's). It includes no meshcast header:
+// drops `noexcept` from its cancel (backend_cancel_may_throw.cpp's); QUIET_BACKEND_PREPARES_GROUPS
+// says it prepares its groups, which it cannot (backend_prepares_groups_without_member.cpp's). It
+// includes no meshcast header:
 // each test includes the one it tests (and exec/memory/host.hpp) first, so that the file stands
 // for the umbrella against single_include/ (check.cmake).
 #pragma once
@@ -13,7 +15,10 @@ struct quiet_backend {
   using memory_type = meshcast::host_memory;
   struct request {};
   struct group {};
-#ifndef QUIET_BACKEND_WITHOUT_PROTOCOL
+#if defined(QUIET_BACKEND_PREPARES_GROUPS)
+  static constexpr meshcast::backend_protocol protocol{
+      .port_tokens = true, .sends = meshcast::send_completion::on_delivery, .prepares_groups = true};
+#elif !defined(QUIET_BACKEND_WITHOUT_PROTOCOL)
   static constexpr meshcast::backend_protocol protocol{.port_tokens = true, .sends = meshcast::send_completion::on_delivery};
 #endif
   memory_type& memory() { return memory_; }

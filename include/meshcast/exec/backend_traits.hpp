@@ -11,6 +11,10 @@
 
 #include <concepts>
 #include <cstddef>
+#include <span>
+#include <vector>
+
+#include "../core/config.hpp"
 
 namespace meshcast {
 
@@ -33,6 +37,12 @@ struct backend_protocol {
   /// with a larger message when it is built, on every rank alike, instead of failing mid-run on
   /// the two ranks of that message.
   std::size_t max_message_bytes = static_cast<std::size_t>(-1);
+  /// Whether the backend makes ahead what its groups need: the executor then calls
+  /// `prepare_groups(std::span<const std::vector<index_t>> members)` in its setup (which the front
+  /// ends agree on), with each group's members in the order `make_group` will be asked for them
+  /// (empty: a group this rank is not in), so that connecting allocates nothing while other
+  /// members may be waiting for this rank.
+  bool prepares_groups = false;
 };
 
 /// The protocol of backend `B`, checked: what the executor reads, never `B`'s members directly.
@@ -46,7 +56,12 @@ struct backend_traits {
                     requires(const B& b) { { b.send_completes_early(std::size_t{}) } -> std::convertible_to<bool>; },
                 "A backend whose protocol says sends complete early by size must have `bool "
                 "send_completes_early(std::size_t bytes) const`.");
+  static_assert(!protocol.prepares_groups ||
+                    requires(B& b, std::span<const std::vector<index_t>> members) { b.prepare_groups(members); },
+                "A backend whose protocol says it prepares its groups must have `void prepare_groups(std::span<const "
+                "std::vector<index_t>> members)`.");
   static constexpr bool port_tokens = protocol.port_tokens;
+  static constexpr bool prepares_groups = protocol.prepares_groups;
   static constexpr send_completion sends = protocol.sends;
   static constexpr std::size_t max_message_bytes = protocol.max_message_bytes;
 };

@@ -231,44 +231,54 @@ inline MPI_Comm bounded_dup(MPI_Comm comm, double timeout_s) {
   return o->copy;
 }
 
+/// What a `bounded_barrier` among up to `n` members posts: its requests and token bytes. Made
+/// ahead by a caller whose barrier must not allocate once members may be waiting on it (the MPI
+/// backend's groups: mpi_backend::prepare_groups); kept for the next barrier after a success.
+struct barrier_posts {
+  std::vector<MPI_Request> recvs, sends;
+  std::vector<char> tokens;  // one a member, then this rank's own (a vector: moved, it keeps its address)
+  barrier_posts() = default;
+  explicit barrier_posts(std::size_t n) : recvs(n, MPI_REQUEST_NULL), sends(n, MPI_REQUEST_NULL), tokens(n + 1, 0) {}
+  std::size_t capacity() const noexcept { return recvs.size(); }
+};
+
 /// A barrier among `members` (ranks of `comm`, this one among them) that names the members that
 /// did not arrive by its deadline: each member sends a token to every other one (on `tag`) and
-/// waits for all of theirs, under one deadline. `what` names the barrier in the error. On a
-/// failure the tokens' requests stay posted, with their buffers kept: a late member's token is
-/// absorbed by them rather than left for the next barrier on `tag` to take.
-inline void bounded_barrier(MPI_Comm comm, std::span<const int> members, double timeout_s, int tag = 32767,
-                            const char* what = "the barrier") {
+/// waits for all of theirs, under one deadline. `what` names the barrier in the error. `posts`
+/// (at least `members.size()`) is what it posts, so that it allocates nothing unless it fails. On
+/// a failure the posts stay posted, moved out of `posts` and kept with their buffers: a late
+/// member's token is absorbed by them rather than left for the next barrier on `tag` to take.
+inline void bounded_barrier(MPI_Comm comm, std::span<const int> members, double timeout_s, int tag, const char* what,
+                            barrier_posts& posts) {
   const detail::deadline stop = detail::collective_deadline(timeout_s);
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   const std::size_t n = members.size();
-  struct operation {
-    std::vector<MPI_Request> recvs, sends;
-    std::vector<char> token;
-    char mine = 1;
-  };
-  auto o = std::make_unique<operation>();
-  o->recvs.assign(n, MPI_REQUEST_NULL);
-  o->sends.assign(n, MPI_REQUEST_NULL);
-  o->token.assign(n, 0);
-  std::vector<int> missing;
+  if (posts.capacity() < n) throw error("bounded_barrier: posts for " + std::to_string(posts.capacity()) + " members, not " + std::to_string(n));
+  barrier_posts& o = posts;
+  char& mine = o.tokens[n];
+  mine = 1;
+  const auto keep = [&] { detail::keep_until_exit(std::make_shared<barrier_posts>(std::move(o))); };
+  std::vector<int> missing;  // allocates only on a failure
   int undelivered = -1;
   try {
     for (std::size_t i = 0; i < n; ++i) {
+      o.recvs[i] = o.sends[i] = MPI_REQUEST_NULL;
+      o.tokens[i] = 0;
       if (members[i] == rank) continue;
-      detail::mpi_check(MPI_Irecv(&o->token[i], 1, MPI_BYTE, members[i], tag, comm, &o->recvs[i]), "MPI_Irecv", members[i]);
-      detail::mpi_check(MPI_Isend(&o->mine, 1, MPI_BYTE, members[i], tag, comm, &o->sends[i]), "MPI_Isend", members[i]);
+      detail::mpi_check(MPI_Irecv(&o.tokens[i], 1, MPI_BYTE, members[i], tag, comm, &o.recvs[i]), "MPI_Irecv", members[i]);
+      detail::mpi_check(MPI_Isend(&mine, 1, MPI_BYTE, members[i], tag, comm, &o.sends[i]), "MPI_Isend", members[i]);
     }
     for (std::size_t i = 0; i < n; ++i)
-      if (members[i] != rank && !detail::wait_until(o->recvs[i], stop, members[i])) missing.push_back(members[i]);
+      if (members[i] != rank && !detail::wait_until(o.recvs[i], stop, members[i])) missing.push_back(members[i]);
     for (std::size_t i = 0; i < n && missing.empty() && undelivered < 0; ++i)
-      if (members[i] != rank && !detail::wait_until(o->sends[i], stop, members[i])) undelivered = members[i];
+      if (members[i] != rank && !detail::wait_until(o.sends[i], stop, members[i])) undelivered = members[i];
   } catch (...) {
-    detail::keep_until_exit(std::shared_ptr<operation>(std::move(o)));
+    keep();
     throw;
   }
   if (missing.empty() && undelivered < 0) return;
-  detail::keep_until_exit(std::shared_ptr<operation>(std::move(o)));
+  keep();
   if (!missing.empty()) {
     std::string who;
     for (std::size_t i = 0; i < missing.size() && i < 16; ++i) who += (i ? ", " : "") + std::to_string(missing[i]);
@@ -280,6 +290,12 @@ inline void bounded_barrier(MPI_Comm comm, std::span<const int> members, double 
   throw timeout_error("device " + std::to_string(rank) + ": a token of " + what + " to device " + std::to_string(undelivered) +
                           " was not delivered in time",
                       {undelivered});
+}
+/// The same with posts of its own.
+inline void bounded_barrier(MPI_Comm comm, std::span<const int> members, double timeout_s, int tag = 32767,
+                            const char* what = "the barrier") {
+  barrier_posts posts(members.size());
+  bounded_barrier(comm, members, timeout_s, tag, what, posts);
 }
 
 /// `bounded_barrier` among all the ranks of `comm`.

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -96,7 +98,8 @@ class mpi_backend {
   /// Tag-matched: ordered mode passes NIC tokens; sends up to the eager threshold complete early.
   static constexpr backend_protocol protocol{.port_tokens = true,
                                              .sends = send_completion::early_by_size,
-                                             .max_message_bytes = static_cast<std::size_t>(std::numeric_limits<int>::max())};
+                                             .max_message_bytes = static_cast<std::size_t>(std::numeric_limits<int>::max()),
+                                             .prepares_groups = true};
   request recv(std::byte* data, std::size_t n, index_t peer, int tag) {
     request r;
     r.peer = static_cast<int>(peer);
@@ -104,13 +107,35 @@ class mpi_backend {
     check(MPI_Irecv(data, count(n), MPI_BYTE, static_cast<int>(peer), tag, comm_, &r.mpi), "MPI_Irecv", r.peer);
     return r;
   }
+  /// Makes ahead each group's member list and one barrier's posts (backend_protocol::prepares_groups):
+  /// once the first group's members may wait for this rank, make_group allocates nothing.
+  void prepare_groups(std::span<const std::vector<index_t>> members) {
+    std::size_t most = 0;
+    prepared_.clear();
+    for (const std::vector<index_t>& m : members)
+      if (!m.empty()) {
+        prepared_.push_back(m);
+        most = std::max(most, m.size());
+      }
+    next_prepared_ = 0;
+    group_ranks_.reserve(most);
+    if (posts_.capacity() < most) posts_ = barrier_posts(most);
+  }
   group make_group(std::span<const index_t> members, int tag) {
-    std::vector<int> ranks(members.begin(), members.end());
-    std::vector<index_t> kept(members.begin(), members.end());  // made before the barrier: none after it fails alone
+    std::vector<index_t> kept;  // the prepared list where there is one, else made here, before the barrier
+    if (next_prepared_ < prepared_.size() && std::equal(members.begin(), members.end(), prepared_[next_prepared_].begin(),
+                                                        prepared_[next_prepared_].end()))
+      kept = std::move(prepared_[next_prepared_++]);
+    else
+      kept.assign(members.begin(), members.end());
+    group_ranks_.assign(members.begin(), members.end());
+    std::optional<barrier_posts> own;
+    if (posts_.capacity() < members.size()) own.emplace(members.size());
     // MPI_Comm_create_group blocks and has no nonblocking form: enter it only once every member
     // is known to be here (a barrier among them on the group's tag, under the deadline), so that
     // a member that stopped is a timeout_error naming it rather than a hang.
-    bounded_barrier(comm_, ranks, timeout_s_, tag, "the setup of a broadcast group");
+    bounded_barrier(comm_, group_ranks_, timeout_s_, tag, "the setup of a broadcast group", own ? *own : posts_);
+    const std::vector<int>& ranks = group_ranks_;
     MPI_Group world, sub;
     MPI_Comm_group(comm_, &world);
     MPI_Group_incl(world, static_cast<int>(ranks.size()), ranks.data(), &sub);
@@ -299,6 +324,13 @@ class mpi_backend {
   index_t rank_ = 0;
   index_t size_ = 0;
   host_memory memory_;
+  // What prepare_groups made ahead: the member lists in the order make_group takes them, the
+  // ranks of the group being made and one barrier's posts (reused: a barrier that succeeded
+  // leaves them idle).
+  std::vector<std::vector<index_t>> prepared_;
+  std::size_t next_prepared_ = 0;
+  std::vector<int> group_ranks_;
+  barrier_posts posts_;
 };
 
 static_assert(backend<mpi_backend>, "mpi_backend must satisfy the backend concept.");

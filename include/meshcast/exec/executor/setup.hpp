@@ -30,6 +30,10 @@ executor<Backend>::executor(Backend b, std::span<const plan> plans, const schedu
     tensors_.push_back(t);
   }
   index_groups(s);
+  // What connect() needs is made here, where the front ends agree on the setup: none of it can
+  // fail on one rank alone once a group's members wait for each other.
+  groups_.reserve(group_members_.size());
+  if constexpr (backend_traits<Backend>::prepares_groups) b_.prepare_groups(group_members_);
   plan_steps(s, plans);
   if (mode_ == execution::ordered) plan_lanes(s);
   plan_staging(max_staging_bytes);
