@@ -275,10 +275,12 @@ MESHCAST_INLINE void share_schedule(MPI_Comm comm, std::span<const plan> plans, 
   agree_or_throw(comm, problem, timeout_s);
   std::uint64_t mine = 0;
   agree_or_throw(comm, detail::failure_of([&] { mine = fingerprint(plans, s); }, "comparing schedules"), timeout_s);
-  std::uint64_t theirs = mine;
-  bounded_broadcast(comm, &theirs, sizeof theirs, root, timeout_s, "comparing schedules");
-  if (!all_ok(comm, mine == theirs, timeout_s, "comparing schedules"))
-    throw error("ranks disagree on the plan: were they given the same layouts and sizes?");
+  // Every rank's equals the root's where the least and the greatest are equal: two reductions,
+  // whose state earlier agreements left ready, where a broadcast would allocate its buffer first
+  // (a rank without room for 8 bytes there failed alone).
+  const std::uint64_t low = bounded_allreduce(comm, mine, MPI_MIN, timeout_s, "comparing schedules");
+  const std::uint64_t high = bounded_allreduce(comm, mine, MPI_MAX, timeout_s, "comparing schedules");
+  if (low != high) throw error("ranks disagree on the plan: were they given the same layouts and sizes?");
 }
 
 MESHCAST_INLINE void share_schedule(MPI_Comm comm, const plan& p, schedule& s, int root, double timeout_s) {

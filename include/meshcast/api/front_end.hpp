@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -36,6 +37,7 @@ class front_end {
  public:
   front_end(Channel channel, std::vector<tensor_layouts> tensors, reshard_options options, const erased_policies& policies)
       : channel_(std::move(channel)), options_(std::move(options)), tensors_(std::move(tensors)) {
+    std::uint64_t key = 0;
     std::string problem = failure_of([&] {
       if (checked_seconds(options_.timeout_s, "reshard_options::timeout_s") == 0)
         throw error("reshard_options::timeout_s is 0 s: every wait on the other ranks would expire at once; give a "
@@ -44,9 +46,10 @@ class front_end {
         throw error("reshard_options::devices_per_host is " + std::to_string(options_.devices_per_host) +
                     ": give 0 (ranks with one host name share a host) or a positive count");
       plans_ = batch_plans(tensors_, options_, channel_.size());
+      key = batch_key(tensors_, options_, policies.name(false), policies.name(true));  // before the comparison: it allocates
     }, "planning the batch");
     channel_.agree_or_throw(problem);
-    if (!channel_.all_equal(batch_key(tensors_, options_, policies.name(false), policies.name(true))))
+    if (!channel_.all_equal(key))
       throw error("the ranks of the communicator were given different layouts, element sizes or options for one "
                   "reshard; every rank must pass the same ones");
     problem = failure_of([&] {

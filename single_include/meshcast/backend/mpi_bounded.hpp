@@ -9,6 +9,8 @@
 
 #include <mpi.h>
 
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -93,6 +95,39 @@ bool completed_or_kept(std::unique_ptr<State>& state, MPI_Request& r, const dead
   return done;
 }
 
+/// A collective's state where the heap has no room for it: one of a few slots of static storage,
+/// each used once and never freed (a wait that gave up may leave it posted), or null once they are
+/// spent. A rank out of memory then still takes part in the collective, and so in the agreement
+/// that follows, instead of leaving the others to wait out the timeout in it.
+template <class State>
+State* emergency_state() noexcept {
+  static State slots[4];
+  static std::atomic<int> used{0};
+  const int i = used.fetch_add(1);
+  return i < 4 ? &slots[i] : nullptr;
+}
+
+/// `State` from the heap, else from emergency_state: `owned` holds it when it is the heap's.
+template <class State>
+State& made_or_emergency(std::unique_ptr<State>& owned) {
+  try {
+    owned = std::make_unique<State>();
+    return *owned;
+  } catch (const std::bad_alloc&) {
+    if (State* s = emergency_state<State>()) return *s;
+    throw;
+  }
+}
+
+/// Waits like completed_or_kept for a request of `state`: kept with it where it is the heap's,
+/// static (and never reused) where it is an emergency slot.
+template <class State>
+bool completed_or_kept(std::unique_ptr<State>& owned, State& state, MPI_Request& r, const deadline& stop) {
+  if (owned) return completed_or_kept(owned, r, stop);
+  (void)state;
+  return wait_until(r, stop);
+}
+
 /// Withdraws a pending receive (MPI_Cancel) so that it never writes into its buffer: one not yet
 /// matched is cancelled at once. One already matched still completes when its data is in; no
 /// wait for that here (a sender that is gone may never finish it).
@@ -114,15 +149,16 @@ inline std::uint64_t bounded_allreduce(MPI_Comm comm, std::uint64_t value, MPI_O
   // Every run of a resharder agrees through here: the operation is reused, so that a run
   // allocates nothing (only one given up on is replaced).
   thread_local std::unique_ptr<operation> spare;
-  std::unique_ptr<operation> o = spare ? std::move(spare) : std::make_unique<operation>();
-  o->mine = value;
-  o->result = 0;
-  detail::mpi_check(MPI_Iallreduce(&o->mine, &o->result, 1, MPI_UNSIGNED_LONG_LONG, op, comm, &o->r), "MPI_Iallreduce");
-  if (!detail::completed_or_kept(o, o->r, stop))
+  std::unique_ptr<operation> owned = std::move(spare);
+  operation& o = owned ? *owned : detail::made_or_emergency(owned);
+  o.mine = value;
+  o.result = 0;
+  detail::mpi_check(MPI_Iallreduce(&o.mine, &o.result, 1, MPI_UNSIGNED_LONG_LONG, op, comm, &o.r), "MPI_Iallreduce");
+  if (!detail::completed_or_kept(owned, o, o.r, stop))
     throw timeout_error(std::string("no answer from the other ranks within ") + detail::number(timeout_s) + " s while " + what,
                         {});
-  const std::uint64_t result = o->result;
-  spare = std::move(o);
+  const std::uint64_t result = o.result;
+  if (owned) spare = std::move(owned);
   return result;
 }
 
@@ -183,16 +219,17 @@ inline void bounded_broadcast(MPI_Comm comm, void* data, int bytes, int root, do
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   struct operation {
+    std::array<unsigned char, 128> small{};  // a message of this size or less (an NCCL id) needs no buffer of its own
     std::vector<unsigned char> bytes;
     MPI_Request r = MPI_REQUEST_NULL;
   };
   const auto n = static_cast<std::size_t>(bytes > 0 ? bytes : 0);
-  std::unique_ptr<operation> o;
+  std::unique_ptr<operation> owned;
+  operation* o = nullptr;
   bool made = true;
   try {
-    o = std::make_unique<operation>();
-    if (rank == root) o->bytes.assign(static_cast<const unsigned char*>(data), static_cast<const unsigned char*>(data) + n);
-    else o->bytes.resize(n);
+    o = &detail::made_or_emergency(owned);  // a small message's state never fails a rank alone
+    if (n > o->small.size()) o->bytes.resize(n);
   } catch (const std::bad_alloc&) {
     made = false;
   }
@@ -204,12 +241,14 @@ inline void bounded_broadcast(MPI_Comm comm, void* data, int bytes, int root, do
   } else if (!made) {
     throw std::bad_alloc();
   }
-  detail::mpi_check(MPI_Ibcast(o->bytes.data(), bytes, MPI_BYTE, root, comm, &o->r), "MPI_Ibcast");
-  if (!detail::completed_or_kept(o, o->r, stop))
+  unsigned char* const buf = n <= o->small.size() ? o->small.data() : o->bytes.data();
+  if (rank == root && n > 0) std::memcpy(buf, data, n);
+  detail::mpi_check(MPI_Ibcast(buf, bytes, MPI_BYTE, root, comm, &o->r), "MPI_Ibcast");
+  if (!detail::completed_or_kept(owned, *o, o->r, stop))
     throw timeout_error(std::string("no answer from rank ") + std::to_string(root) + " within " + detail::number(timeout_s) +
                             " s while " + what,
                         {root});
-  if (rank != root && n > 0) std::memcpy(data, o->bytes.data(), n);
+  if (rank != root && n > 0) std::memcpy(data, buf, n);
 }
 
 /// A communicator of its own, duplicating `comm` (MPI_Comm_idup, bounded in time like the rest):
@@ -222,13 +261,14 @@ inline MPI_Comm bounded_dup(MPI_Comm comm, double timeout_s) {
     MPI_Comm copy = MPI_COMM_NULL;
     MPI_Request r = MPI_REQUEST_NULL;
   };
-  auto o = std::make_unique<operation>();
-  detail::mpi_check(MPI_Comm_idup(comm, &o->copy, &o->r), "MPI_Comm_idup");
-  if (!detail::completed_or_kept(o, o->r, stop))
+  std::unique_ptr<operation> owned;
+  operation& o = detail::made_or_emergency(owned);
+  detail::mpi_check(MPI_Comm_idup(comm, &o.copy, &o.r), "MPI_Comm_idup");
+  if (!detail::completed_or_kept(owned, o, o.r, stop))
     throw timeout_error(std::string("no answer from the other ranks within ") + detail::number(timeout_s) +
                             " s while setting up a communicator of meshcast's own",
                         {});
-  return o->copy;
+  return o.copy;
 }
 
 /// What a `bounded_barrier` among up to `n` members posts: its requests and token bytes. Made
