@@ -43,7 +43,8 @@ reshard_options options() {
 }
 
 // One run on this rank's shards; "" when every element arrived, else what went wrong.
-std::string run_and_check(nccl_batch_resharder<>& r, int rank) {
+template <class Resharder>
+std::string run_and_check(Resharder& r, int rank) {
   const plan& p = r.plans()[0];
   const auto eb = static_cast<std::size_t>(p.element_bytes);
   std::vector<std::byte> in(r.source_elements() * eb), out(r.destination_elements() * eb, std::byte{0x55});
@@ -218,14 +219,7 @@ TEST_CASE("the broadcast groups' ids travel through room made before the executo
       nccl_batch_resharder<greedy, broadcast> r(comm, stream, replicate, options(), greedy{},
                                                 broadcast{.how = transfer_kind::group_broadcast});
       for (const transfer& t : r.schedule().transfers) groups[static_cast<std::size_t>(rank)] += t.kind == transfer_kind::group_broadcast;
-      const plan& p = r.plans()[0];
-      const auto eb = static_cast<std::size_t>(p.element_bytes);
-      std::vector<std::byte> in(r.source_elements() * eb), out(r.destination_elements() * eb, std::byte{0x55});
-      cli::fill(p.source_tile(rank), p.src.shape, eb, in);
-      const std::span<const std::byte> from(in);
-      const std::span<std::byte> to(out);
-      r(std::span<const std::span<const std::byte>>(&from, 1), std::span<const std::span<std::byte>>(&to, 1));
-      if (cli::count_wrong(p.destination_tile(rank), p.src.shape, eb, out) != 0) throw error("wrong elements");
+      if (const std::string wrong = run_and_check(r, rank); !wrong.empty()) throw error(wrong);
     }, "ran");
   });
   for (std::size_t r = 0; r < ranks; ++r) {
