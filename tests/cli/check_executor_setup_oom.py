@@ -15,6 +15,10 @@ the front end made the ranks' key inside its first agreement, the schedules were
 reductions and the bounded collectives fell back on static slots for their state, a rank without
 room for 8 or 31 bytes there failed alone and the others waited out the timeout (7 of 400).
 
+Last, with --discover-hosts, every allocation meshcast::discover_hosts makes on each of the two is
+refused, one run each. Before it made room for the gather's answers before the reduction every rank
+passes first, a rank without it failed alone and the others waited in the gather until the timeout.
+
     check_executor_setup_oom.py PROGRAM MPIEXEC FAIL_NTH_NEW_MODULE
 """
 import pathlib
@@ -26,9 +30,12 @@ from fail_nth import Checks, refused, timed_run, victim_command  # noqa: E402
 program, mpiexec, module = sys.argv[1], sys.argv[2], sys.argv[3]
 MIN_BYTES = 1024
 checks = Checks()
-for victim, min_bytes, most in ((2, MIN_BYTES, 120), (0, MIN_BYTES, 120), (2, 1, 60), (0, 1, 60)):  # a receiver, the root
+passes = [(2, MIN_BYTES, 120, []), (0, MIN_BYTES, 120, []), (2, 1, 60, []), (0, 1, 60, []),  # a receiver, the root
+          (2, 1, 1000, ["--discover-hosts"]), (0, 1, 1000, ["--discover-hosts"])]                # every one discovery makes
+for victim, min_bytes, most, flags in passes:
     env = {"MESHCAST_FAIL_MIN_SIZE": min_bytes, "MESHCAST_FAIL_NTH": 0}
-    r, seconds = timed_run(checks, victim_command(mpiexec, 4, victim, [program], module, env), f"rank {victim}, none refused")
+    command = [program, *flags]
+    r, seconds = timed_run(checks, victim_command(mpiexec, 4, victim, command, module, env), f"rank {victim}, none refused")
     if r is None:
         continue
     counts = [int(line.split()[1]) for line in r.stdout.splitlines() if line.startswith("armed_allocations ")]
@@ -39,9 +46,9 @@ for victim, min_bytes, most in ((2, MIN_BYTES, 120), (0, MIN_BYTES, 120), (2, 1,
     picks = sorted({1 + (k * total) // most for k in range(most)}) if total > most else range(1, total + 1)
     slowest, absorbed = 0.0, 0
     for nth in picks:
-        what = f"rank {victim}, allocation {nth} of the {total} of at least {min_bytes} bytes"
+        what = f"rank {victim}{' ' + ' '.join(flags) if flags else ''}, allocation {nth} of the {total} of at least {min_bytes} bytes"
         env["MESHCAST_FAIL_NTH"] = nth
-        r, seconds = timed_run(checks, victim_command(mpiexec, 4, victim, [program], module, env), what)
+        r, seconds = timed_run(checks, victim_command(mpiexec, 4, victim, command, module, env), what)
         if r is None:
             continue
         if not checks.check(refused(r), f"{what}: none was refused: {r.stderr[-400:]!r}"):
@@ -54,7 +61,7 @@ for victim, min_bytes, most in ((2, MIN_BYTES, 120), (0, MIN_BYTES, 120), (2, 1,
                         f"{what}: exit {r.returncode} after {seconds:.1f} s, ranks that said why {sorted(ranks)}: "
                         f"{r.stderr[-700:]!r}"):
             slowest = max(slowest, seconds)
-    print(f"rank {victim}: {len(picks)} of {total} allocations of at least {min_bytes} bytes refused one at a time; every rank stopped each time, "
+    print(f"rank {victim}{' ' + ' '.join(flags) if flags else ''}: {len(picks)} of {total} allocations of at least {min_bytes} bytes refused one at a time; every rank stopped each time, "
           f"in {slowest:.2f} s at most, but {absorbed} times where the refusal was absorbed and the batch ran right",
           flush=True)
 checks.finish("executor setup out of memory: ok")

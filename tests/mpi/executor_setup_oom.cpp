@@ -4,6 +4,8 @@
 // sharing the schedule, the executor's own setup before it makes its broadcast groups). Every rank
 // must stop with an error at once, never wait out the 20 s timeout. Without a refusal the batch
 // runs once and is checked; the preloaded rank prints how many allocations it counted.
+// With --discover-hosts only meshcast::discover_hosts is armed (what a resharder without
+// devices_per_host or host_of calls), and the batch then runs over the hosts it found.
 #include <dlfcn.h>
 #include <mpi.h>
 
@@ -41,9 +43,18 @@ int main(int argc, char** argv) {
     o.devices_per_host = 1;   // and across hosts, where the strategy broadcasts
     const broadcast strategy{.how = transfer_kind::group_broadcast};
     std::vector<tensor_layouts> given = tensors;  // the copy the resharder takes, made before counting
-    arm(1);
+    const bool discover = argc > 1 && std::strcmp(argv[1], "--discover-hosts") == 0;
+    long counted = -1;
+    if (discover) {
+      arm(1);
+      o.host_of = discover_hosts(MPI_COMM_WORLD, o.timeout_s);
+      counted = arm(0);
+      if (o.host_of.size() != static_cast<std::size_t>(ranks)) throw error("discover_hosts found the hosts of " + std::to_string(o.host_of.size()) + " ranks");
+    } else {
+      arm(1);
+    }
     batch_resharder<greedy, broadcast> r(MPI_COMM_WORLD, std::move(given), o, greedy{}, strategy);
-    const long counted = arm(0);
+    if (!discover) counted = arm(0);
     if (counted >= 0) std::printf("armed_allocations %ld\n", counted);
     long groups = 0;
     for (const transfer& t : r.schedule().transfers)

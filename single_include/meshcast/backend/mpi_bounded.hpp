@@ -81,9 +81,11 @@ inline deadline collective_deadline(double timeout_s) {
 /// writes. Should the wait give up (or fail), `state` is kept for the rest of the process with
 /// the pending request (core/detail/kept.hpp): a rank that arrives late and completes the
 /// operation then writes into memory still reserved for it, not into a freed stack frame or
-/// vector (a test caught that: SIGSEGV in a later MPI_Test).
+/// vector (a test caught that: SIGSEGV in a later MPI_Test). An empty `state` is one in an
+/// emergency slot (emergency_state): static, never reused, so nothing is kept.
 template <class State>
 bool completed_or_kept(std::unique_ptr<State>& state, MPI_Request& r, const deadline& stop, int peer = -1) {
+  if (!state) return wait_until(r, stop, peer);
   bool done = false;
   try {
     done = wait_until(r, stop, peer);
@@ -107,7 +109,8 @@ State* emergency_state() noexcept {
   return i < 4 ? &slots[i] : nullptr;
 }
 
-/// `State` from the heap, else from emergency_state: `owned` holds it when it is the heap's.
+/// `State` from the heap, else from emergency_state: `owned` holds it when it is the heap's (and
+/// completed_or_kept then keeps it with a request it gave up on).
 template <class State>
 State& made_or_emergency(std::unique_ptr<State>& owned) {
   try {
@@ -117,15 +120,6 @@ State& made_or_emergency(std::unique_ptr<State>& owned) {
     if (State* s = emergency_state<State>()) return *s;
     throw;
   }
-}
-
-/// Waits like completed_or_kept for a request of `state`: kept with it where it is the heap's,
-/// static (and never reused) where it is an emergency slot.
-template <class State>
-bool completed_or_kept(std::unique_ptr<State>& owned, State& state, MPI_Request& r, const deadline& stop) {
-  if (owned) return completed_or_kept(owned, r, stop);
-  (void)state;
-  return wait_until(r, stop);
 }
 
 /// Withdraws a pending receive (MPI_Cancel) so that it never writes into its buffer: one not yet
@@ -154,7 +148,7 @@ inline std::uint64_t bounded_allreduce(MPI_Comm comm, std::uint64_t value, MPI_O
   o.mine = value;
   o.result = 0;
   detail::mpi_check(MPI_Iallreduce(&o.mine, &o.result, 1, MPI_UNSIGNED_LONG_LONG, op, comm, &o.r), "MPI_Iallreduce");
-  if (!detail::completed_or_kept(owned, o, o.r, stop))
+  if (!detail::completed_or_kept(owned, o.r, stop))
     throw timeout_error(std::string("no answer from the other ranks within ") + detail::number(timeout_s) + " s while " + what,
                         {});
   const std::uint64_t result = o.result;
@@ -187,24 +181,37 @@ inline bool all_ok(MPI_Comm comm, bool ok, double timeout_s, const char* what = 
   return bounded_allreduce(comm, ok ? 1 : 0, MPI_MIN, timeout_s, what) == 1;
 }
 
-/// Every rank's `value`, in rank order, bounded in time like `bounded_allreduce`.
-inline std::vector<int> bounded_allgather(MPI_Comm comm, int value, double timeout_s, const char* what) {
+/// Every rank's `value`, in rank order, bounded in time like `bounded_allreduce`, gathered into
+/// `room` (one element a rank of `comm`): storage the caller made before an agreement, so that no
+/// rank fails alone between that agreement and the gather (discover_hosts).
+inline std::vector<int> bounded_allgather(MPI_Comm comm, int value, std::vector<int>&& room, double timeout_s, const char* what) {
   const detail::deadline stop = detail::collective_deadline(timeout_s);
-  int size = 0;
+  int size = 0, rank = 0;
   MPI_Comm_size(comm, &size);
+  MPI_Comm_rank(comm, &rank);
+  if (room.size() != static_cast<std::size_t>(size))
+    throw error("bounded_allgather: room for " + std::to_string(room.size()) + " values, not one for each of the " +
+                std::to_string(size) + " ranks");
   struct operation {
-    int mine = 0;
     std::vector<int> all;
     MPI_Request r = MPI_REQUEST_NULL;
   };
-  auto o = std::make_unique<operation>();
-  o->mine = value;
-  o->all.resize(static_cast<std::size_t>(size));
-  detail::mpi_check(MPI_Iallgather(&o->mine, 1, MPI_INT, o->all.data(), 1, MPI_INT, comm, &o->r), "MPI_Iallgather");
-  if (!detail::completed_or_kept(o, o->r, stop))
+  std::unique_ptr<operation> owned;
+  operation& o = detail::made_or_emergency(owned);
+  o.all = std::move(room);
+  o.all[static_cast<std::size_t>(rank)] = value;
+  detail::mpi_check(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, o.all.data(), 1, MPI_INT, comm, &o.r), "MPI_Iallgather");
+  if (!detail::completed_or_kept(owned, o.r, stop))
     throw timeout_error(std::string("no answer from the other ranks within ") + detail::number(timeout_s) + " s while " + what,
                         {});
-  return std::move(o->all);
+  return std::move(o.all);
+}
+
+/// As above, with room of its own: a rank without it fails alone, before the gather.
+inline std::vector<int> bounded_allgather(MPI_Comm comm, int value, double timeout_s, const char* what) {
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  return bounded_allgather(comm, value, std::vector<int>(static_cast<std::size_t>(size)), timeout_s, what);
 }
 
 /// From this size on, bounded_broadcast's ranks agree that each holds a buffer for the message.
@@ -244,7 +251,7 @@ inline void bounded_broadcast(MPI_Comm comm, void* data, int bytes, int root, do
   unsigned char* const buf = n <= o->small.size() ? o->small.data() : o->bytes.data();
   if (rank == root && n > 0) std::memcpy(buf, data, n);
   detail::mpi_check(MPI_Ibcast(buf, bytes, MPI_BYTE, root, comm, &o->r), "MPI_Ibcast");
-  if (!detail::completed_or_kept(owned, *o, o->r, stop))
+  if (!detail::completed_or_kept(owned, o->r, stop))
     throw timeout_error(std::string("no answer from rank ") + std::to_string(root) + " within " + detail::number(timeout_s) +
                             " s while " + what,
                         {root});
@@ -264,7 +271,7 @@ inline MPI_Comm bounded_dup(MPI_Comm comm, double timeout_s) {
   std::unique_ptr<operation> owned;
   operation& o = detail::made_or_emergency(owned);
   detail::mpi_check(MPI_Comm_idup(comm, &o.copy, &o.r), "MPI_Comm_idup");
-  if (!detail::completed_or_kept(owned, o, o.r, stop))
+  if (!detail::completed_or_kept(owned, o.r, stop))
     throw timeout_error(std::string("no answer from the other ranks within ") + detail::number(timeout_s) +
                             " s while setting up a communicator of meshcast's own",
                         {});

@@ -9,6 +9,7 @@
 #include <climits>
 #include <cstdint>
 #include <limits>
+#include <new>
 #include <span>
 #include <string>
 #include <vector>
@@ -80,8 +81,25 @@ MESHCAST_INLINE std::vector<index_t> discover_hosts(MPI_Comm comm, double timeou
   int rank = 0, size = 0;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  // Every rank is here before the one blocking call: a rank that stopped earlier is a timeout.
-  bounded_allreduce(comm, 0, MPI_MAX, timeout_s, "finding the ranks' hosts");
+  // Room for every answer first, agreed on by the reduction that has every rank here before the
+  // one blocking call (a rank that stopped earlier is a timeout there). A rank without room for
+  // the gather had failed alone, and the others waited in the gather until timeout_s.
+  std::vector<int> leaders, distinct;
+  std::vector<index_t> host_of;
+  bool made = true;
+  try {
+    leaders.resize(static_cast<std::size_t>(size));
+    distinct.reserve(static_cast<std::size_t>(size));
+    host_of.resize(static_cast<std::size_t>(size));
+  } catch (const std::bad_alloc&) {
+    made = false;
+  }
+  const auto without_room = static_cast<int>(bounded_allreduce(
+      comm, made ? static_cast<std::uint64_t>(INT_MAX) : static_cast<std::uint64_t>(rank), MPI_MIN, timeout_s,
+      "finding the ranks' hosts"));
+  if (without_room != INT_MAX)
+    throw error(without_room == rank ? std::string("out of memory while finding the ranks' hosts")
+                                     : "rank " + std::to_string(without_room) + " ran out of memory while finding the ranks' hosts");
   MPI_Comm node = MPI_COMM_NULL;
   detail::mpi_check(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
   int leader = rank;
@@ -93,11 +111,10 @@ MESHCAST_INLINE std::vector<index_t> discover_hosts(MPI_Comm comm, double timeou
     throw;
   }
   MPI_Comm_free(&node);
-  const std::vector<int> leaders = bounded_allgather(comm, leader, timeout_s, "gathering the ranks' hosts");
-  std::vector<int> distinct = leaders;
+  leaders = bounded_allgather(comm, leader, std::move(leaders), timeout_s, "gathering the ranks' hosts");
+  distinct.assign(leaders.begin(), leaders.end());  // into the room reserved above
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-  std::vector<index_t> host_of(static_cast<std::size_t>(size));
   for (int r = 0; r < size; ++r)
     host_of[static_cast<std::size_t>(r)] =
         std::lower_bound(distinct.begin(), distinct.end(), leaders[static_cast<std::size_t>(r)]) - distinct.begin();
