@@ -35,11 +35,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <limits>
+#include <new>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -47,6 +49,7 @@
 
 #include <meshcast/mpi.hpp>
 #include <meshcast/pipeline.hpp>
+#include <meshcast/core/detail/failure_of.hpp>
 
 // The program's parts (examples/pipeline_mpi/): flags, clocks, collectives, compute, transfers,
 // runners, one run of the lists, and rank 0's report.
@@ -73,19 +76,24 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   double timeout_s = 60;
   std::string problem;
-  // Input errors are the same on every rank (every rank reads the same flags and rank 0's file);
-  // rank 0 reports them and every rank ends with status 2.
+  // Input errors are the same on every rank (every rank reads the same flags and rank 0's file),
+  // so the lowest rank with a problem reports it, and every rank ends with status 2. That is rank 0
+  // but where another rank alone failed: out of memory, it had ended every rank without a word.
   auto input_check = [&](double wait_s = 0) {  // 0: timeout_s
-    bool ok = false;
+    int first = INT_MAX;
     try {
-      ok = all_ok(MPI_COMM_WORLD, problem.empty(), wait_s > 0 ? wait_s : timeout_s, "checking the input");
+      first = static_cast<int>(bounded_allreduce(MPI_COMM_WORLD,
+                                                 problem.empty() ? std::uint64_t{INT_MAX} : static_cast<std::uint64_t>(rank),
+                                                 MPI_MIN, wait_s > 0 ? wait_s : timeout_s, "checking the input"));
     } catch (const std::exception& e) {
       std::fprintf(stderr, "meshcast-pipeline-mpi (rank %d): error: %s\n", rank, e.what());
       std::fflush(stderr);
       meshcast::cli::end_job(1);
     }
-    if (ok) return true;
-    if (rank == 0 && !problem.empty()) std::fprintf(stderr, "meshcast-pipeline-mpi: error: %s\n", problem.c_str());
+    if (first == INT_MAX) return true;
+    if (rank == 0 && first == 0) std::fprintf(stderr, "meshcast-pipeline-mpi: error: %s\n", problem.c_str());
+    if (rank != 0 && first == rank) std::fprintf(stderr, "meshcast-pipeline-mpi (rank %d): error: %s\n", rank, problem.c_str());
+    std::fflush(stderr);
     return false;
   };
   flags f;
@@ -93,12 +101,10 @@ int main(int argc, char** argv) {
   pl::network_model net;
   index_t k = 1;
   double unit = 1;
-  try {
+  problem = meshcast::detail::failure_of([&] {
     f = parse_flags(argc, argv);
     timeout_s = f.timeout_s;
-  } catch (const std::exception& e) {
-    problem = e.what();
-  }
+  }, "reading the flags");
   if (!input_check()) return MPI_Finalize(), 2;
   if (f.help) {
     if (rank == 0) usage(stdout);
@@ -107,17 +113,14 @@ int main(int argc, char** argv) {
   }
   // The file, as rank 0 reads it.
   std::vector<char> text;
-  if (rank == 0) {
-    try {
+  if (rank == 0)
+    problem = meshcast::detail::failure_of([&] {
       const std::string t = pl::read_pipeline_text(f.file);
       text.assign(t.begin(), t.end());
-    } catch (const std::exception& e) {
-      problem = e.what();
-    }
-  }
+    }, "reading the pipeline file");
   if (!input_check()) return MPI_Finalize(), 2;
   std::vector<transfer_spec> specs;
-  try {
+  problem = meshcast::detail::failure_of([&] {
     broadcast_vector(text, 0, timeout_s, "receiving the pipeline file");
     try {
       file = pl::parse_pipeline(json::parse(std::string_view(text.data(), text.size())));
@@ -155,9 +158,7 @@ int main(int argc, char** argv) {
                   " s; this program runs units of 1e-09 to 1000 s (as --time-unit-ms 1e-6 to 1e6)");
     specs = transfer_specs(file, k, unit, net);
     pl::validate(d);
-  } catch (const std::exception& e) {
-    problem = e.what();
-  }
+  }, "reading the pipeline and predicting its transfers");
   if (!input_check()) return MPI_Finalize(), 2;
   const pl::description& d = file.d;
   const pl::graph g(d);
@@ -169,7 +170,7 @@ int main(int argc, char** argv) {
     std::vector<policy_report> reports(f.policies.size());
     std::vector<std::int64_t> wire;
     if (rank == 0) {
-      try {
+      problem = meshcast::detail::failure_of([&] {
         for (std::size_t i = 0; i < f.policies.size(); ++i) {
           reports[i].name = f.policies[i];
           reports[i].simulated = pl::visit_policy(f.policies[i], [&](auto p) {
@@ -179,10 +180,8 @@ int main(int argc, char** argv) {
           });
           put_lists(wire, reports[i].simulated.stages);
         }
-      } catch (const std::exception& e) {
-        problem = e.what();
-        wire.clear();
-      }
+      }, "ordering the transfers");
+      if (!problem.empty()) wire.clear();
     }
     // Rank 0 may search up to each policy's time limit (and optimal's search limit after its
     // seed) before it answers: the others wait that much longer (a 61 s limit ended healthy runs).
@@ -334,7 +333,6 @@ int main(int argc, char** argv) {
       }
 
     // 6. Rank 0: re-simulation with the measured durations, the report.
-    // 6. Rank 0: re-simulation with the measured durations, the report.
     if (rank == 0) {
       resimulate(reports, d, g, all_lists, all_ids, k, unit);
       print_report(f, d, k, unit, clock_est, mm, net, specs, alone, reports);
@@ -350,7 +348,8 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::seconds(1));
     meshcast::cli::end_job(1);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "meshcast-pipeline-mpi (rank %d): error: %s\n", rank, e.what());
+    const bool no_room = dynamic_cast<const std::bad_alloc*>(&e) != nullptr;  // said in words, not "std::bad_alloc"
+    std::fprintf(stderr, "meshcast-pipeline-mpi (rank %d): error: %s\n", rank, no_room ? "out of memory" : e.what());
     std::fflush(stderr);
     std::this_thread::sleep_for(std::chrono::seconds(1));
     meshcast::cli::end_job(1);

@@ -23,3 +23,9 @@ if(NOT MESHCAST_SANITIZE AND TARGET meshcast-autoshard-mlp-mpi)
            $<TARGET_FILE:meshcast-autoshard-mlp-mpi> ${MPIEXEC_EXECUTABLE} $<TARGET_FILE:meshcast-test-fail-nth-new>)
   set_tests_properties(mpi.autoshard_mlp_oom PROPERTIES LABELS mpi TIMEOUT 600 PROCESSORS 2)
 endif()
+if(NOT MESHCAST_SANITIZE AND TARGET meshcast-pipeline-mpi)
+  add_test(NAME mpi.pipeline_oom COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/cli/check_pipeline_mpi_oom.py
+           $<TARGET_FILE:meshcast-pipeline-mpi> ${MPIEXEC_EXECUTABLE} $<TARGET_FILE:meshcast-test-fail-nth-new>
+           ${PROJECT_SOURCE_DIR}/examples/pipelines)
+  set_tests_properties(mpi.pipeline_oom PROPERTIES LABELS mpi TIMEOUT 600 PROCESSORS 2)
+endif()
