@@ -2958,6 +2958,7 @@ class connection_map {
 #include <chrono>
 #include <cmath>
 #include <string>
+#include <string_view>
 
 // ---- begin meshcast/core/time_limit.hpp ----
 // The longest time limit meshcast accepts, alone: options that only name it need nothing of the
@@ -2975,10 +2976,12 @@ namespace meshcast {
 
 namespace detail {
 
-/// Throws naming `what` unless `seconds` is a finite number in [0, max_time_limit_s].
-inline double checked_seconds(double seconds, const std::string& what) {
+/// Throws naming `what` unless `seconds` is a finite number in [0, max_time_limit_s]. A view, so
+/// that a check that passes allocates nothing: a wait on a CUDA stream checks its timeout at every
+/// sign of progress, and a name past 15 characters made a string each time.
+inline double checked_seconds(double seconds, std::string_view what) {
   if (!(seconds >= 0 && seconds <= max_time_limit_s))
-    throw error(what + " (" + number(seconds) + " s) must be a number in [0, 1e6] seconds");
+    throw error(std::string(what) + " (" + number(seconds) + " s) must be a number in [0, 1e6] seconds");
   return seconds;
 }
 
@@ -8112,6 +8115,7 @@ class executor {
   // Both ends of a transfer put it in the round of its start time, so the rounds of all devices
   // line up and none waits for a later one.
   void run_ordered_in_rounds();
+  void plan_rounds();  // round_order_, made in the setup: a run allocates nothing for it
 
   void run_ordered();
   // Posts a step's transfer (a send packs first; a forward sends what arrived).
@@ -8180,6 +8184,7 @@ class executor {
   std::vector<unsigned char> held_;           // and their tags (run_concurrent_eager)
   bool held_clear_ = false;                   // held_ is sized and all zero (the last pass did not throw)
   std::size_t first_send_ = none, first_receive_ = none;  // ordered mode: each lane's first step
+  std::vector<std::size_t> round_order_;  // ordered mode in rounds: the steps by model start time
   std::vector<request> tokens_sent_;
   bool failed_ = false;  // a run failed: this executor runs no more
   std::vector<std::optional<typename Backend::group>> groups_;  // made by connect()
@@ -8228,6 +8233,7 @@ executor<Backend>::executor(Backend b, std::span<const plan> plans, const schedu
   if constexpr (backend_traits<Backend>::prepares_groups) b_.prepare_groups(group_members_);
   plan_steps(s, plans);
   if (mode_ == execution::ordered) plan_lanes(s);
+  if (mode_ == execution::ordered && !backend_traits<Backend>::port_tokens) plan_rounds();
   plan_staging(max_staging_bytes);
   if (mode_ == execution::ordered && !s.model.empty() && backend_traits<Backend>::port_tokens) plan_tokens(s);
   if (mode_ == execution::ordered && !s.model.empty()) plan_exchanges(s);
@@ -8921,11 +8927,16 @@ void executor<Backend>::send_data(step& x) {
 namespace meshcast {
 
 template <class Backend>
-void executor<Backend>::run_ordered_in_rounds() {
-  std::vector<std::size_t> order(steps_.size());
-  for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
-  std::stable_sort(order.begin(), order.end(),
+void executor<Backend>::plan_rounds() {
+  round_order_.resize(steps_.size());
+  for (std::size_t k = 0; k < round_order_.size(); ++k) round_order_[k] = k;
+  std::stable_sort(round_order_.begin(), round_order_.end(),
                    [&](std::size_t a, std::size_t b) { return steps_[a].model_start < steps_[b].model_start; });
+}
+
+template <class Backend>
+void executor<Backend>::run_ordered_in_rounds() {
+  const std::vector<std::size_t>& order = round_order_;
   for (std::size_t i = 0; i < order.size();) {
     std::size_t j = i + 1;  // a round holds at least its first step, whatever its time compares to
     const double at = steps_[order[i]].model_start;

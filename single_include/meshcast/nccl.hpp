@@ -187,6 +187,7 @@ void reshard(ncclComm_t comm, cudaStream_t stream, const batch& b, reshard_optio
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -266,16 +267,20 @@ class nccl_channel {
     // cannot tell the others; they learn at their timeout.
     scratch_bytes_ = std::max<std::size_t>(static_cast<std::size_t>(size_) * sizeof(std::uint64_t), max_problem_bytes);
     scratch_ = std::make_shared<cuda_memory::buffer>(memory_.allocate(scratch_bytes_));
+    gathered_.resize(static_cast<std::size_t>(size_));
   }
   int rank() const noexcept { return rank_; }
   int size() const noexcept { return size_; }
 
-  /// Every rank's value, in rank order, on every rank, each wait bounded by `timeout_s`.
-  std::vector<std::uint64_t> all_gather(std::uint64_t value) { return all_gather(value, memory_.timeout_s); }
-  std::vector<std::uint64_t> all_gather(std::uint64_t value, double timeout_s) {
+  /// Every rank's value, in rank order, on every rank, each wait bounded by `timeout_s`: held by
+  /// the channel until its next all-gather, so that an agreement allocates nothing (a rank
+  /// without room for it there failed alone, the others waiting in NCCL until their timeout).
+  const std::vector<std::uint64_t>& all_gather(std::uint64_t value) { return all_gather(value, memory_.timeout_s); }
+  const std::vector<std::uint64_t>& all_gather(std::uint64_t value, double timeout_s) {
     const auto n = static_cast<std::size_t>(size_);
     auto& buf = *scratch_;
-    std::vector<std::uint64_t> host(n, 0);
+    std::vector<std::uint64_t>& host = gathered_;
+    std::fill(host.begin(), host.end(), 0);
     host[static_cast<std::size_t>(rank_)] = value;
     nccl_usable(comm_);
     mark_start();
@@ -312,15 +317,16 @@ class nccl_channel {
   /// Throws on every rank when any rank has a non-empty `problem` (the first failing rank's message).
   void agree_or_throw(const std::string& problem) {
     if (!problem.empty()) nccl_usable(comm_, problem);
-    std::vector<std::uint64_t> flags;
+    const std::vector<std::uint64_t>* gathered = nullptr;
     try {
-      flags = all_gather(problem.empty() ? 0 : 1, agree_s_);
+      gathered = &all_gather(problem.empty() ? 0 : 1, agree_s_);
     } catch (const timeout_error& e) {
       // Queued behind a failed run's work still on the stream (or the caller's): the wait's timeout
       // alone would name nothing of what failed here.
       if (problem.empty()) throw;
       throw timeout_error(problem + "; then, telling the other ranks: " + e.what(), e.missing());
     }
+    const std::vector<std::uint64_t>& flags = *gathered;
     const auto first = std::find(flags.begin(), flags.end(), 1u) - flags.begin();
     if (first == static_cast<std::ptrdiff_t>(flags.size())) return;
     std::string text = rank_ == first ? problem : std::string();
@@ -331,14 +337,15 @@ class nccl_channel {
     throw error(rank_ == first ? text : "rank " + std::to_string(first) + " reports: " + text);
   }
   bool all_equal(std::uint64_t key) {
-    const auto all = all_gather(key);
+    const auto& all = all_gather(key);
     return std::all_of(all.begin(), all.end(), [&](std::uint64_t k) { return k == all.front(); });
   }
   /// Ranks whose machines have one host name share a host.
   std::vector<index_t> hosts() {
     char name[256] = {};
     gethostname(name, sizeof name - 1);
-    const auto all = all_gather(std::hash<std::string>{}(name));
+    // std::string's hash, without a string made before the gather
+    const auto& all = all_gather(std::hash<std::string_view>{}(name));
     std::vector<std::uint64_t> distinct;
     for (std::uint64_t h : all)
       if (std::find(distinct.begin(), distinct.end(), h) == distinct.end()) distinct.push_back(h);
@@ -421,6 +428,7 @@ class nccl_channel {
   static constexpr std::size_t max_problem_bytes = 4096;  // of a failing rank's text, as agreed on
   std::size_t scratch_bytes_ = 0;
   std::shared_ptr<cuda_memory::buffer> scratch_;  // shared with the groups' bootstrap (make_backend)
+  std::vector<std::uint64_t> gathered_;           // the last all-gather's values, one a rank
   std::shared_ptr<std::remove_pointer_t<cudaEvent_t>> started_ = make_event();
   int rank_ = 0, size_ = 0;
 };

@@ -6,6 +6,7 @@
 // others in NCCL until their timeout, and the resharder runs again once the room is back; so does
 // a run from a thread on another CUDA device (collective_channel::problem_here). The broadcast
 // groups' ids travel through the channel's buffer, so a rank without room for one more still runs.
+// After its first run, a resharder's runs allocate nothing from the C++ heap (count_new.cpp).
 #include <doctest/doctest.h>
 
 #include <nccl.h>  // the emulation: this target puts tests/nccl/emulation first on the include path
@@ -23,6 +24,9 @@
 
 #include "cli/fill.hpp"
 #include "thread_bootstrap.hpp"
+#ifdef MESHCAST_TEST_COUNTS_NEW
+#include "count_new.hpp"
+#endif
 
 using namespace meshcast;
 
@@ -229,3 +233,57 @@ TEST_CASE("the broadcast groups' ids travel through room made before the executo
     CHECK(seen[r].took < timeout_s / 2);
   }
 }
+
+#ifdef MESHCAST_TEST_COUNTS_NEW
+TEST_CASE("after its first run, a resharder's runs over NCCL allocate nothing from the C++ heap") {
+  // Each agreement's all-gather had made a vector for its answers, each wait on the stream a
+  // string naming its timeout (at every sign of progress too), and ordered mode the order of its
+  // rounds: a rank without room for one failed alone in the middle of a run, the others waiting
+  // in NCCL until their timeout. The emulated NCCL's own allocations are left out.
+  const dynamic_shape shape{12, 10};
+  const std::vector<tensor_layouts> replicate{{dynamic_layout(dynamic_mesh{ranks}, dynamic_spec("S0,R"), shape).value(),
+                                               dynamic_layout(dynamic_mesh{ranks}, dynamic_spec("R,R"), shape).value(), 4}};
+  for (const execution mode : {execution::ordered, execution::concurrent})
+    for (const bool groups : {false, true}) {
+      CAPTURE(mode == execution::ordered);
+      CAPTURE(groups);
+      std::vector<std::string> problems(ranks);
+      std::vector<std::size_t> counted(ranks, 1);
+      run_ranks(ranks, [&](int rank, ncclComm_t comm) {
+        const auto me = static_cast<std::size_t>(rank);
+        cudaStream_t stream;
+        cudaStreamCreate(&stream);
+        try {
+          reshard_options o = options();
+          o.mode = mode;
+          nccl_batch_resharder<greedy, broadcast> r(comm, stream, groups ? replicate : rows_to_columns(), o, greedy{},
+                                                    broadcast{.how = transfer_kind::group_broadcast});
+          problems[me] = run_and_check(r, rank);  // the first run
+          const plan& p = r.plans()[0];
+          const auto eb = static_cast<std::size_t>(p.element_bytes);
+          std::vector<std::byte> in(r.source_elements() * eb), out(r.destination_elements() * eb, std::byte{0x55});
+          cli::fill(p.source_tile(rank), p.src.shape, eb, in);
+          const std::span<const std::byte> from(in);
+          const std::span<std::byte> to(out);
+          const std::span<const std::span<const std::byte>> ins(&from, 1);
+          const std::span<const std::span<std::byte>> outs(&to, 1);
+          meshcast_test::counted_new = 0;
+          meshcast_test::counting_new = true;
+          for (int run = 0; run < 3; ++run) r(ins, outs);
+          meshcast_test::counting_new = false;
+          counted[me] = meshcast_test::counted_new;
+          if (problems[me].empty() && cli::count_wrong(p.destination_tile(rank), p.src.shape, eb, out)) problems[me] = "wrong elements";
+        } catch (const std::exception& e) {
+          meshcast_test::counting_new = false;
+          problems[me] = e.what();
+        }
+        cudaStreamDestroy(stream);
+      });
+      for (std::size_t r = 0; r < ranks; ++r) {
+        CAPTURE(r);
+        CHECK(problems[r] == "");
+        CHECK(counted[r] == 0);
+      }
+    }
+}
+#endif

@@ -297,6 +297,7 @@ class executor {
   // Both ends of a transfer put it in the round of its start time, so the rounds of all devices
   // line up and none waits for a later one.
   void run_ordered_in_rounds();
+  void plan_rounds();  // round_order_, made in the setup: a run allocates nothing for it
 
   void run_ordered();
   // Posts a step's transfer (a send packs first; a forward sends what arrived).
@@ -365,6 +366,7 @@ class executor {
   std::vector<unsigned char> held_;           // and their tags (run_concurrent_eager)
   bool held_clear_ = false;                   // held_ is sized and all zero (the last pass did not throw)
   std::size_t first_send_ = none, first_receive_ = none;  // ordered mode: each lane's first step
+  std::vector<std::size_t> round_order_;  // ordered mode in rounds: the steps by model start time
   std::vector<request> tokens_sent_;
   bool failed_ = false;  // a run failed: this executor runs no more
   std::vector<std::optional<typename Backend::group>> groups_;  // made by connect()

@@ -9,6 +9,17 @@
 #include <cstring>
 #include <thread>
 
+// The emulation's own allocations are an NCCL's or a CUDA runtime's, not the library's: a test
+// that counts what a thread allocates (tests/nccl/count_new.cpp) leaves out those made inside an
+// emulated call, each of which holds a meshcast_emulation_call.
+inline thread_local int meshcast_emulation_calls = 0;
+struct meshcast_emulation_call {
+  meshcast_emulation_call() noexcept { ++meshcast_emulation_calls; }
+  ~meshcast_emulation_call() { --meshcast_emulation_calls; }
+  meshcast_emulation_call(const meshcast_emulation_call&) = delete;
+  meshcast_emulation_call& operator=(const meshcast_emulation_call&) = delete;
+};
+
 typedef enum cudaError { cudaSuccess = 0, cudaErrorMemoryAllocation = 2, cudaErrorNotReady = 600 } cudaError_t;
 typedef enum cudaMemcpyKind {
   cudaMemcpyHostToHost = 0,
@@ -79,6 +90,7 @@ inline cudaError_t cudaMemcpyAsync(void* to, const void* from, std::size_t n, cu
   return cudaSuccess;
 }
 inline cudaError_t cudaStreamCreate(cudaStream_t* s) {
+  const meshcast_emulation_call emulated;
   *s = new meshcast_emulated_stream;
   return cudaSuccess;
 }
@@ -113,6 +125,7 @@ struct meshcast_emulated_event {
 enum { cudaEventDefault = 0, cudaEventDisableTiming = 2 };
 typedef meshcast_emulated_event* cudaEvent_t;
 inline cudaError_t cudaEventCreate(cudaEvent_t* e) {
+  const meshcast_emulation_call emulated;
   *e = new meshcast_emulated_event;
   return cudaSuccess;
 }

@@ -90,6 +90,7 @@ inline ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
   return ncclSuccess;
 }
 inline ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank, ncclConfig_t* config) {
+  const meshcast_emulation_call emulated;
   auto& w = meshcast_nccl_emulation::world::get();
   std::lock_guard<std::mutex> l(w.m);
   long long n = 0;
@@ -146,6 +147,7 @@ inline ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
   return ncclSuccess;
 }
 inline ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* error) {
+  const meshcast_emulation_call emulated;
   auto& w = meshcast_nccl_emulation::world::get();
   std::lock_guard<std::mutex> l(w.m);
   meshcast_nccl_emulation::advance_launches();
@@ -179,17 +181,20 @@ inline ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
   return ncclSuccess;
 }
 inline ncclResult_t ncclSend(const void* buf, std::size_t count, ncclDataType_t, int peer, ncclComm_t comm, cudaStream_t) {
+  const meshcast_emulation_call emulated;
   meshcast_nccl_emulation::op o{meshcast_nccl_emulation::op::send};
   o.from = buf, o.n = count, o.peer = peer;
   return meshcast_nccl_emulation::submit(comm->state, comm->rank, o, comm->blocking, &comm->pending, comm->unsettled);
 }
 inline ncclResult_t ncclRecv(void* buf, std::size_t count, ncclDataType_t, int peer, ncclComm_t comm, cudaStream_t) {
+  const meshcast_emulation_call emulated;
   meshcast_nccl_emulation::op o{meshcast_nccl_emulation::op::recv};
   o.to = buf, o.n = count, o.peer = peer;
   return meshcast_nccl_emulation::submit(comm->state, comm->rank, o, comm->blocking, &comm->pending, comm->unsettled);
 }
 inline ncclResult_t ncclBroadcast(const void* send, void* recv, std::size_t count, ncclDataType_t, int root, ncclComm_t comm,
                                   cudaStream_t) {
+  const meshcast_emulation_call emulated;
   meshcast_nccl_emulation::op o{meshcast_nccl_emulation::op::bcast};
   if (comm->rank == root && send != recv) std::memmove(recv, send, count);
   o.to = recv, o.n = count, o.peer = root;
@@ -201,6 +206,7 @@ inline ncclResult_t ncclGroupStart() {
   return ncclSuccess;
 }
 inline ncclResult_t ncclGroupEnd() {
+  const meshcast_emulation_call emulated;
   using namespace meshcast_nccl_emulation;
   if (group_depth == 0) return ncclInvalidUsage;
   if (--group_depth > 0) return ncclSuccess;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <string>
+#include <string_view>
 
 #include "../error.hpp"
 #include "../time_limit.hpp"
@@ -14,10 +15,12 @@ namespace meshcast {
 
 namespace detail {
 
-/// Throws naming `what` unless `seconds` is a finite number in [0, max_time_limit_s].
-inline double checked_seconds(double seconds, const std::string& what) {
+/// Throws naming `what` unless `seconds` is a finite number in [0, max_time_limit_s]. A view, so
+/// that a check that passes allocates nothing: a wait on a CUDA stream checks its timeout at every
+/// sign of progress, and a name past 15 characters made a string each time.
+inline double checked_seconds(double seconds, std::string_view what) {
   if (!(seconds >= 0 && seconds <= max_time_limit_s))
-    throw error(what + " (" + number(seconds) + " s) must be a number in [0, 1e6] seconds");
+    throw error(std::string(what) + " (" + number(seconds) + " s) must be a number in [0, 1e6] seconds");
   return seconds;
 }
 

@@ -7,11 +7,16 @@
 namespace meshcast {
 
 template <class Backend>
-void executor<Backend>::run_ordered_in_rounds() {
-  std::vector<std::size_t> order(steps_.size());
-  for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
-  std::stable_sort(order.begin(), order.end(),
+void executor<Backend>::plan_rounds() {
+  round_order_.resize(steps_.size());
+  for (std::size_t k = 0; k < round_order_.size(); ++k) round_order_[k] = k;
+  std::stable_sort(round_order_.begin(), round_order_.end(),
                    [&](std::size_t a, std::size_t b) { return steps_[a].model_start < steps_[b].model_start; });
+}
+
+template <class Backend>
+void executor<Backend>::run_ordered_in_rounds() {
+  const std::vector<std::size_t>& order = round_order_;
   for (std::size_t i = 0; i < order.size();) {
     std::size_t j = i + 1;  // a round holds at least its first step, whatever its time compares to
     const double at = steps_[order[i]].model_start;

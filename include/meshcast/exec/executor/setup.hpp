@@ -36,6 +36,7 @@ executor<Backend>::executor(Backend b, std::span<const plan> plans, const schedu
   if constexpr (backend_traits<Backend>::prepares_groups) b_.prepare_groups(group_members_);
   plan_steps(s, plans);
   if (mode_ == execution::ordered) plan_lanes(s);
+  if (mode_ == execution::ordered && !backend_traits<Backend>::port_tokens) plan_rounds();
   plan_staging(max_staging_bytes);
   if (mode_ == execution::ordered && !s.model.empty() && backend_traits<Backend>::port_tokens) plan_tokens(s);
   if (mode_ == execution::ordered && !s.model.empty()) plan_exchanges(s);
