@@ -49,7 +49,7 @@
 
 #include <meshcast/mpi.hpp>
 #include <meshcast/pipeline.hpp>
-#include <meshcast/core/detail/failure_of.hpp>
+#include <meshcast/meshcast.hpp>  // detail::failure_of
 
 // The program's parts (examples/pipeline_mpi/): flags, clocks, collectives, compute, transfers,
 // runners, one run of the lists, and rank 0's report.
